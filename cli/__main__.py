@@ -1,0 +1,3 @@
+from eqsearch.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""The one console script: `eqsearch <command> ...`.
+
+Each package contributes its commands through a `commands` module with a `register(subparsers)` function; those
+modules import nothing heavy at module level, so `eqsearch --help` stays fast and never loads torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from eqsearch import __version__
+from eqsearch.engine.errors import EqsearchError
+
+COMMAND_MODULES = (
+    "eqsearch.engine.commands",
+    "eqsearch.ingest.commands",
+    "eqsearch.training.commands",
+    "eqsearch.export.commands",
+    "eqsearch.webui.commands",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser, with every package's subcommands registered."""
+    parser = argparse.ArgumentParser(
+        prog="eqsearch",
+        description="Semantic search for mathematics: formula embeddings + keyword search on Elasticsearch.",
+        epilog="Run 'eqsearch COMMAND --help' for the options of a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"eqsearch {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module_name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name == module_name:  # that package has no commands yet
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `eqsearch` console script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except EqsearchError as error:
+        print(f"eqsearch: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("eqsearch: interrupted", file=sys.stderr)
+        return 130
