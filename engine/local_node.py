@@ -40,11 +40,22 @@ from eqsearch.engine.config import LocalNodeConfig
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.java import JavaRuntime, find_java
 
-ES_VERSION = "9.2.4"
 ES_MAVEN_GROUP = "org.elasticsearch.distribution.integ-test-zip"
-# SHA-256 of elasticsearch-9.2.4.zip as published on Maven Central (measured when the pin was chosen).
-ES_SHA256 = "af7b81fe31627c7523b2546351cd4e47310faa6a72c8db8dc8f7a191e871cfaf"
 CLUSTER_NAME = "eqsearch-local"
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """An Elasticsearch minimal distribution on Maven Central, pinned by version and SHA-256."""
+
+    version: str
+    sha256: str
+
+
+# The newest 9.x minimal distribution on Maven Central when pinned (9.3+ are not published there); the SHA-256
+# was measured on the downloaded zip. The client pin in pyproject.toml has the same major.
+PINNED = Distribution("9.2.4", "af7b81fe31627c7523b2546351cd4e47310faa6a72c8db8dc8f7a191e871cfaf")
+ES_VERSION = PINNED.version
 
 ProgressCallback = Callable[[int, int | None], None]
 
@@ -142,7 +153,12 @@ class LocalNode:
     """
 
     def __init__(
-        self, config: LocalNodeConfig, *, security: bool = False, superuser: tuple[str, str] | None = None
+        self,
+        config: LocalNodeConfig,
+        *,
+        security: bool = False,
+        superuser: tuple[str, str] | None = None,
+        distribution: Distribution = PINNED,
     ) -> None:
         if security and superuser is None:
             raise ValueError("a secured local node needs a superuser (name, password)")
@@ -150,7 +166,8 @@ class LocalNode:
         self.security = security
         self.superuser = superuser
         self.home = config.home
-        self.version = ES_VERSION
+        self.distribution = distribution
+        self.version = distribution.version
 
     # -- paths -------------------------------------------------------------------------------------------------
     @property
@@ -216,7 +233,7 @@ class LocalNode:
             if not archive.is_file():
                 raise LocalNodeError(f"the Elasticsearch archive {archive} does not exist")
             expected = self.config.archive_sha256
-            if expected is None and _sha256(archive) != ES_SHA256:
+            if expected is None and _sha256(archive) != self.distribution.sha256:
                 raise ChecksumMismatchError(
                     f"{archive} is not the pinned Elasticsearch {self.version} zip and no checksum was given",
                     hint="pass --sha256 with the checksum published beside the archive",
@@ -229,7 +246,7 @@ class LocalNode:
         downloads = self.home / "downloads"
         downloads.mkdir(parents=True, exist_ok=True)
         target = downloads / f"elasticsearch-{self.version}.zip"
-        if target.is_file() and _sha256(target) == ES_SHA256:
+        if target.is_file() and _sha256(target) == self.distribution.sha256:
             return target
         partial = target.with_suffix(".zip.part")
         url = self.maven_url()
@@ -249,10 +266,10 @@ class LocalNode:
                 hint="check the network, set EQSEARCH_MAVEN_REPOSITORY to a mirror, or pass --archive FILE",
             ) from error
         actual = _sha256(partial)
-        if actual != ES_SHA256:
+        if actual != self.distribution.sha256:
             partial.unlink(missing_ok=True)
             raise ChecksumMismatchError(
-                f"the download from {url} has SHA-256 {actual}, expected {ES_SHA256}; it was deleted"
+                f"the download from {url} has SHA-256 {actual}, expected {self.distribution.sha256}; it was deleted"
             )
         partial.replace(target)
         return target

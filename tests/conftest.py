@@ -1,0 +1,66 @@
+"""Shared fixtures and the test tiers (markers `es`, `browser`, `slow`, `gpu`; see pyproject.toml).
+
+Elasticsearch tests run against a real node: the one named by EQSEARCH_ES_URL, else the managed local node that
+the README's test command starts. With CI=true an unreachable node fails every `es` test; elsewhere they are
+skipped with the reason, so a quick local run without a node still works.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from eqsearch.engine.config import EsConfig
+
+ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except ImportError:
+        has_cuda = False
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords and not has_cuda:
+            item.add_marker(skip_gpu)
+
+
+@pytest.fixture(scope="session")
+def es_config() -> EsConfig:
+    """The configuration of the real Elasticsearch the suite uses (checked once)."""
+    from eqsearch.engine.errors import EqsearchError
+    from eqsearch.engine.es_client import check_cluster
+
+    config = EsConfig.from_env()
+    try:
+        check_cluster(config)
+    except EqsearchError as error:
+        message = f"no Elasticsearch for the `es` tests: {error}"
+        if ON_CI:
+            pytest.fail(message + " (CI=true: Elasticsearch tests never skip)", pytrace=False)
+        pytest.skip(message)
+    return config
+
+
+@pytest.fixture(scope="session")
+def es_client(es_config: EsConfig):
+    from eqsearch.engine.es_client import connect
+
+    client, _ = connect(es_config)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def index_name(es_client) -> Iterator[str]:
+    """A fresh index name for one test; every index with that prefix is deleted afterwards."""
+    name = f"eqsearch-test-{uuid.uuid4().hex[:12]}"
+    yield name
+    existing = es_client.indices.get(index=f"{name}*", expand_wildcards="all", ignore_unavailable=True)
+    for index in existing:
+        es_client.indices.delete(index=index, ignore_unavailable=True)
