@@ -505,20 +505,25 @@ class LocalNode:
             return self.status()
 
     def _describe_port_owner(self) -> str:
+        from eqsearch.engine.config import EsConfig
+        from eqsearch.engine.es_client import (
+            AuthenticationFailedError,
+            ElasticsearchUnavailableError,
+            VersionMismatchError,
+            check_cluster,
+        )
+
         port = self.config.port
         try:
-            info = _http_json(f"http://127.0.0.1:{port}/", timeout=3)
-            version = info.get("version", {}).get("number", "?")
-            return (
-                f"port {port} is already taken by another Elasticsearch ({version}, cluster "
-                f"'{info.get('cluster_name', '?')}') that eqsearch does not manage"
-            )
-        except urllib.error.HTTPError as error:
-            if error.code == 401:
-                return f"port {port} is already taken by a secured Elasticsearch that eqsearch does not manage"
-            return f"port {port} is already taken by a program that answered HTTP {error.code}"
-        except (urllib.error.URLError, OSError, ValueError):
-            return f"port {port} is already taken by another program"
+            info = check_cluster(EsConfig(url=f"http://127.0.0.1:{port}", request_timeout=5))
+            owner = f"another Elasticsearch ({info.version}, cluster '{info.cluster_name}')"
+        except VersionMismatchError as error:
+            owner = f"another Elasticsearch ({str(error).split(' is version ')[1].split(',')[0]})"
+        except AuthenticationFailedError:
+            owner = "a secured Elasticsearch"
+        except ElasticsearchUnavailableError:
+            owner = "another program"
+        return f"port {port} is already taken by {owner} that eqsearch does not manage"
 
     def _startup_failure(self, code: int) -> LocalNodeError:
         output = _tail(self.startup_log, 30) + _tail(self.log_file, 30)
