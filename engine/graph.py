@@ -49,9 +49,7 @@ class GraphArrays:
         for name in ("tag", "attr", "char", "pos", "graph"):
             array = getattr(self, name)
             if array.dtype != np.int64 or array.shape != (n,):
-                raise ValueError(
-                    f"GraphArrays.{name} must be int64 of shape ({n},), got {array.dtype} {array.shape}"
-                )
+                raise ValueError(f"GraphArrays.{name} must be int64 of shape ({n},), got {array.dtype} {array.shape}")
         if self.edge_index.dtype != np.int64 or self.edge_index.ndim != 2 or self.edge_index.shape[0] != 2:
             raise ValueError(f"GraphArrays.edge_index must be int64 [2, E], got {self.edge_index.shape}")
         if self.edge_index.size and (self.edge_index.min() < 0 or self.edge_index.max() >= n):
@@ -69,9 +67,7 @@ def concatenate_graphs(graphs: Sequence[GraphArrays]) -> GraphArrays:
     node_offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     graph_counts = np.array([g.num_graphs for g in graphs], dtype=np.int64)
     graph_offsets = np.concatenate(([0], np.cumsum(graph_counts)[:-1]))
-    edge_index = np.concatenate(
-        [g.edge_index + off for g, off in zip(graphs, node_offsets, strict=True)], axis=1
-    )
+    edge_index = np.concatenate([g.edge_index + off for g, off in zip(graphs, node_offsets, strict=True)], axis=1)
     return GraphArrays(
         tag=np.concatenate([g.tag for g in graphs]),
         attr=np.concatenate([g.attr for g in graphs]),
