@@ -1,0 +1,373 @@
+"""Rewriting arXiv display-math LaTeX into what KaTeX parses (measured in shared/research/latex-to-mathml.md).
+
+Two steps, both pure functions of the text:
+
+- `clean_latex`: remove comments and what only matters for page layout or numbering (``\\label``, ``\\tag``,
+  ``\\nonumber``, ``\\vspace``, ``\\hfill``, ``\\boldmath``, ...), replace cross references and citations by
+  placeholders (``\\ref``/``\\eqref`` -> ``\\text{(?)}``, ``\\cite`` -> ``\\text{[?]}``), and rename commands
+  KaTeX lacks to close equivalents (``\\mbox`` -> ``\\text``, ``\\mathbbm``/``\\mathds`` -> ``\\mathbb``, plain-TeX
+  ``\\pmatrix{..\\cr..}`` -> ``\\begin{pmatrix}..\\\\..\\end{pmatrix}``, unwrap ``\\ensuremath``). Applied to
+  equation bodies and to macro bodies alike.
+- `wrap_environment`: turn the body of a display environment into one KaTeX expression: align/flalign ->
+  ``aligned``, alignat -> ``alignedat``, gather/multline -> ``gathered``, eqnarray -> ``array{rcl}``, and a body of
+  any other display (``equation``, ``$$``, ``\\[``) with a top-level ``&`` or ``\\\\`` -> ``aligned``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+
+__all__ = [
+    "CONTROL_SEQUENCE",
+    "clean_latex",
+    "preprocess_latex",
+    "read_argument",
+    "read_bracket",
+    "read_group",
+    "skip_space",
+    "wrap_environment",
+]
+
+_COMMENT = re.compile(r"(?<!\\)((?:\\\\)*)%[^\n]*")
+CONTROL_SEQUENCE = re.compile(r"\\(?:[A-Za-z@]+|.)", re.S)
+
+
+_BRACE_TOKEN = re.compile(r"\\.|[{}]", re.S)
+#: Optional arguments longer than this are not looked for (they are short in practice; this bounds the work).
+MAX_OPTIONAL_LENGTH = 500
+
+
+@functools.lru_cache(maxsize=8)
+def _group_ends(text: str) -> dict[int, int]:
+    """Offset of every balanced ``{`` -> offset just past its ``}``, in one pass (so lookups are O(1))."""
+    ends: dict[int, int] = {}
+    stack: list[int] = []
+    for m in _BRACE_TOKEN.finditer(text):
+        token = m.group(0)
+        if token == "{":
+            stack.append(m.start())
+        elif token == "}" and stack:
+            ends[stack.pop()] = m.end()
+    return ends
+
+
+def read_group(text: str, start: int) -> int | None:
+    """End offset (exclusive) of the brace group opening at ``text[start] == '{'``, or None if unbalanced."""
+    return _group_ends(text).get(start)
+
+
+def read_bracket(text: str, start: int) -> int | None:
+    """End offset of ``[...]`` at start (brace groups inside are skipped whole), or None."""
+    stop = min(len(text), start + MAX_OPTIONAL_LENGTH)
+    if text.find("]", start, stop) < 0:
+        return None
+    i = start + 1
+    while i < stop:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "{":
+            end = read_group(text, i)
+            if end is None:
+                return None
+            i = end
+            continue
+        if c == "]":
+            return i + 1
+        i += 1
+    return None
+
+
+def skip_space(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\n\r":
+        i += 1
+    return i
+
+
+def read_argument(text: str, i: int) -> tuple[str, int] | None:
+    """The next mandatory argument after ``i``: a brace group's content or one token; None at the end."""
+    i = skip_space(text, i)
+    if i >= len(text):
+        return None
+    if text[i] == "{":
+        end = read_group(text, i)
+        if end is None:
+            return None
+        return text[i + 1 : end - 1], end
+    if text[i] == "\\":
+        m = CONTROL_SEQUENCE.match(text, i)
+        return (m.group(0), m.end()) if m else None
+    return text[i], i + 1
+
+
+def _optional(text: str, i: int) -> int:
+    j = skip_space(text, i)
+    if j < len(text) and text[j] == "[":
+        end = read_bracket(text, j)
+        if end is not None:
+            return end
+    return i
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Rules of clean_latex: each takes (text, offset just past the command) and returns (replacement, resume offset).
+
+_Rule = Callable[[str, int], tuple[str, int]]
+
+
+def _drop(text: str, end: int) -> tuple[str, int]:
+    return "", end
+
+
+def _drop_star_optional(text: str, end: int) -> tuple[str, int]:
+    if end < len(text) and text[end] == "*":
+        end += 1
+    return "", _optional(text, end)
+
+
+def _drop_with_argument(text: str, end: int) -> tuple[str, int]:
+    if end < len(text) and text[end] == "*":
+        end += 1
+    end = _optional(text, end)
+    arg = read_argument(text, end)
+    return "", arg[1] if arg else end
+
+
+def _placeholder(replacement: str, optionals: int) -> _Rule:
+    def rule(text: str, end: int) -> tuple[str, int]:
+        if end < len(text) and text[end] == "*":
+            end += 1
+        for _ in range(optionals):
+            end = _optional(text, end)
+        arg = read_argument(text, end)
+        return replacement, arg[1] if arg else end
+
+    return rule
+
+
+def _rename(new: str) -> _Rule:
+    def rule(text: str, end: int) -> tuple[str, int]:
+        # keep a separating space when the next character would glue onto a control word
+        if new[-1].isalpha() and end < len(text) and text[end].isalpha():
+            return new + " ", end
+        return new, end
+
+    return rule
+
+
+def _unwrap_into(prefix: str) -> _Rule:
+    def rule(text: str, end: int) -> tuple[str, int]:
+        arg = read_argument(text, end)
+        if arg is None:
+            return "", end
+        return f"{prefix}{{{arg[0]}}}", arg[1]
+
+    return rule
+
+
+def _skip_glue(text: str, end: int) -> tuple[str, int]:
+    m = _GLUE.match(text, end)
+    return "", m.end() if m else end
+
+
+_GLUE = re.compile(
+    r"\s*-?[\d.]+\s*(?:pt|em|ex|mm|cm|in|bp|mu|sp|pc|dd|cc)(?:\s*(?:plus|minus)\s*-?[\d.]+\s*(?:pt|em|ex|fil+))*"
+)
+
+
+def _cut_equation_number(text: str, end: int) -> tuple[str, int]:
+    # \eqno / \leqno: the rest of the row is the equation number
+    stop = text.find("\\\\", end)
+    return "", len(text) if stop < 0 else stop
+
+
+def _plain_matrix(environment: str) -> _Rule:
+    def rule(text: str, end: int) -> tuple[str, int]:
+        arg = read_argument(text, end)
+        if arg is None:
+            return f"\\{environment}", end
+        body = re.sub(r"\\cr(?![A-Za-z])", r"\\\\", arg[0])
+        return f"\\begin{{{environment}}}{body}\\end{{{environment}}}", arg[1]
+
+    return rule
+
+
+_RULES: dict[str, _Rule] = {
+    # numbering, labels, layout
+    "label": _drop_with_argument,
+    "tag": _drop_with_argument,
+    "vspace": _drop_with_argument,
+    "nonumber": _drop,
+    "notag": _drop,
+    "hfill": _drop,
+    "hfil": _drop,
+    "vfill": _drop,
+    "boldmath": _drop,
+    "unboldmath": _drop,
+    "protect": _drop,
+    "allowdisplaybreaks": _drop_star_optional,
+    "displaybreak": _drop_star_optional,
+    "noindent": _drop,
+    "centering": _drop,
+    "upshape": _drop,
+    "smallskip": _drop,
+    "medskip": _drop,
+    "bigskip": _drop,
+    "nopagebreak": _drop_star_optional,
+    "pagebreak": _drop_star_optional,
+    "linebreak": _drop_star_optional,
+    "nolinebreak": _drop_star_optional,
+    "vskip": _skip_glue,
+    "eqno": _cut_equation_number,
+    "leqno": _cut_equation_number,
+    # cross references and citations
+    "ref": _placeholder("\\text{(?)}", 0),
+    "eqref": _placeholder("\\text{(?)}", 0),
+    "pageref": _placeholder("\\text{(?)}", 0),
+    "autoref": _placeholder("\\text{(?)}", 0),
+    "cref": _placeholder("\\text{(?)}", 0),
+    "Cref": _placeholder("\\text{(?)}", 0),
+    "cite": _placeholder("\\text{[?]}", 2),
+    "citep": _placeholder("\\text{[?]}", 2),
+    "citet": _placeholder("\\text{[?]}", 2),
+    "citealp": _placeholder("\\text{[?]}", 2),
+    # commands KaTeX lacks -> close equivalents
+    "mbox": _rename("\\text"),
+    "textsc": _rename("\\text"),
+    "textup": _rename("\\text"),
+    "textsl": _rename("\\textit"),
+    "mathbbm": _rename("\\mathbb"),
+    "mathds": _rename("\\mathbb"),
+    "mathbbold": _rename("\\mathbb"),
+    "nicefrac": _rename("\\tfrac"),
+    "operatornamewithlimits": _rename("\\operatorname*"),
+    "slash": _rename("/"),
+    "ensuremath": _drop,
+    "lefteqn": _unwrap_into(""),
+    "intertext": _unwrap_into("\\text"),
+    "shortintertext": _unwrap_into("\\text"),
+    "pmatrix": _plain_matrix("pmatrix"),
+    "matrix": _plain_matrix("matrix"),
+}
+
+_RULE_PATTERN = re.compile(r"\\(" + "|".join(sorted(_RULES, key=len, reverse=True)) + r")(?![A-Za-z@])")
+
+
+def clean_latex(latex: str) -> str:
+    """Remove comments and layout commands, replace references, rename what KaTeX lacks (see module docstring).
+
+    Args:
+        latex: an equation body or a macro body.
+
+    Returns:
+        The rewritten text (unchanged when nothing applies).
+    """
+    if "%" in latex:
+        latex = _COMMENT.sub(r"\1", latex)
+    if "\\" not in latex or not _RULE_PATTERN.search(latex):
+        return latex
+    out: list[str] = []
+    position = 0
+    for _ in range(len(latex)):  # bounded: every round consumes at least one command
+        m = _RULE_PATTERN.search(latex, position)
+        if m is None:
+            break
+        start = m.start()
+        backslashes = 0
+        while start - backslashes > 0 and latex[start - backslashes - 1] == "\\":
+            backslashes += 1
+        if backslashes % 2:  # "\\label" is a line break followed by the word "label"
+            out.append(latex[position : m.end()])
+            position = m.end()
+            continue
+        replacement, resume = _RULES[m.group(1)](latex, m.end())
+        out.append(latex[position:start])
+        out.append(replacement)
+        position = max(resume, m.end())
+    out.append(latex[position:])
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Environments
+
+_ALIGN_LIKE = frozenset({"align", "flalign", "empheq", "split", "aligned"})
+_ALIGNAT_LIKE = frozenset({"alignat", "xalignat", "xxalignat", "alignedat"})
+_GATHER_LIKE = frozenset({"gather", "multline", "gathered"})
+_ARRAY_LIKE = frozenset({"eqnarray", "IEEEeqnarray", "darray"})
+#: Environments KaTeX knows that may come as a whole display: re-wrapped as they are.
+_KATEX_ENVIRONMENTS = frozenset(
+    {"array", "matrix", "pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "cases", "dcases", "rcases", "CD"}
+)
+_TOKEN = re.compile(r"\\begin(?![A-Za-z])|\\end(?![A-Za-z])|\\(?:[A-Za-z@]+|.)|[{}&]", re.S)
+
+
+def _top_level(body: str) -> tuple[bool, bool, int]:
+    """(has a top-level ``&``, has a top-level ``\\\\``, most top-level ``&`` in one row)."""
+    depth = 0
+    has_amp = has_newline = False
+    row_amps = max_amps = 0
+    for m in _TOKEN.finditer(body):
+        token = m.group(0)
+        if token in ("{", "\\begin"):
+            depth += 1
+        elif token in ("}", "\\end"):
+            depth -= 1
+        elif depth == 0:
+            if token == "&":
+                has_amp = True
+                row_amps += 1
+                max_amps = max(max_amps, row_amps)
+            elif token in ("\\\\", "\\cr"):
+                has_newline = True
+                row_amps = 0
+    return has_amp, has_newline, max_amps
+
+
+def _strip_trailing_newlines(body: str) -> str:
+    body = body.strip()
+    while body.endswith("\\\\"):  # a final row separator would add an empty row
+        body = body[:-2].rstrip()
+    return body
+
+
+def wrap_environment(body: str, environment: str) -> str:
+    """One KaTeX expression for the body of a display environment.
+
+    Args:
+        body: the text between the delimiters, arguments excluded (``alignat``'s ``{2}`` may lead the body).
+        environment: the environment name (a trailing ``*`` is ignored), or ``$$``, ``\\[``, ``math``.
+
+    Returns:
+        The body, wrapped in ``aligned``, ``alignedat``, ``gathered`` or ``array`` where needed.
+    """
+    name = environment.strip().rstrip("*")
+    body = _strip_trailing_newlines(body)
+    if name in _KATEX_ENVIRONMENTS:
+        return f"\\begin{{{name}}}{body}\\end{{{name}}}"
+    has_amp, has_newline, max_amps = _top_level(body)
+    if name in _ALIGNAT_LIKE:
+        m = re.match(r"\s*\{\s*(\d+)\s*\}", body)
+        if m:
+            columns, body = int(m.group(1)), body[m.end() :]
+        else:
+            columns = max(1, (max_amps + 2) // 2)
+        return f"\\begin{{alignedat}}{{{columns}}}{body}\\end{{alignedat}}"
+    if name in _ARRAY_LIKE:
+        spec = "rcl" if name == "eqnarray" and max_amps <= 2 else "l" * (max_amps + 1)
+        return f"\\begin{{array}}{{{spec}}}{body}\\end{{array}}"
+    if name in _GATHER_LIKE:
+        if has_amp:  # multline/gather have no alignment points; a stray & would be an error
+            return f"\\begin{{aligned}}{body}\\end{{aligned}}"
+        return f"\\begin{{gathered}}{body}\\end{{gathered}}" if has_newline else body
+    if name in _ALIGN_LIKE or has_amp or has_newline:
+        return f"\\begin{{aligned}}{body}\\end{{aligned}}"
+    return body
+
+
+def preprocess_latex(body: str, environment: str = "equation") -> str:
+    """`clean_latex` then `wrap_environment`: the text KaTeX gets for one display."""
+    return wrap_environment(clean_latex(body), environment)
