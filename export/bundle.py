@@ -1,0 +1,166 @@
+"""Writing a model bundle (model.onnx + vocabulary.json + manifest.json) and proving it matches torch."""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from eqsearch.engine.bundle import (
+    BUNDLE_FORMAT,
+    BUNDLE_VERSION,
+    GRAPH_INPUTS,
+    MANIFEST_NAME,
+    MODEL_NAME,
+    VOCABULARY_NAME,
+    read_manifest,
+    sha256_file,
+)
+from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.graph import GraphArrays, concatenate_graphs
+from eqsearch.export.onnx_export import DEFAULT_OPSET, OUTPUT_NAME, export_onnx
+from eqsearch.training.evaluate import embed_graphs
+from eqsearch.training.model import FormulaEncoder
+
+PARITY_TOLERANCE = 1e-4
+
+
+@dataclass(frozen=True)
+class ParityReport:
+    """Largest absolute difference between torch and onnxruntime vectors over the checked equations."""
+
+    max_abs_diff: float
+    equations: int
+    batches: int
+    tolerance: float
+
+    @property
+    def ok(self) -> bool:
+        return self.max_abs_diff <= self.tolerance
+
+
+def check_parity(
+    model: FormulaEncoder,
+    bundle: Path,
+    graphs: Sequence[GraphArrays],
+    batch_sizes: Sequence[int] = (1, 7, 64),
+    tolerance: float = PARITY_TOLERANCE,
+) -> ParityReport:
+    """Encode the same featurized equations with torch (eval mode) and with the bundle through onnxruntime.
+
+    Batches of several sizes are compared, so a dynamic dimension that silently specialised would show.
+    """
+    from eqsearch.engine.encoder import GraphEncoder
+
+    encoder = GraphEncoder(read_manifest(bundle), prefer_gpu=False)
+    worst = 0.0
+    batches = 0
+    model = model.to("cpu").eval()
+    for size in batch_sizes:
+        for start in range(0, len(graphs), size):
+            chunk = list(graphs[start : start + size])
+            ours = embed_graphs(model, chunk, batch_size=len(chunk))
+            theirs = encoder.run_batch(concatenate_graphs(chunk))
+            worst = max(worst, float(np.abs(ours - theirs).max()) if len(chunk) else 0.0)
+            batches += 1
+    return ParityReport(worst, len(graphs), batches, tolerance)
+
+
+def write_bundle(
+    model: FormulaEncoder,
+    vocabulary: Any,
+    out_dir: Path,
+    *,
+    training_config: dict[str, Any] | None = None,
+    data_summary: dict[str, Any] | None = None,
+    evaluation: dict[str, Any] | None = None,
+    parity_graphs: Sequence[GraphArrays] = (),
+    opset: int = DEFAULT_OPSET,
+    similarity: str = "max_inner_product",
+    overwrite: bool = False,
+) -> Path:
+    """Export the model and write a complete, checked bundle directory.
+
+    The bundle is assembled in a temporary directory, checked (manifest, checksums and, given ``parity_graphs``,
+    torch/onnxruntime parity within 1e-4), and only then moved into place.
+
+    Args:
+        model: the trained encoder.
+        vocabulary: the `engine.featurize.Vocabulary` it was trained with.
+        out_dir: the bundle directory to create.
+        training_config: recorded in the manifest.
+        data_summary: recorded in the manifest.
+        evaluation: held-out figures recorded in the manifest.
+        parity_graphs: featurized equations for the parity check (none: skipped).
+        opset: ONNX opset.
+        similarity: how the vectors are compared (the model trains on inner products).
+        overwrite: replace an existing ``out_dir``.
+
+    Raises:
+        EqsearchError: ``out_dir`` exists without ``overwrite``, or the parity check fails.
+    """
+    from eqsearch import __version__
+
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not overwrite:
+        raise EqsearchError(f"{out_dir} already exists", hint="pass --overwrite to replace it")
+    config = model.config
+    sizes = {"tags": vocabulary.n_tags, "attributes": vocabulary.n_attrs, "characters": vocabulary.n_chars}
+    if (config.n_tags, config.n_attrs, config.n_chars) != (vocabulary.n_tags, vocabulary.n_attrs, vocabulary.n_chars):
+        raise EqsearchError(f"the model was built for vocabulary sizes {config.to_dict()}, the vocabulary has {sizes}")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=".bundle-") as tmp:
+        staging = Path(tmp) / "bundle"
+        staging.mkdir()
+        export_onnx(model, staging / MODEL_NAME, opset=opset)
+        vocabulary.save(staging / VOCABULARY_NAME)
+        manifest = {
+            "format": BUNDLE_FORMAT,
+            "format_version": BUNDLE_VERSION,
+            "encoder": "kdd20-gcn",
+            "eqsearch_version": __version__,
+            "opset": opset,
+            "inputs": list(GRAPH_INPUTS),
+            "output": OUTPUT_NAME,
+            "embedding_dim": config.embedding_dim,
+            "similarity": similarity,
+            "vocabulary_sizes": sizes,
+            "vocabulary_version": vocabulary.to_json()["version"],
+            "model_config": config.to_dict(),
+            "files": {
+                name: {"path": name, "sha256": sha256_file(staging / name), "bytes": (staging / name).stat().st_size}
+                for name in (MODEL_NAME, VOCABULARY_NAME)
+            },
+            "exported_with": {
+                "torch": torch.__version__.split("+")[0],
+                "onnx_opset": opset,
+                "python": platform.python_version(),
+            },
+            "training": training_config or {},
+            "data": data_summary or {},
+            "evaluation": evaluation or {},
+        }
+        (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        read_manifest(staging)
+        if parity_graphs:
+            report = check_parity(model, staging, parity_graphs)
+            if not report.ok:
+                raise EqsearchError(
+                    f"torch and onnxruntime disagree by {report.max_abs_diff:.2e} (> {report.tolerance}) on "
+                    f"{report.equations} equations: the export is not faithful"
+                )
+            manifest["parity"] = {"max_abs_diff": report.max_abs_diff, "equations": report.equations}
+            (staging / MANIFEST_NAME).write_text(
+                json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+            )
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        shutil.move(str(staging), str(out_dir))
+    return out_dir

@@ -1,0 +1,261 @@
+"""Evaluation metrics of KDD'20 §5-6 and of ARQMath-style formula retrieval; numpy only.
+
+- ranking score on triplets with the hold-out confidence bounds of Theorem 5.1 and eq. 9 (§5.2);
+- 1-nearest-neighbour leave-one-out accuracy and the ranking score over a labelled set (§6.1);
+- P@k and uMAP with the keyword-relevance heuristic (§6.3);
+- nDCG′, MAP′, P′@10 (unjudged results removed, as ARQMath does) and bpref from TREC topics/qrels.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class RankingScore:
+    """Share of triplets whose positive pair is more similar than the negative pair, with its bounds.
+
+    Attributes:
+        score: ŝ, the empirical ranking score.
+        triplets: |D|.
+        papers: N, the number of held-out papers the triplets were drawn from.
+        chromatic: χ̂, colours of a greedy colouring of the triplets' dependency graph (triplets sharing a paper).
+        delta: 1 - confidence.
+        bound_eq9: ``sqrt(ln(1/δ) χ̂ / (2|D|))``: with probability ≥ 1 - δ the true score is within this of ŝ
+            (eq. 9, incomplete U-statistic; the same bound holds for both tails).
+        bound_theorem51: ``3 sqrt(ln(1/δ) / (2N))`` (Theorem 5.1, complete U-statistic over N papers).
+    """
+
+    score: float
+    triplets: int
+    papers: int
+    chromatic: int
+    delta: float
+    bound_eq9: float
+    bound_theorem51: float
+
+    def describe(self) -> str:
+        return (
+            f"{100 * self.score:.1f}% ± {100 * self.bound_eq9:.1f} (eq. 9, δ={self.delta}, χ̂={self.chromatic}, "
+            f"|D|={self.triplets}); Theorem 5.1 over N={self.papers} papers: ± {100 * self.bound_theorem51:.1f}"
+        )
+
+
+def greedy_chromatic_number(triplet_papers: np.ndarray) -> int:
+    """Colours used by a greedy colouring of the dependency graph of triplets (KDD'20 §5.2, eq. 9).
+
+    Two triplets are adjacent when they share a paper. Each triplet takes the smallest colour not used by an
+    earlier triplet touching one of its papers.
+
+    Shapes:
+        triplet_papers: ``[T, 3]`` paper index of anchor, positive and negative.
+    """
+    used: dict[int, set[int]] = {}
+    n_colours = 0
+    for row in triplet_papers.tolist():
+        papers = set(row)
+        taken: set[int] = set()
+        for p in papers:
+            taken |= used.get(p, set())
+        colour = 0
+        while colour in taken:
+            colour += 1
+        for p in papers:
+            used.setdefault(p, set()).add(colour)
+        n_colours = max(n_colours, colour + 1)
+    return n_colours
+
+
+def ranking_score(
+    s_positive: np.ndarray, s_negative: np.ndarray, triplet_papers: np.ndarray, n_papers: int, delta: float = 0.05
+) -> RankingScore:
+    """Ranking score of eq. 3 on held-out triplets with the bounds of eq. 9 and Theorem 5.1.
+
+    Ties count as failures (the kernel demands ``>``).
+
+    Shapes:
+        s_positive, s_negative: ``[T]``; triplet_papers: ``[T, 3]``.
+    """
+    t = int(s_positive.shape[0])
+    score = float(np.mean(s_positive > s_negative)) if t else float("nan")
+    chi = greedy_chromatic_number(triplet_papers) if t else 0
+    log_term = math.log(1.0 / delta)
+    return RankingScore(
+        score=score,
+        triplets=t,
+        papers=n_papers,
+        chromatic=chi,
+        delta=delta,
+        bound_eq9=math.sqrt(log_term * chi / (2.0 * t)) if t else float("nan"),
+        bound_theorem51=3.0 * math.sqrt(log_term / (2.0 * n_papers)) if n_papers else float("nan"),
+    )
+
+
+def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pairwise cosine similarities. Shapes: a ``[n, d]``, b ``[m, d]``; returns ``[n, m]``."""
+    an = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+    bn = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+    return an @ bn.T
+
+
+def leave_one_out_accuracy(similarity: np.ndarray, labels: Sequence[int]) -> float:
+    """1-nearest-neighbour accuracy in leave-one-out validation (KDD'20 §6.1).
+
+    Shapes:
+        similarity: ``[n, n]``; labels: ``[n]``.
+    """
+    s = similarity.astype(np.float64).copy()
+    np.fill_diagonal(s, -np.inf)
+    labels_arr = np.asarray(labels)
+    return float(np.mean(labels_arr[s.argmax(1)] == labels_arr))
+
+
+def labelled_ranking_score(similarity: np.ndarray, labels: Sequence[int]) -> float:
+    """Share of (x, x⁺, x⁻) with x⁺ of x's class and x⁻ of another class where s(x, x⁺) > s(x, x⁻), over all such
+    triplets of a labelled set (the "Ranking Eval" of KDD'20 Table 1).
+
+    Shapes:
+        similarity: ``[n, n]``; labels: ``[n]``.
+    """
+    labels_arr = np.asarray(labels)
+    wins = total = 0
+    for i in range(len(labels_arr)):
+        same = labels_arr == labels_arr[i]
+        same[i] = False
+        pos = similarity[i, same]
+        neg = np.sort(similarity[i, labels_arr != labels_arr[i]])
+        if not len(pos) or not len(neg):
+            continue
+        wins += int(np.searchsorted(neg, pos, side="left").sum())  # negatives strictly below each positive
+        total += len(pos) * len(neg)
+    return wins / total if total else float("nan")
+
+
+def levenshtein(a: str, b: str) -> int:
+    """Edit distance (insertions, deletions, substitutions)."""
+    if len(a) < len(b):
+        a, b = b, a
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def keyword_relevant(text: str, keywords: Sequence[str]) -> bool:
+    """The relevance heuristic of KDD'20 §6.3: a keyword occurs in the result's surrounding text; a keyword longer
+    than 10 characters also matches a substring at Levenshtein distance below 2."""
+    haystack = text.lower()
+    for keyword in keywords:
+        k = keyword.lower()
+        if k in haystack:
+            return True
+        if len(k) > 10:
+            for length in (len(k) - 1, len(k), len(k) + 1):
+                for start in range(0, max(0, len(haystack) - length) + 1):
+                    if levenshtein(haystack[start : start + length], k) < 2:
+                        return True
+    return False
+
+
+def precision_at(relevant: Sequence[bool], k: int) -> float:
+    """P@k: share of relevant results among the first k (a shorter list counts its missing results as wrong)."""
+    return float(sum(bool(r) for r in relevant[:k])) / k
+
+
+def unnormalized_average_precision(relevant: Sequence[bool], cutoff: int = 1000) -> float:
+    """uMAP term of one query (KDD'20 §6.3): ``∑_{k ≤ cutoff} P(k) Δ_k``, no division by the number relevant."""
+    hits = 0
+    total = 0.0
+    for k, r in enumerate(relevant[:cutoff], 1):
+        if r:
+            hits += 1
+            total += hits / k
+    return total
+
+
+def _prime(ranking: Sequence[str], judgements: Mapping[str, float]) -> list[str]:
+    """ARQMath's "prime" evaluation: unjudged results are removed before scoring."""
+    return [doc for doc in ranking if doc in judgements]
+
+
+def ndcg_prime(ranking: Sequence[str], judgements: Mapping[str, float], k: int = 1000) -> float:
+    """nDCG′@k: nDCG (gain = graded relevance, log2 discount) after removing unjudged results."""
+    ranked = _prime(ranking, judgements)[:k]
+    dcg = sum(judgements[d] / math.log2(i + 2) for i, d in enumerate(ranked))
+    ideal = sorted(judgements.values(), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def map_prime(ranking: Sequence[str], judgements: Mapping[str, float], threshold: float = 2.0, k: int = 1000) -> float:
+    """MAP′@k: average precision with unjudged results removed; relevant = grade ≥ ``threshold`` (ARQMath Task 2
+    binarises H+M, grades 2-3)."""
+    ranked = _prime(ranking, judgements)[:k]
+    n_relevant = sum(1 for g in judgements.values() if g >= threshold)
+    if not n_relevant:
+        return 0.0
+    hits = 0
+    total = 0.0
+    for i, d in enumerate(ranked, 1):
+        if judgements[d] >= threshold:
+            hits += 1
+            total += hits / i
+    return total / n_relevant
+
+
+def precision_prime_at(
+    ranking: Sequence[str], judgements: Mapping[str, float], k: int = 10, threshold: float = 2.0
+) -> float:
+    """P′@k: precision at k after removing unjudged results."""
+    ranked = _prime(ranking, judgements)[:k]
+    return sum(1 for d in ranked if judgements[d] >= threshold) / k
+
+
+def bpref(ranking: Sequence[str], judgements: Mapping[str, float], threshold: float = 2.0) -> float:
+    """bpref (Buckley & Voorhees 2004): penalises each relevant result by the judged non-relevant ones above it;
+    unjudged results are ignored."""
+    relevant = {d for d, g in judgements.items() if g >= threshold}
+    nonrelevant = {d for d, g in judgements.items() if g < threshold}
+    r, n = len(relevant), len(nonrelevant)
+    if not r:
+        return 0.0
+    denominator = min(r, n)
+    seen_nonrelevant = 0
+    total = 0.0
+    for d in ranking:
+        if d in nonrelevant:
+            seen_nonrelevant += 1
+        elif d in relevant:
+            total += 1.0 - (min(seen_nonrelevant, denominator) / denominator if denominator else 0.0)
+    return total / r
+
+
+def read_qrels(lines: Sequence[str]) -> dict[str, dict[str, float]]:
+    """TREC qrels (``topic iteration doc grade``) -> ``{topic: {doc: grade}}``."""
+    qrels: dict[str, dict[str, float]] = {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 4:
+            qrels.setdefault(parts[0], {})[parts[2]] = float(parts[3])
+    return qrels
+
+
+def trec_metrics(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """Mean nDCG′, MAP′, P′@10 and bpref over the topics that have judgements."""
+    topics = [t for t in qrels if qrels[t]]
+    if not topics:
+        return {"ndcg_prime": 0.0, "map_prime": 0.0, "p_prime_10": 0.0, "bpref": 0.0, "topics": 0}
+    scores = {
+        "ndcg_prime": np.mean([ndcg_prime(run.get(t, []), qrels[t]) for t in topics]),
+        "map_prime": np.mean([map_prime(run.get(t, []), qrels[t]) for t in topics]),
+        "p_prime_10": np.mean([precision_prime_at(run.get(t, []), qrels[t]) for t in topics]),
+        "bpref": np.mean([bpref(run.get(t, []), qrels[t]) for t in topics]),
+    }
+    return {**{k: float(v) for k, v in scores.items()}, "topics": len(topics)}
