@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ENV_PREFIX = "EQSEARCH_"
@@ -79,9 +79,9 @@ class EsConfig:
     """
 
     url: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # secrets stay out of reprs, logs and pages
     username: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)
     ca_file: Path | None = None
     verify_certs: bool = True
     request_timeout: float = 30.0
