@@ -1,0 +1,180 @@
+"""Finding display math in a document body: environments (starred too), ``\\[ \\]`` and ``$$``.
+
+The scanner walks the text once, skipping escaped characters and inline math, and jumps past each display it
+finds: an environment nested in a display (``split`` in ``equation``, ``aligned`` in ``\\[``) stays part of the
+outer body and is never extracted twice.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Display environments and how many mandatory arguments follow \begin{...} (alignat{2}, IEEEeqnarray{rCl}).
+DISPLAY_ENVIRONMENTS: dict[str, int] = {
+    "equation": 0,
+    "align": 0,
+    "gather": 0,
+    "multline": 0,
+    "flalign": 0,
+    "alignat": 1,
+    "xalignat": 1,
+    "xxalignat": 1,
+    "eqnarray": 0,
+    "displaymath": 0,
+    "dmath": 0,
+    "dseries": 0,
+    "dgroup": 0,
+    "darray": 1,
+    "IEEEeqnarray": 1,
+    "empheq": 1,
+}
+
+
+@dataclass(frozen=True)
+class DisplayMath:
+    """One display found in a text.
+
+    Attributes:
+        environment: environment name incl. ``*``, or ``$$`` / ``\\[``.
+        body: the text between the delimiters (arguments of the environment excluded).
+        start: offset of the opening delimiter.
+        end: offset just past the closing delimiter (or where scanning resumed when unterminated).
+        args: mandatory arguments of the environment.
+        terminated: False when the closing delimiter was never found.
+    """
+
+    environment: str
+    body: str
+    start: int
+    end: int
+    args: tuple[str, ...] = ()
+    terminated: bool = True
+
+
+def _env_names(aliases: dict[str, str]) -> list[str]:
+    names = set(DISPLAY_ENVIRONMENTS) | set(aliases)
+    return sorted(names, key=len, reverse=True)
+
+
+def find_displays(text: str, aliases: dict[str, str] | None = None) -> list[DisplayMath]:
+    """All display math in ``text``, in order, outermost only.
+
+    Args:
+        text: document body with comments and verbatim already removed.
+        aliases: user environments that wrap a display (``eqn`` -> ``equation``), from the macro table.
+
+    Returns:
+        The displays; an unterminated one is returned with ``terminated=False`` and a body cut at the next
+        paragraph of 2000 characters so that it can be recorded as a failed equation.
+    """
+    aliases = aliases or {}
+    names = "|".join(re.escape(n) for n in _env_names(aliases))
+    token = re.compile(r"\\begin\s*\{(" + names + r")(\*?)\}|\\[\\$\[(]|\$\$?")
+    out: list[DisplayMath] = []
+    pos = 0
+    n = len(text)
+    while True:
+        m = token.search(text, pos)
+        if m is None:
+            return out
+        s = m.group(0)
+        if s in ("\\\\", "\\$"):
+            pos = m.end()
+        elif s == "$":
+            pos = _skip_inline(text, m.end(), "$")
+        elif s == "\\(":
+            pos = _skip_inline(text, m.end(), "\\)")
+        elif s in ("$$", "\\["):
+            closer = "$$" if s == "$$" else "\\]"
+            close = _find_closer(text, m.end(), closer)
+            if close < 0:
+                cut = _cut(text, m.end())
+                out.append(DisplayMath(s, text[m.end() : cut], m.start(), cut, terminated=False))
+                pos = cut
+            else:
+                out.append(DisplayMath(s, text[m.end() : close], m.start(), close + len(closer)))
+                pos = close + len(closer)
+        else:
+            name = m.group(1) + m.group(2)
+            base = aliases.get(m.group(1), m.group(1))
+            environment = base if base.endswith("*") else base + m.group(2)
+            body_start = m.end()
+            args: list[str] = []
+            for _ in range(DISPLAY_ENVIRONMENTS.get(base.rstrip("*"), 0)):
+                arg = re.compile(r"\s*\{([^{}]*)\}").match(text, body_start)
+                if arg is None:
+                    break
+                args.append(arg.group(1))
+                body_start = arg.end()
+            close_start, close_end = _find_end(text, body_start, name)
+            if close_start < 0:
+                cut = _cut(text, body_start)
+                out.append(DisplayMath(environment, text[body_start:cut], m.start(), cut, tuple(args), False))
+                pos = cut
+            else:
+                out.append(DisplayMath(environment, text[body_start:close_start], m.start(), close_end, tuple(args)))
+                pos = close_end
+        if pos >= n:
+            return out
+
+
+_PARAGRAPH = re.compile(r"\n[ \t]*\n")
+
+
+def _cut(text: str, start: int) -> int:
+    """Where to resume after an unterminated display: the next blank line, at most 2000 characters on."""
+    para = _PARAGRAPH.search(text, start, min(len(text), start + 2000))
+    return para.start() if para else min(len(text), start + 2000)
+
+
+def _skip_inline(text: str, start: int, closer: str) -> int:
+    """Past the end of inline math; an unclosed ``$`` ends at the paragraph, as TeX's error recovery does."""
+    pattern = re.compile(r"\\.|" + re.escape(closer) + r"|\n[ \t]*\n", re.DOTALL)
+    pos = start
+    while True:
+        m = pattern.search(text, pos)
+        if m is None:
+            return len(text)
+        if m.group(0) == closer:
+            return m.end()
+        if m.group(0).startswith("\n"):
+            return m.start()
+        pos = m.end()
+
+
+def _find_closer(text: str, start: int, closer: str) -> int:
+    pattern = re.compile(r"\\[\\$\]]|" + re.escape(closer))
+    pos = start
+    while True:
+        m = pattern.search(text, pos)
+        if m is None:
+            return -1
+        if m.group(0) == closer:
+            return m.start()
+        if closer == "\\]" and m.group(0) == "\\]":
+            return m.start()
+        pos = m.end()
+
+
+def _find_end(text: str, start: int, name: str) -> tuple[int, int]:
+    """Offsets of the ``\\end{name}`` matching a ``\\begin{name}`` (same-name nesting counted)."""
+    pattern = re.compile(r"\\(begin|end)\s*\{" + re.escape(name) + r"\}")
+    depth = 1
+    pos = start
+    while True:
+        m = pattern.search(text, pos)
+        if m is None:
+            return -1, -1
+        depth += 1 if m.group(1) == "begin" else -1
+        if depth == 0:
+            return m.start(), m.end()
+        pos = m.end()
+
+
+_LABEL = re.compile(r"\\label\s*\{([^{}]*)\}")
+
+
+def labels_in(body: str) -> list[str]:
+    """The ``\\label`` keys in an equation body."""
+    return [label.strip() for label in _LABEL.findall(body)]

@@ -1,0 +1,315 @@
+"""An extraction run: documents through parallel workers (each with a time budget), papers to JSONL, statistics.
+
+Each worker is a process of its own with a pipe to the parent; a document over its budget gets its worker
+killed and replaced, and is recorded as failed with reason ``timeout``. Every finished paper is written and
+flushed at once, so a crash or a Ctrl-C keeps what was done and ``--resume`` carries on from there.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from eqsearch.ingest.config import ExtractConfig
+from eqsearch.ingest.errors import IngestError
+from eqsearch.ingest.metadata import apply_metadata
+from eqsearch.ingest.records import STATUS_EXTRACTED, Issue, Paper
+from eqsearch.ingest.sources import DocumentTask, load_paper
+
+PAPERS_FILE = "papers.jsonl"
+STATS_FILE = "stats.json"
+
+
+def failed_paper(task: DocumentTask, reason: str, message: str) -> Paper:
+    """The record of a document that could not be extracted at all."""
+    return Paper(
+        id=task.paper_id,
+        source=task.source,
+        kind="arxiv" if task.arxiv else "latex",
+        version=task.version,
+        status="failed",
+        error=Issue(reason, message),
+    )
+
+
+def process_task(task: DocumentTask, config: ExtractConfig, converter: Any | None) -> Paper:
+    """Extract (and convert, when a converter is given) one document; never raises for a bad document."""
+    deadline = time.monotonic() + config.time_budget_s
+    started = time.perf_counter()
+    try:
+        paper = load_paper(task, config, deadline)
+    except IngestError as error:
+        return failed_paper(task, error.reason, str(error))
+    except RecursionError:
+        return failed_paper(task, "too_deeply_nested", f"{task.source}: nesting too deep to parse")
+    except MemoryError:
+        return failed_paper(task, "out_of_memory", f"{task.source}: ran out of memory")
+    except Exception as error:  # a bug must cost one document, not the run: recorded with its type
+        return failed_paper(task, "internal_error", f"{task.source}: {type(error).__name__}: {error}")
+    paper.timings["read_extract"] = time.perf_counter() - started
+    if converter is not None:
+        from eqsearch.ingest.convert import convert_paper
+
+        try:
+            convert_paper(paper, converter)
+        except Exception as error:  # the converter's own failure: the equations stay extracted
+            paper.warn("conversion_error", f"{type(error).__name__}: {error}")
+    return paper
+
+
+def _worker_main(conn: Connection, config: ExtractConfig) -> None:
+    converter = None
+    try:
+        if config.convert:
+            from eqsearch.ingest.convert import open_converter
+
+            converter = open_converter()
+        while True:
+            task = conn.recv()
+            if task is None:
+                break
+            conn.send(process_task(task, config, converter))
+    except (EOFError, KeyboardInterrupt):
+        pass
+    finally:
+        if converter is not None:
+            with suppress(Exception):
+                converter.__exit__(None, None, None)
+
+
+@dataclass
+class _Worker:
+    process: Any
+    conn: Connection
+    task: DocumentTask | None = None
+    started: float = 0.0
+
+
+class WorkerPool:
+    """Processes that extract documents, each document under a hard time limit.
+
+    Args:
+        workers: number of processes (>= 1).
+        config: passed to every worker.
+    """
+
+    def __init__(self, workers: int, config: ExtractConfig) -> None:
+        self.config = config
+        self._context = multiprocessing.get_context("spawn")
+        self._workers = [self._start() for _ in range(workers)]
+        self.hard_limit = config.time_budget_s * 1.1 + 5.0
+
+    def _start(self) -> _Worker:
+        parent, child = self._context.Pipe()
+        process = self._context.Process(target=_worker_main, args=(child, self.config), daemon=True)
+        process.start()
+        child.close()
+        return _Worker(process, parent)
+
+    def _replace(self, worker: _Worker) -> None:
+        with suppress(Exception):
+            worker.process.kill()
+        worker.process.join(5)
+        worker.conn.close()
+        self._workers[self._workers.index(worker)] = self._start()
+
+    def map(self, tasks: Iterable[DocumentTask]) -> Iterator[Paper]:
+        """Papers for ``tasks``, in completion order; a killed or crashed worker yields a failed paper."""
+        pending = iter(tasks)
+        exhausted = False
+        while True:
+            for worker in self._workers:
+                if worker.task is None and not exhausted:
+                    task = next(pending, None)
+                    if task is None:
+                        exhausted = True
+                        break
+                    worker.task, worker.started = task, time.monotonic()
+                    worker.conn.send(task)
+            busy = [w for w in self._workers if w.task is not None]
+            if not busy:
+                return
+            now = time.monotonic()
+            timeout = max(0.0, min(w.started + self.hard_limit for w in busy) - now)
+            ready = wait([w.conn for w in busy], timeout=timeout)
+            for worker in busy:
+                assert worker.task is not None
+                if worker.conn in ready:
+                    try:
+                        paper = worker.conn.recv()
+                    except (EOFError, OSError):
+                        paper = failed_paper(
+                            worker.task, "worker_crashed", f"{worker.task.source}: the worker process died"
+                        )
+                        self._replace(worker)
+                    worker.task = None
+                    yield paper
+                elif time.monotonic() - worker.started > self.hard_limit:
+                    task = worker.task
+                    self._replace(self._workers[self._workers.index(worker)])
+                    yield failed_paper(
+                        task, "timeout", f"{task.source}: over the time budget of {self.config.time_budget_s:g} s"
+                    )
+
+    def close(self) -> None:
+        for worker in self._workers:
+            with suppress(Exception):
+                worker.conn.send(None)
+        for worker in self._workers:
+            worker.process.join(10)
+            if worker.process.is_alive():
+                worker.process.kill()
+            worker.conn.close()
+
+
+@dataclass
+class RunStats:
+    """Figures of one run (written as stats.json and printed by the CLI)."""
+
+    documents: int = 0
+    documents_ok: int = 0
+    documents_failed: Counter[str] = field(default_factory=Counter)
+    warnings: Counter[str] = field(default_factory=Counter)
+    equations_found: int = 0
+    equations_status: Counter[str] = field(default_factory=Counter)
+    equations_failed: Counter[str] = field(default_factory=Counter)
+    equations_converted: int = 0
+    citations: int = 0
+    stage_seconds: Counter[str] = field(default_factory=Counter)
+    wall_seconds: float = 0.0
+    workers: int = 0
+
+    def add(self, paper: Paper) -> None:
+        self.documents += 1
+        if paper.status == "failed" and paper.error is not None:
+            self.documents_failed[paper.error.reason] += 1
+        else:
+            self.documents_ok += 1
+        self.warnings.update(w.reason for w in paper.warnings)
+        self.citations += len(paper.citations)
+        for equation in paper.equations():
+            self.equations_found += 1
+            self.equations_status[equation.status] += 1
+            if equation.status != STATUS_EXTRACTED and equation.mathml is not None:
+                self.equations_converted += 1
+            if equation.status == "failed":
+                self.equations_failed[equation.reason or "unknown"] += 1
+        for stage, seconds in paper.timings.items():
+            self.stage_seconds[stage] += seconds
+
+    def to_json(self) -> dict[str, Any]:
+        def rate(count: int, seconds: float) -> float | None:
+            return round(count / seconds, 2) if seconds > 0 else None
+
+        extract_s = self.stage_seconds.get("read_extract", 0.0)
+        convert_s = self.stage_seconds.get("convert", 0.0)
+        converted_total = sum(v for k, v in self.equations_status.items() if k != STATUS_EXTRACTED)
+        return {
+            "documents": self.documents,
+            "documents_ok": self.documents_ok,
+            "documents_failed": dict(self.documents_failed.most_common()),
+            "warnings": dict(self.warnings.most_common()),
+            "equations_found": self.equations_found,
+            "equations_status": dict(self.equations_status.most_common()),
+            "equations_failed": dict(self.equations_failed.most_common()),
+            "equations_converted": self.equations_converted,
+            "conversion_success_rate": None
+            if converted_total == 0
+            else round(
+                (self.equations_status.get("ok", 0) + self.equations_status.get("approximate", 0)) / converted_total, 4
+            ),
+            "citations": self.citations,
+            "workers": self.workers,
+            "wall_seconds": round(self.wall_seconds, 3),
+            "stages": {
+                "read_extract": {
+                    "seconds": round(extract_s, 3),
+                    "documents_per_s": rate(self.documents, extract_s),
+                    "equations_per_s": rate(self.equations_found, extract_s),
+                },
+                "convert": {
+                    "seconds": round(convert_s, 3),
+                    "equations_per_s": rate(converted_total, convert_s),
+                },
+                "overall_wall": {
+                    "documents_per_s": rate(self.documents, self.wall_seconds),
+                    "equations_per_s": rate(self.equations_found, self.wall_seconds),
+                },
+            },
+        }
+
+
+def completed_sources(out_dir: Path) -> set[str]:
+    """The ``source`` of every paper already in ``out_dir``'s papers file (for resuming)."""
+    path = out_dir / PAPERS_FILE
+    done: set[str] = set()
+    if not path.exists():
+        return done
+    with path.open("rb") as handle:
+        for line in handle:
+            try:
+                done.add(json.loads(line)["source"])
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut by a crash: that document runs again
+    return done
+
+
+def run_extraction(
+    tasks: Iterable[DocumentTask],
+    out_dir: Path,
+    config: ExtractConfig,
+    *,
+    workers: int = 1,
+    metadata: dict[str, dict[str, Any]] | None = None,
+    on_paper: Callable[[Paper], None] | None = None,
+) -> RunStats:
+    """Extract documents into ``out_dir/papers.jsonl`` (appending) and ``out_dir/stats.json``.
+
+    Args:
+        tasks: the documents (see `eqsearch.ingest.sources.discover`).
+        out_dir: output folder (created).
+        config: limits and whether to convert.
+        workers: worker processes; 0 runs in this process (no hard kill, only the cooperative time checks).
+        metadata: arXiv metadata by id, joined onto papers.
+        on_paper: called after each paper is written (progress bars).
+
+    Returns:
+        The run's statistics (also written to stats.json, even when the run is interrupted).
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stats = RunStats(workers=workers)
+    started = time.perf_counter()
+    pool = WorkerPool(workers, config) if workers > 0 else None
+    converter = None
+    try:
+        if pool is None and config.convert:
+            from eqsearch.ingest.convert import open_converter
+
+            converter = open_converter()
+        papers = pool.map(tasks) if pool is not None else (process_task(t, config, converter) for t in tasks)
+        with (out_dir / PAPERS_FILE).open("a", encoding="utf-8") as out:
+            for paper in papers:
+                if metadata and paper.id in metadata:
+                    apply_metadata(paper, metadata[paper.id])
+                out.write(json.dumps(paper.to_json(), ensure_ascii=False) + "\n")
+                out.flush()
+                stats.add(paper)
+                if on_paper is not None:
+                    on_paper(paper)
+    finally:
+        if pool is not None:
+            pool.close()
+        if converter is not None:
+            with suppress(Exception):
+                converter.__exit__(None, None, None)
+        stats.wall_seconds = time.perf_counter() - started
+        (out_dir / STATS_FILE).write_text(json.dumps(stats.to_json(), indent=2) + "\n", encoding="utf-8")
+    return stats

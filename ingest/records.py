@@ -1,0 +1,234 @@
+"""The records extraction produces: papers -> sections -> equations, and their JSON form (ingest/FORMAT.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from eqsearch.engine.macros import MacroDef
+
+FORMAT_VERSION = 1
+
+# Equation status values (FORMAT.md): extracted = not converted (yet); ok / approximate / failed after conversion.
+STATUS_EXTRACTED = "extracted"
+STATUS_OK = "ok"
+STATUS_APPROXIMATE = "approximate"
+STATUS_FAILED = "failed"
+
+
+@dataclass
+class Issue:
+    """A recorded problem: a stable reason code and a sentence saying what and where."""
+
+    reason: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"reason": self.reason, "message": self.message}
+
+
+@dataclass
+class Equation:
+    """One display equation (or one docstring math block).
+
+    Args:
+        number: position among the paper's equations, 0-based, in document order (deterministic).
+        latex: the body between the delimiters, comments removed, inputs expanded (truncated when too long).
+        environment: ``equation``, ``align*``, ``$$``, ``\\[``, ``math-directive``, ...
+        section: index of the section it belongs to.
+        offset: character offset of the opening delimiter in the paper's expanded text.
+        display: False only for inline math taken from docstrings (``:math:`` roles).
+        environment_args: mandatory arguments of the environment (``alignat{2}`` -> ``["2"]``).
+        labels: the ``\\label`` keys inside the body.
+        context_before: plain text before the equation.
+        context_after: plain text after it.
+        status: ``extracted``, ``ok``, ``approximate`` or ``failed``.
+        reason: the failure reason code when status is ``failed`` (or why it is approximate).
+        message: a human readable detail for ``reason``.
+        mathml: Presentation MathML once converted, else None.
+        length: length of the original body in characters.
+    """
+
+    number: int
+    latex: str
+    environment: str
+    section: int
+    offset: int
+    display: bool = True
+    environment_args: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    context_before: str = ""
+    context_after: str = ""
+    status: str = STATUS_EXTRACTED
+    reason: str | None = None
+    message: str | None = None
+    mathml: str | None = None
+    length: int = 0
+
+    def to_json(self, paper_key: str) -> dict[str, Any]:
+        return {
+            "id": f"{paper_key}:{self.number}",
+            "number": self.number,
+            "latex": self.latex,
+            "environment": self.environment,
+            "environment_args": self.environment_args,
+            "display": self.display,
+            "section": self.section,
+            "offset": self.offset,
+            "length": self.length,
+            "labels": self.labels,
+            "context_before": self.context_before,
+            "context_after": self.context_after,
+            "status": self.status,
+            "reason": self.reason,
+            "message": self.message,
+            "mathml": self.mathml,
+        }
+
+
+@dataclass
+class Section:
+    """A part of a paper: index 0 is always the front matter (everything before the first heading).
+
+    Args:
+        index: position in the paper's flat section list.
+        level: 0 front matter / part, 1 chapter, 2 section, 3 subsection, 4 subsubsection, 5 paragraph.
+        kind: the heading command (``section``, ``subsection``, ...), ``front`` for index 0, or ``docstring``.
+        title: the heading as plain text.
+        parent: index of the enclosing section (None for top level).
+        offset: character offset of the heading in the expanded text.
+    """
+
+    index: int
+    level: int
+    kind: str
+    title: str
+    parent: int | None = None
+    offset: int = 0
+    equations: list[Equation] = field(default_factory=list)
+
+
+@dataclass
+class Paper:
+    """One document with everything extraction found in it."""
+
+    id: str
+    source: str
+    kind: str
+    version: int | None = None
+    main_file: str | None = None
+    title: str | None = None
+    abstract: str | None = None
+    authors: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+    macros: list[MacroDef] = field(default_factory=list)
+    citations: list[str] = field(default_factory=list)
+    bibliography_entries: int = 0
+    sections: list[Section] = field(default_factory=list)
+    status: str = "ok"
+    error: Issue | None = None
+    warnings: list[Issue] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """The id that makes equation ids unique: paper id plus source version when known."""
+        return self.id if self.version is None else f"{self.id}v{self.version}"
+
+    def equations(self) -> list[Equation]:
+        """All equations in document order."""
+        return [eq for section in self.sections for eq in section.equations]
+
+    def warn(self, reason: str, message: str) -> None:
+        self.warnings.append(Issue(reason, message))
+
+    def to_json(self) -> dict[str, Any]:
+        key = self.key
+        return {
+            "format_version": FORMAT_VERSION,
+            "id": self.id,
+            "version": self.version,
+            "key": key,
+            "source": self.source,
+            "kind": self.kind,
+            "main_file": self.main_file,
+            "title": self.title,
+            "abstract": self.abstract,
+            "authors": self.authors,
+            "metadata": self.metadata,
+            "macros": [m.to_json() for m in self.macros],
+            "citations": self.citations,
+            "bibliography_entries": self.bibliography_entries,
+            "status": self.status,
+            "error": None if self.error is None else self.error.to_json(),
+            "warnings": [w.to_json() for w in self.warnings],
+            "timings": {k: round(v, 6) for k, v in self.timings.items()},
+            "sections": [
+                {
+                    "index": s.index,
+                    "level": s.level,
+                    "kind": s.kind,
+                    "title": s.title,
+                    "parent": s.parent,
+                    "offset": s.offset,
+                    "equations": [eq.to_json(key) for eq in s.equations],
+                }
+                for s in self.sections
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Paper:
+        """Read a paper line back (this format, or the minimal input form described in FORMAT.md)."""
+        paper = cls(
+            id=str(data["id"]),
+            source=str(data.get("source") or data["id"]),
+            kind=str(data.get("kind") or "jsonl"),
+            version=None if data.get("version") is None else int(data["version"]),
+            main_file=data.get("main_file"),
+            title=data.get("title"),
+            abstract=data.get("abstract"),
+            authors=[str(a) for a in data.get("authors") or []],
+            metadata=data.get("metadata"),
+            macros=[MacroDef.from_json(m) for m in data.get("macros") or []],
+            citations=[str(c) for c in data.get("citations") or []],
+            bibliography_entries=int(data.get("bibliography_entries") or 0),
+            status=str(data.get("status") or "ok"),
+            error=None if not data.get("error") else Issue(**data["error"]),
+            warnings=[Issue(**w) for w in data.get("warnings") or []],
+            timings=dict(data.get("timings") or {}),
+        )
+        number = 0
+        for index, raw in enumerate(data.get("sections") or []):
+            section = Section(
+                index=index,
+                level=int(raw.get("level", 2 if index else 0)),
+                kind=str(raw.get("kind") or ("front" if index == 0 else "section")),
+                title=str(raw.get("title") or ""),
+                parent=raw.get("parent"),
+                offset=int(raw.get("offset") or 0),
+            )
+            for eq in raw.get("equations") or []:
+                latex = str(eq["latex"])
+                section.equations.append(
+                    Equation(
+                        number=number,
+                        latex=latex,
+                        environment=str(eq.get("environment") or "equation"),
+                        section=index,
+                        offset=int(eq.get("offset") or 0),
+                        display=bool(eq.get("display", True)),
+                        environment_args=[str(a) for a in eq.get("environment_args") or []],
+                        labels=[str(a) for a in eq.get("labels") or []],
+                        context_before=str(eq.get("context_before") or ""),
+                        context_after=str(eq.get("context_after") or ""),
+                        status=str(eq.get("status") or STATUS_EXTRACTED),
+                        reason=eq.get("reason"),
+                        message=eq.get("message"),
+                        mathml=eq.get("mathml"),
+                        length=int(eq.get("length") or len(latex)),
+                    )
+                )
+                number += 1
+            paper.sections.append(section)
+        return paper

@@ -1,0 +1,127 @@
+"""The multi-file fixture paper end to end through extraction (no conversion)."""
+
+from pathlib import Path
+
+import pytest
+from eqsearch.ingest.config import ExtractConfig
+from eqsearch.ingest.extract import extract_latex_paper
+from eqsearch.ingest.files import FolderFiles, MemoryFiles
+from eqsearch.ingest.includes import find_main_file
+
+from .conftest import FIXTURES
+
+
+def extract(folder: Path, **kwargs):
+    return extract_latex_paper(
+        FolderFiles(folder, 10**7),
+        paper_id=folder.name,
+        source=str(folder),
+        kind="arxiv",
+        config=ExtractConfig(**kwargs),
+    )
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return extract(FIXTURES / "paper_multifile")
+
+
+def test_all_inputs_are_followed(paper):
+    titles = [s.title for s in paper.sections]
+    # \input, \include, \subfile (its own preamble dropped), \import + a relative \input inside it
+    assert titles == ["", "Introduction", "Notation", "Method", "Results", "Appendix", "Proof of the bound"]
+    assert not paper.warnings
+
+
+def test_every_display_once_in_order_with_nested_ones_kept_inside(paper):
+    envs = [eq.environment for eq in paper.equations()]
+    assert envs == [
+        "equation",  # front matter
+        "equation",  # \be ... \ee shortcut
+        "\\[",
+        "$$",
+        "equation",  # with split inside
+        "align*",
+        "gather",  # inside subequations
+        "multline*",
+        "flalign",
+        "alignat",
+        "eqnarray*",
+        "displaymath",
+        "equation",  # \begin{eqn} (a \newenvironment wrapping equation)
+        "\\[",  # with aligned inside
+        "equation*",
+        "align",
+    ]
+    assert [eq.number for eq in paper.equations()] == list(range(16))
+    split = paper.equations()[4]
+    assert "\\begin{split}" in split.latex and split.labels == ["eq:split"]
+    assert paper.equations()[9].environment_args == ["2"]
+    assert all("fake" not in eq.latex and "commented" not in eq.latex for eq in paper.equations())
+
+
+def test_sections_levels_and_parents(paper):
+    notation = paper.sections[2]
+    assert (notation.kind, notation.level, notation.parent) == ("subsection", 3, 1)
+    assert paper.sections[6].parent == 5
+    assert paper.sections[0].kind == "front" and len(paper.sections[0].equations) == 1
+    assert all(eq.section == s.index for s in paper.sections for eq in s.equations)
+
+
+def test_macros_from_the_document_and_its_local_package(paper):
+    names = [m.name for m in paper.macros]
+    assert names[:2] == ["\\Lap", "\\grad"]  # notation.sty first
+    assert {"\\R", "\\norm", "\\vec", "\\abs", "\\Exp", "\\ip", "\\eps", "\\tr", "\\argmin"} <= set(names)
+    assert "\\be" not in names  # display shortcuts are expanded, not passed on
+    exp = next(m for m in paper.macros if m.name == "\\Exp")
+    assert (exp.nargs, exp.default) == (2, "\\mathbb{P}")
+
+
+def test_front_matter_and_context(paper):
+    assert paper.title == "Heat Kernels on Graphs: a Spectral View"
+    assert paper.authors == ["Ada Lovelace", "Carl F. Gauss"]
+    assert paper.abstract.startswith("We study the heat kernel $e^{-tL}$") and "100%" in paper.abstract
+    first = paper.equations()[0]
+    assert first.context_before.endswith("a 5% discount")
+    assert first.context_after == "which is the front matter's only equation."
+    eq = paper.equations()[1]
+    assert "Laplacian $\\Lap$ as in [cite]" in eq.context_before
+    assert eq.context_after.startswith("Escaped dollars $5 and $10 are prices")
+    assert "[math]" in paper.equations()[3].context_before  # the previous display
+
+
+def test_citations_in_order_normalised_deduplicated(paper):
+    assert paper.citations == ["1901.00001", "1502.01234", "hep-th/9901001", "math/0101001"]
+    assert paper.bibliography_entries == 6
+
+
+def test_bib_and_bbl_papers():
+    bib = extract(FIXTURES / "paper_bib")
+    assert bib.citations == ["2101.12345", "hep-ph/0101234", "0704.0001", "cond-mat/0511234"]
+    assert bib.title == "Cited by bib" and bib.abstract == "A paper whose references live in a .bib file."
+    bbl = extract(FIXTURES / "paper_bbl")
+    assert bbl.citations == ["1905.01234", "astro-ph/0601001"]
+
+
+def test_context_size_and_equation_limit():
+    paper = extract(FIXTURES / "paper_multifile", context_chars=20, max_equation_chars=30)
+    assert all(len(eq.context_before) <= 20 and len(eq.context_after) <= 20 for eq in paper.equations())
+    long = [eq for eq in paper.equations() if eq.status == "failed"]
+    assert long and all(eq.reason == "equation_too_long" and eq.length > 30 for eq in long)
+
+
+def test_main_file_choice():
+    doc = b"\\documentclass{article}\\begin{document}x\\end{document}"
+    files = MemoryFiles(
+        {
+            "appendix.tex": doc,  # a standalone candidate...
+            "main.tex": doc + b"\\input{appendix}",  # ...but main includes it
+            "fragment.tex": b"\\section{A}",
+            "old.tex": b"% \\documentclass{article}\\begin{document}",  # commented out
+        }
+    )
+    assert find_main_file(files) == "main.tex"
+    readme = MemoryFiles({"a.tex": doc, "b.tex": doc, "00README.XXX": b"b.tex toplevelfile\n"})
+    assert find_main_file(readme) == "b.tex"
+    id_named = MemoryFiles({"x.tex": doc, "1901.00001.tex": doc})
+    assert find_main_file(id_named, preferred_stem="1901.00001") == "1901.00001.tex"

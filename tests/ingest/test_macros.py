@@ -1,0 +1,68 @@
+from eqsearch.engine.macros import MacroDef
+from eqsearch.ingest.macros import expand_shortcuts, extract_macros
+
+
+def test_every_definition_kind():
+    table = extract_macros(
+        r"""
+        \newcommand{\R}{\mathbb{R}}
+        \newcommand*\norm[1]{\|#1\|}
+        \renewcommand{\vec}[1]{\mathbf{#1}}
+        \providecommand{\R}{ignored}
+        \providecommand{\abs}[1]{|#1|}
+        \newcommand{\E}[2][\mathbb{P}]{\mathbb{E}_{#1}[#2]}
+        \def\ip#1#2{\langle #1,#2\rangle}
+        \gdef\one{1}
+        \let\eps\varepsilon
+        \let\RR=\R
+        \DeclareMathOperator{\tr}{tr}
+        \DeclareMathOperator*{\argmax}{arg\,max}
+        """
+    )
+    m = table.macros
+    assert m["\\R"] == MacroDef("\\R", "\\mathbb{R}", 0, None, "newcommand")
+    assert m["\\norm"].nargs == 1 and m["\\norm"].body == "\\|#1\\|"
+    assert m["\\vec"].source == "renewcommand"
+    assert m["\\abs"].source == "providecommand"
+    assert (m["\\E"].nargs, m["\\E"].default) == (2, "\\mathbb{P}")
+    assert (m["\\ip"].nargs, m["\\ip"].source) == (2, "def")
+    assert m["\\one"].body == "1"
+    assert m["\\eps"] == MacroDef("\\eps", "\\varepsilon", 0, None, "let")
+    assert m["\\RR"].body == "\\mathbb{R}"  # \let copies a user macro's definition
+    assert m["\\tr"] == MacroDef("\\tr", "\\operatorname{tr}", 0, None, "DeclareMathOperator")
+    assert m["\\argmax"].body == "\\operatorname*{arg\\,max}" and m["\\argmax"].source == "DeclareMathOperator*"
+    assert not table.issues
+
+
+def test_later_definition_wins_except_provide():
+    table = extract_macros(r"\newcommand{\x}{a}\renewcommand{\x}{b}\providecommand{\x}{c}")
+    assert table.macros["\\x"].body == "b"
+
+
+def test_self_recursive_and_mutually_recursive_macros_are_dropped_and_recorded():
+    table = extract_macros(r"\def\a{\a x}\newcommand{\b}{\c}\newcommand{\c}{\b}\newcommand{\ok}{\b}")
+    assert "\\a" not in table.macros and "\\b" not in table.macros and "\\c" not in table.macros
+    assert "\\ok" in table.macros
+    assert sorted(i.reason for i in table.issues) == ["recursive_macro"] * 3
+
+
+def test_let_of_builtin_then_redefinition_keeps_the_alias():
+    table = extract_macros(r"\let\oldsqrt\sqrt \renewcommand{\sqrt}[1]{\oldsqrt{#1}}")
+    assert table.macros["\\oldsqrt"].body == "\\sqrt"
+    assert "\\sqrt" not in table.macros
+    assert [i.reason for i in table.issues] == ["recursive_macro"]
+
+
+def test_delimited_def_is_recorded_not_kept():
+    table = extract_macros(r"\def\pair(#1,#2){(#1;#2)}")
+    assert not table.macros and table.issues[0].reason == "delimited_macro"
+
+
+def test_display_shortcuts_and_environment_aliases():
+    table = extract_macros(
+        r"\def\be{\begin{equation}}\def\ee{\end{equation}}\newcommand{\beq}{\begin{align*}}"
+        r"\newenvironment{eqn}{\begin{equation}}{\end{equation}}"
+    )
+    assert set(table.shortcuts) == {"\\be", "\\ee", "\\beq"} and not table.macros
+    assert table.environment_aliases == {"eqn": "equation"}
+    assert expand_shortcuts(r"\be x \ee \bee", table.shortcuts) == r"\begin{equation} x \end{equation} \bee"

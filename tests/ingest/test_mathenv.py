@@ -1,0 +1,47 @@
+import pytest
+from eqsearch.ingest.mathenv import DISPLAY_ENVIRONMENTS, find_displays, labels_in
+
+
+@pytest.mark.parametrize("name", sorted(DISPLAY_ENVIRONMENTS))
+@pytest.mark.parametrize("star", ["", "*"])
+def test_every_environment_and_its_starred_form(name, star):
+    args = "{2}" * DISPLAY_ENVIRONMENTS[name]
+    found = find_displays(f"text \\begin{{{name}{star}}}{args} a=b \\end{{{name}{star}}} more")
+    assert [(d.environment, d.body.strip()) for d in found] == [(name + star, "a=b")]
+    assert list(found[0].args) == ["2"] * DISPLAY_ENVIRONMENTS[name]
+
+
+def test_brackets_and_double_dollars():
+    found = find_displays(r"a \[ x \\[2pt] y \] b $$ z $$ c")
+    assert [(d.environment, d.body) for d in found] == [("\\[", r" x \\[2pt] y "), ("$$", " z ")]
+
+
+def test_nested_environments_are_extracted_once_with_the_outer_one():
+    text = (
+        r"\begin{equation}\begin{split}a&=b\\c&=d\end{split}\end{equation}"
+        r"\[\begin{aligned}x&=y\end{aligned}\] $$\begin{array}{c}1\end{array}$$"
+        r"\begin{subequations}\begin{align}p\end{align}\end{subequations}"
+        r"\begin{equation}\begin{equation}inner\end{equation}\end{equation}"
+    )
+    envs = [d.environment for d in find_displays(text)]
+    assert envs == ["equation", "\\[", "$$", "align", "equation"]
+
+
+def test_inline_math_and_escapes_are_not_displays():
+    text = r"cost \$5 and \$6, inline $a$$b$ and \(c\) and $x \$ y$ end"
+    assert find_displays(text) == []
+
+
+def test_unclosed_inline_dollar_stops_at_paragraph():
+    found = find_displays("an $ unclosed\n\nthen $$ d $$")
+    assert [d.body for d in found] == [" d "]
+
+
+def test_unterminated_display_is_returned_as_such():
+    found = find_displays("\\begin{align} a &= b\n\nnext paragraph \\[ c \\]")
+    assert not found[0].terminated and found[0].body.strip() == "a &= b"
+    assert found[1].body == " c " and found[1].terminated
+
+
+def test_labels():
+    assert labels_in(r"a \label{eq:1} \\ b \label{ eq:2 }") == ["eq:1", "eq:2"]
