@@ -17,6 +17,7 @@ from eqsearch.engine.errors import EqsearchError
 COMMAND_MODULES = (
     "eqsearch.engine.commands",
     "eqsearch.engine.commands_katex",
+    "eqsearch.engine.index_commands",
     "eqsearch.ingest.commands",
     "eqsearch.training.commands",
     "eqsearch.export.commands",

@@ -1,0 +1,221 @@
+"""`eqsearch index ...` (versioned indices behind aliases) and `eqsearch search` (hybrid search on the command line).
+
+Nothing heavy is imported at module level: `eqsearch --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from eqsearch.engine.config import EsConfig
+
+KINDS = ("equations", "papers", "jobs")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `index` command group and the `search` command."""
+    index = subparsers.add_parser(
+        "index",
+        help="create, list, describe, migrate and delete the versioned Elasticsearch indices",
+        description=(
+            "Every index is versioned (PREFIX-equations-v3) behind an alias (PREFIX-equations) that searches and "
+            "ingest jobs use. 'migrate' copies every document (vectors included) into a new version built from the "
+            "current mapping code, checks the counts, and swaps the alias atomically; searches keep answering. "
+            "PREFIX is EQSEARCH_INDEX_PREFIX (default 'eqsearch')."
+        ),
+    )
+    commands = index.add_subparsers(dest="index_command", metavar="ACTION", required=True)
+
+    create = commands.add_parser("create", help="create the first version of an index kind (or of all three)")
+    create.add_argument("kinds", nargs="*", metavar="KIND", help="equations, papers or jobs (default: all three)")
+    create.add_argument("--dims", type=int, default=64, help="vector width (default 64)")
+    create.add_argument(
+        "--similarity", choices=("max_inner_product", "cosine"), default="max_inner_product",
+        help="vector similarity (default max_inner_product; cosine for a bundle whose manifest says so)",
+    )  # fmt: skip
+    create.add_argument("--index-type", choices=("hnsw", "int8_hnsw"), default="hnsw", help="(hnsw)")
+    create.set_defaults(handler=_create, parser=create)
+
+    listing = commands.add_parser("list", help="every versioned index with its docs, size and alias")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(handler=_list)
+
+    describe = commands.add_parser("describe", help="alias, version, analyzer, vector options, counts of a kind")
+    describe.add_argument("kind", choices=KINDS)
+    describe.add_argument("--json", action="store_true", help="print JSON")
+    describe.set_defaults(handler=_describe)
+
+    migrate = commands.add_parser("migrate", help="copy a kind into a new version and swap the alias atomically")
+    migrate.add_argument("kind", choices=KINDS)
+    migrate.add_argument("--batch-size", type=int, default=1000, help="documents per page and bulk request")
+    migrate.add_argument("--delete-old", action="store_true", help="delete the old version after the swap")
+    migrate.add_argument("--index-type", choices=("int8_hnsw", "hnsw"), help="change the vector index type")
+    migrate.add_argument("--quiet", action="store_true", help="no progress bar")
+    migrate.set_defaults(handler=_migrate)
+
+    delete = commands.add_parser("delete", help="delete one concrete index (not the one an alias points at)")
+    delete.add_argument("index", help="the concrete name, e.g. eqsearch-equations-v1")
+    delete.add_argument("--force", action="store_true", help="delete even the index the alias points at")
+    delete.set_defaults(handler=_delete)
+
+    search = subparsers.add_parser(
+        "search",
+        help="hybrid search: a LaTeX formula and/or keywords",
+        description="Formula (LaTeX -> MathML -> vector, kNN) and keywords (BM25), fused; prints the hits.",
+    )
+    search.add_argument("latex", nargs="?", help="a formula in LaTeX (quote it)")
+    search.add_argument("-k", "--keywords", help="keywords matched against titles, abstracts and context")
+    search.add_argument("--category", action="append", default=[], help="keep this arXiv category (repeatable)")
+    search.add_argument("--year-from", type=int)
+    search.add_argument("--year-to", type=int)
+    search.add_argument("--paper", help="only this paper's equations")
+    search.add_argument("--formula-weight", type=float, default=0.5, help="formula <-> keywords balance (0.5)")
+    search.add_argument("--fusion", choices=("rrf", "linear"), default="rrf")
+    search.add_argument("--page", type=int, default=1)
+    search.add_argument("--size", type=int, default=10)
+    search.add_argument("--group", action="store_true", help="one result per paper")
+    search.add_argument("--like", metavar="EQ_ID", help="equations like this stored equation instead")
+    search.add_argument("--bundle", help="model bundle directory (default: the installed one)")
+    search.add_argument("--json", action="store_true", help="print JSON")
+    search.set_defaults(handler=_search, parser=search)
+
+
+def _admin():
+    from eqsearch.engine.es_client import connect
+    from eqsearch.engine.indices import IndexAdmin
+
+    config = EsConfig.from_env()
+    client, _ = connect(config)
+    return IndexAdmin(client, config.index_prefix)
+
+
+def _create(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    unknown = [kind for kind in args.kinds if kind not in KINDS]
+    if unknown:
+        args.parser.error(f"unknown index kind {unknown[0]!r}; choose from {', '.join(KINDS)}")
+    admin = _admin()
+    options = replace(admin.default_options(dims=args.dims, similarity=args.similarity), index_type=args.index_type)
+    for kind in args.kinds or KINDS:
+        name = admin.create(kind, options)
+        print(f"created {name} behind {admin.alias(kind)} (analyzer {options.analyzer})")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    infos = _admin().list()
+    if args.json:
+        print(json.dumps([info.__dict__ for info in infos], indent=2))
+        return 0
+    if not infos:
+        print("no eqsearch indices; create them with 'eqsearch index create' or an ingest run")
+        return 0
+    print(f"{'index':44} {'alias':5} {'docs':>10} {'size':>10}  mapping  analyzer")
+    for info in infos:
+        print(f"{info.name:44} {'*' if info.aliased else '':5} {info.docs:>10,} {info.size_bytes / 2**20:>8.1f}MB  "
+              f"v{info.mapping_version}       {info.analyzer}")  # fmt: skip
+    return 0
+
+
+def _describe(args: argparse.Namespace) -> int:
+    description = _admin().describe(args.kind)
+    if args.json:
+        print(json.dumps(description, indent=2))
+        return 0
+    for key, value in description.items():
+        print(f"{key:22} {json.dumps(value) if isinstance(value, dict | list) else value}")
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from tqdm import tqdm
+
+    admin = _admin()
+    options = admin.options_of(args.kind)
+    if options is not None and args.index_type:
+        options = replace(options, index_type=args.index_type)
+    bar = None if args.quiet else tqdm(unit="doc", desc=f"migrating {args.kind}", file=sys.stderr)
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+    try:
+        report = admin.migrate(
+            args.kind, options, batch_size=args.batch_size, delete_old=args.delete_old, on_progress=progress
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    print(f"{report.source} -> {report.target}: {report.copied:,} documents copied, counts {report.source_count:,} = "
+          f"{report.target_count:,}, alias {admin.alias(args.kind)} swapped in {report.seconds:.1f} s"
+          + (f"; {report.source} deleted" if report.old_deleted else ""))  # fmt: skip
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    _admin().delete(args.index, force=args.force)
+    print(f"deleted {args.index}")
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    from eqsearch.engine.encoder import load_encoder
+    from eqsearch.engine.es_client import connect
+    from eqsearch.engine.latex import KatexConverter
+    from eqsearch.engine.search import HybridQuery, SearchService
+
+    if not args.latex and not args.keywords and not args.like:
+        args.parser.error("give a LaTeX formula, --keywords, or --like EQ_ID")
+    try:
+        query = HybridQuery(
+            latex=args.latex,
+            keywords=args.keywords,
+            categories=tuple(args.category),
+            year_from=args.year_from,
+            year_to=args.year_to,
+            paper_id=args.paper,
+            formula_weight=args.formula_weight,
+            fusion=args.fusion,
+            page=args.page,
+            size=args.size,
+            group_by_paper=args.group,
+        )
+    except ValueError as error:
+        args.parser.error(str(error))
+    config = EsConfig.from_env()
+    client, _ = connect(config)
+    encoder = load_encoder(args.bundle)
+    with KatexConverter() as converter:
+        service = SearchService(client, encoder, converter, index_prefix=config.index_prefix)
+        results = service.more_like_equation(args.like, args.size) if args.like else service.search(query)
+    if args.json:
+        print(json.dumps(_jsonable(results), indent=2, ensure_ascii=False))
+        return 0
+    if results.latex_error:
+        print(f"LaTeX error: {results.latex_error}", file=sys.stderr)
+    for warning in results.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    first = (results.page - 1) * results.size
+    for rank, hit in enumerate(results.hits, start=first + 1):
+        year = f" ({hit.year})" if hit.year else ""
+        print(f"{rank:3}. [{hit.matched:7}] {hit.score:.4f}  {hit.eq_id}  {hit.title}{year}")
+        print(f"      {hit.latex[:150]}")
+        if hit.section_title:
+            print(f"      section: {hit.section_title}")
+    print(f"{results.total:,} matches, page {results.page}, {results.took_ms:.0f} ms, analyzer {results.analyzer}",
+          file=sys.stderr)  # fmt: skip
+    return 0 if results.hits or not results.latex_error else 2
+
+
+def _jsonable(value: Any) -> Any:
+    from dataclasses import asdict, is_dataclass
+
+    return asdict(value) if is_dataclass(value) else value

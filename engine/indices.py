@@ -1,0 +1,535 @@
+"""Versioned indices behind aliases: create, list, describe, migrate (client-side copy + atomic swap), delete.
+
+Plus the two bulk-loading helpers every writer uses: `bulk_index` (streaming bulk with retries and per-document
+failure records) and `bulk_loading_settings` (refresh off and no replicas while loading, restored afterwards even
+on failure).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError, helpers
+from elasticsearch import ConnectionError as EsConnectionError
+from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.mappings import (
+    INDEX_KINDS,
+    MAPPING_VERSIONS,
+    IndexOptions,
+    alias_name,
+    index_definition,
+    parse_version,
+    versioned_name,
+)
+
+RETRY_STATUSES = (429, 502, 503, 504)
+
+
+class IndexOperationError(EqsearchError):
+    """An index operation cannot be done as asked."""
+
+    exit_code = 8
+
+
+class MigrationError(IndexOperationError):
+    """A migration stopped before the alias swap; the old index still serves."""
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """One concrete eqsearch index."""
+
+    name: str
+    kind: str
+    version: int
+    aliased: bool
+    docs: int
+    size_bytes: int
+    mapping_version: int | None
+    analyzer: str | None
+
+
+@dataclass(frozen=True)
+class BulkFailure:
+    """One document Elasticsearch did not take.
+
+    Args:
+        doc_id: the document's id.
+        index: the index it was for.
+        status: the HTTP status of the item (0 when the request itself failed).
+        error_type: Elasticsearch's error type (``mapper_parsing_exception``, ...) or the exception name.
+        reason: Elasticsearch's reason sentence.
+        op: the bulk operation (``index``, ``update``, ...).
+    """
+
+    doc_id: str
+    index: str
+    status: int
+    error_type: str
+    reason: str
+    op: str = "index"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.doc_id,
+            "index": self.index,
+            "status": self.status,
+            "error_type": self.error_type,
+            "reason": self.reason,
+            "op": self.op,
+        }
+
+
+@dataclass
+class BulkReport:
+    """What a bulk run did: counts, and every failed document."""
+
+    ok: int = 0
+    failures: list[BulkFailure] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return len(self.failures)
+
+    def errors_by_type(self) -> Counter[str]:
+        return Counter(failure.error_type for failure in self.failures)
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    """The outcome of a migration."""
+
+    kind: str
+    source: str
+    target: str
+    copied: int
+    source_count: int
+    target_count: int
+    seconds: float
+    old_deleted: bool
+
+
+def probe_text_analyzer(client: Elasticsearch) -> str:
+    """``english`` when the cluster has it (module analysis-common), else ``standard``."""
+    try:
+        client.indices.analyze(analyzer="english", text="equations")
+    except BadRequestError:
+        return "standard"
+    return "english"
+
+
+def retrying(client: Elasticsearch, max_retries: int = 5) -> Elasticsearch:
+    """The client with transport retries on connection errors, timeouts and 429/50x answers."""
+    return client.options(max_retries=max_retries, retry_on_timeout=True, retry_on_status=RETRY_STATUSES)
+
+
+def bulk_index(
+    client: Elasticsearch,
+    actions: Iterable[dict[str, Any]],
+    *,
+    chunk_size: int = 500,
+    max_chunk_bytes: int = 20 * 1024 * 1024,
+    max_retries: int = 5,
+    initial_backoff: float = 1.0,
+    max_backoff: float = 60.0,
+    refresh: bool | str = False,
+    on_item: Callable[[bool, dict[str, Any]], None] | None = None,
+) -> BulkReport:
+    """Send actions with streaming bulk; never raises for a bad document.
+
+    A 429 item is retried with exponential backoff (`helpers.streaming_bulk`'s ``max_retries``); connection errors
+    and 429/50x answers to the whole request are retried by the transport. Documents that still fail come back
+    as `BulkFailure` records.
+
+    Args:
+        client: the client.
+        actions: bulk actions (``_index``, ``_id``, ``_source`` or ``_op_type``...).
+        chunk_size: documents per request.
+        max_chunk_bytes: bytes per request.
+        max_retries: retries of 429 items and of failed requests.
+        initial_backoff: seconds before the first retry (doubled each time).
+        max_backoff: longest wait between retries.
+        refresh: passed to each bulk request.
+        on_item: called with ``(ok, item)`` for every document, in order.
+
+    Returns:
+        Counts and per-document failures.
+
+    Raises:
+        elasticsearch.ApiError, elasticsearch.ConnectionError: the cluster kept refusing whole requests after the
+            retries (nothing about one document).
+    """
+    report = BulkReport()
+    kwargs: dict[str, Any] = {} if refresh is False else {"refresh": refresh}
+    for ok, item in helpers.streaming_bulk(
+        retrying(client, max_retries),
+        actions,
+        chunk_size=chunk_size,
+        max_chunk_bytes=max_chunk_bytes,
+        raise_on_error=False,
+        raise_on_exception=True,
+        max_retries=max_retries,
+        initial_backoff=initial_backoff,
+        max_backoff=max_backoff,
+        **kwargs,
+    ):
+        if ok:
+            report.ok += 1
+        else:
+            report.failures.append(bulk_failure(item))
+        if on_item is not None:
+            on_item(ok, item)
+    return report
+
+
+def bulk_failure(item: Mapping[str, Any]) -> BulkFailure:
+    """A `BulkFailure` from one failed ``streaming_bulk`` item."""
+    op, result = next(iter(item.items()))
+    error = result.get("error") or {}
+    if isinstance(error, str):
+        error_type, reason = "error", error
+    else:
+        error_type = str(error.get("type", "error"))
+        reason = str(error.get("reason", ""))
+        caused = error.get("caused_by")
+        if isinstance(caused, dict) and caused.get("reason"):
+            reason = f"{reason}: {caused['reason']}"
+    return BulkFailure(
+        doc_id=str(result.get("_id", "")),
+        index=str(result.get("_index", "")),
+        status=int(result.get("status", 0) or 0),
+        error_type=error_type,
+        reason=reason,
+        op=op,
+    )
+
+
+@contextlib.contextmanager
+def bulk_loading_settings(
+    client: Elasticsearch, index: str, restore_to: Mapping[str, Any] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Refresh off and zero replicas on ``index`` while the block runs; the previous values come back afterwards.
+
+    Args:
+        client: the client.
+        index: the concrete index (or alias) being loaded.
+        restore_to: the settings to restore (``refresh_interval``, ``number_of_replicas``); by default the ones in
+            force on entry. A resumed job passes the values its first run recorded, since a killed run left the
+            bulk settings in place.
+
+    Yields:
+        The settings that will be restored.
+    """
+    if restore_to is None:
+        restore_to = current_load_settings(client, index)
+    client.indices.put_settings(index=index, settings={"index": {"refresh_interval": "-1", "number_of_replicas": 0}})
+    try:
+        yield dict(restore_to)
+    finally:
+        retrying(client).indices.put_settings(index=index, settings={"index": dict(restore_to)})
+        retrying(client).indices.refresh(index=index)
+
+
+def current_load_settings(client: Elasticsearch, index: str) -> dict[str, Any]:
+    """The index's ``refresh_interval`` (None = the default) and ``number_of_replicas``."""
+    settings = client.indices.get_settings(index=index, flat_settings=True)
+    values = next(iter(settings.values()))["settings"]
+    refresh = values.get("index.refresh_interval")
+    return {
+        "refresh_interval": None if refresh in (None, "-1") else refresh,
+        "number_of_replicas": int(values.get("index.number_of_replicas", 0)),
+    }
+
+
+class IndexAdmin:
+    """Versioned indices of one deployment (an index prefix on one cluster).
+
+    Args:
+        client: a connected client.
+        prefix: the deployment's index prefix (``EsConfig.index_prefix``).
+    """
+
+    def __init__(self, client: Elasticsearch, prefix: str = "eqsearch") -> None:
+        self.client = client
+        self.prefix = prefix
+
+    # -- names -------------------------------------------------------------------------------------------------
+    def alias(self, kind: str) -> str:
+        return alias_name(self.prefix, kind)
+
+    def versions(self, kind: str) -> list[int]:
+        """Versions of ``kind`` that exist, ascending."""
+        pattern = f"{self.prefix}-{kind}-v*"
+        names = self.client.indices.get(index=pattern, expand_wildcards="open,closed", ignore_unavailable=True)
+        found = (parse_version(self.prefix, kind, name) for name in names)
+        return sorted(v for v in found if v is not None)
+
+    def current(self, kind: str) -> str | None:
+        """The concrete index the alias points at, or None."""
+        try:
+            aliases = self.client.indices.get_alias(name=self.alias(kind))
+        except NotFoundError:
+            return None
+        names = sorted(aliases)
+        return names[-1] if names else None
+
+    def default_options(self, dims: int = 64, similarity: str = "max_inner_product") -> IndexOptions:
+        """Options for this cluster: its best text analyzer, and the given vector shape."""
+        return IndexOptions(dims=dims, similarity=similarity, analyzer=probe_text_analyzer(self.client))
+
+    # -- create --------------------------------------------------------------------------------------------------
+    def create(self, kind: str, options: IndexOptions, *, point_alias: bool = True) -> str:
+        """Create the next version of ``kind``; point the alias at it when no alias exists yet.
+
+        Returns:
+            The concrete index name.
+
+        Raises:
+            IndexOperationError: the alias already points at an index (use `migrate`) and ``point_alias`` is set.
+        """
+        current = self.current(kind)
+        if point_alias and current is not None:
+            raise IndexOperationError(
+                f"{self.alias(kind)} already points at {current}",
+                hint=f"use 'eqsearch index migrate {kind}' to move to a new mapping",
+            )
+        versions = self.versions(kind)
+        name = versioned_name(self.prefix, kind, (versions[-1] + 1) if versions else 1)
+        body = index_definition(kind, options)
+        aliases = {self.alias(kind): {"is_write_index": True}} if point_alias else None
+        self.client.indices.create(index=name, settings=body["settings"], mappings=body["mappings"], aliases=aliases)
+        return name
+
+    def ensure(self, options: IndexOptions, kinds: Iterable[str] = INDEX_KINDS) -> dict[str, str]:
+        """Every kind's alias, creating the first version where none exists. Returns kind -> concrete index."""
+        out = {}
+        for kind in kinds:
+            current = self.current(kind)
+            if current is None:
+                try:
+                    current = self.create(kind, options)
+                except BadRequestError as error:  # another process created it meanwhile
+                    if "resource_already_exists_exception" not in str(error):
+                        raise
+                    current = self.current(kind) or versioned_name(self.prefix, kind, 1)
+            out[kind] = current
+        return out
+
+    # -- inspect -------------------------------------------------------------------------------------------------
+    def list(self) -> list[IndexInfo]:
+        """Every versioned index of this prefix, by kind and version."""
+        names = self.client.indices.get(index=f"{self.prefix}-*-v*", expand_wildcards="open", ignore_unavailable=True)
+        if not names:
+            return []
+        stats = self.client.indices.stats(index=list(names), metric="docs,store")["indices"]
+        infos = []
+        for name, body in names.items():
+            kind, version = self._kind_version(name)
+            if kind is None or version is None:
+                continue
+            meta = body.get("mappings", {}).get("_meta", {})
+            primaries = stats.get(name, {}).get("primaries", {})
+            infos.append(
+                IndexInfo(
+                    name=name,
+                    kind=kind,
+                    version=version,
+                    aliased=self.alias(kind) in body.get("aliases", {}),
+                    docs=int(primaries.get("docs", {}).get("count", 0)),
+                    size_bytes=int(primaries.get("store", {}).get("size_in_bytes", 0)),
+                    mapping_version=meta.get("mapping_version"),
+                    analyzer=meta.get("analyzer"),
+                )
+            )
+        return sorted(infos, key=lambda info: (INDEX_KINDS.index(info.kind), info.version))  # type: ignore[arg-type]
+
+    def _kind_version(self, name: str) -> tuple[str | None, int | None]:
+        for kind in INDEX_KINDS:
+            version = parse_version(self.prefix, kind, name)
+            if version is not None:
+                return kind, version
+        return None, None
+
+    def describe(self, kind: str) -> dict[str, Any]:
+        """Alias, concrete index, mapping meta (analyzer, vector options), settings and counts of ``kind``.
+
+        Raises:
+            IndexOperationError: no alias for ``kind`` exists.
+        """
+        current = self.current(kind)
+        if current is None:
+            raise IndexOperationError(
+                f"no {self.alias(kind)} alias", hint=f"create it with 'eqsearch index create {kind}'"
+            )
+        mapping = self.client.indices.get_mapping(index=current)[current]["mappings"]
+        meta = mapping.get("_meta", {})
+        settings = current_load_settings(self.client, current)
+        stats = self.client.indices.stats(index=current, metric="docs,store")["indices"][current]["primaries"]
+        vector = mapping.get("properties", {}).get("vector")
+        return {
+            "alias": self.alias(kind),
+            "index": current,
+            "versions": self.versions(kind),
+            "mapping_version": meta.get("mapping_version"),
+            "code_mapping_version": MAPPING_VERSIONS[kind],
+            "stale": meta.get("mapping_version") != MAPPING_VERSIONS[kind],
+            "analyzer": meta.get("analyzer"),
+            "cluster_analyzer": probe_text_analyzer(self.client),
+            "vector": vector,
+            "docs": int(stats["docs"]["count"]),
+            "size_bytes": int(stats["store"]["size_in_bytes"]),
+            **settings,
+        }
+
+    def options_of(self, kind: str) -> IndexOptions | None:
+        """The `IndexOptions` the current index of ``kind`` was created with (from its ``_meta``)."""
+        current = self.current(kind)
+        if current is None:
+            return None
+        meta = self.client.indices.get_mapping(index=current)[current]["mappings"].get("_meta", {})
+        return IndexOptions(
+            dims=int(meta.get("dims", 64)),
+            similarity=str(meta.get("similarity", "max_inner_product")),
+            index_type=str(meta.get("index_type", "hnsw")),
+            analyzer=str(meta.get("analyzer", "standard")),
+        )
+
+    # -- migrate -------------------------------------------------------------------------------------------------
+    def migrate(
+        self,
+        kind: str,
+        options: IndexOptions | None = None,
+        *,
+        batch_size: int = 1000,
+        delete_old: bool = False,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> MigrationReport:
+        """Move ``kind`` to a new version: create it, copy every document (vectors included), verify, swap.
+
+        Searches keep going to the old index until the alias moves in one atomic ``_aliases`` call. Do not run an
+        ingest job into this kind during a migration: documents written after the copy started would be missed
+        (the count check then fails and the alias stays where it was).
+
+        Args:
+            kind: ``equations``, ``papers`` or ``jobs``.
+            options: the new index's options (default: the current index's, with the code's current mapping).
+            batch_size: documents per scroll page and bulk request.
+            delete_old: delete the old index after the swap.
+            on_progress: called with ``(copied, total)``.
+
+        Raises:
+            MigrationError: the copy failed or the counts differ; the new index is deleted, the alias unchanged.
+        """
+        began = time.perf_counter()
+        source = self.current(kind)
+        if source is None:
+            raise IndexOperationError(f"no {self.alias(kind)} alias to migrate", hint=f"eqsearch index create {kind}")
+        options = options or self.options_of(kind) or IndexOptions()
+        target = self.create(kind, options, point_alias=False)
+        try:
+            self.client.indices.refresh(index=source)
+            total = int(self.client.count(index=source)["count"])
+            copied = 0
+
+            def progress(ok: bool, item: dict[str, Any]) -> None:
+                nonlocal copied
+                copied += 1
+                if on_progress is not None and copied % batch_size == 0:
+                    on_progress(copied, total)
+
+            with bulk_loading_settings(self.client, target, restore_to=current_load_settings(self.client, target)):
+                report = bulk_index(
+                    self.client,
+                    ({"_index": target, "_id": doc_id, "_source": body} for doc_id, body in self.scan(source)),
+                    chunk_size=batch_size,
+                    on_item=progress,
+                )
+            if report.failures:
+                first = report.failures[0]
+                raise MigrationError(
+                    f"{report.failed} documents failed to copy from {source} to {target}; first: {first.doc_id}: "
+                    f"{first.error_type}: {first.reason}",
+                    hint="fix the mapping so it accepts the existing documents, then migrate again",
+                )
+            self.client.indices.refresh(index=target)
+            source_count = int(self.client.count(index=source)["count"])
+            target_count = int(self.client.count(index=target)["count"])
+            if source_count != target_count:
+                raise MigrationError(
+                    f"{target} holds {target_count} documents but {source} holds {source_count}",
+                    hint="was something writing to the index during the migration? run the migration again",
+                )
+            self.client.indices.update_aliases(
+                actions=[
+                    {"remove": {"index": source, "alias": self.alias(kind)}},
+                    {"add": {"index": target, "alias": self.alias(kind), "is_write_index": True}},
+                ]
+            )
+        except BaseException:
+            with contextlib.suppress(ApiError, EsConnectionError):
+                self.client.indices.delete(index=target, ignore_unavailable=True)
+            raise
+        if on_progress is not None:
+            on_progress(copied, total)
+        if delete_old:
+            self.client.indices.delete(index=source)
+        return MigrationReport(
+            kind, source, target, copied, source_count, target_count, time.perf_counter() - began, delete_old
+        )
+
+    def scan(self, index: str, batch_size: int = 1000) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every document of ``index`` as ``(id, source)``, vectors included, through a point in time."""
+        pit = self.client.open_point_in_time(index=index, keep_alive="2m")["id"]
+        try:
+            search_after = None
+            while True:
+                body: dict[str, Any] = {
+                    "size": batch_size,
+                    "pit": {"id": pit, "keep_alive": "2m"},
+                    "sort": [{"_shard_doc": "asc"}],
+                    # 9.2+ leave vectors out of _source by default; a copy must carry them
+                    "_source": {"exclude_vectors": False},
+                    "track_total_hits": False,
+                }
+                if search_after is not None:
+                    body["search_after"] = search_after
+                response = self.client.search(body=body)
+                pit = response.get("pit_id", pit)
+                hits = response["hits"]["hits"]
+                if not hits:
+                    return
+                for hit in hits:
+                    yield hit["_id"], hit["_source"]
+                search_after = hits[-1]["sort"]
+        finally:
+            with contextlib.suppress(ApiError, EsConnectionError):
+                self.client.close_point_in_time(id=pit)
+
+    # -- delete --------------------------------------------------------------------------------------------------
+    def delete(self, index: str, *, force: bool = False) -> None:
+        """Delete one concrete index of this prefix.
+
+        Raises:
+            IndexOperationError: the name is not one of this prefix's versioned indices, or the alias points at it and
+                ``force`` is not set.
+        """
+        kind, version = self._kind_version(index)
+        if kind is None or version is None:
+            raise IndexOperationError(
+                f"{index!r} is not a versioned index of prefix {self.prefix!r}",
+                hint="see 'eqsearch index list' for the names",
+            )
+        if self.current(kind) == index and not force:
+            raise IndexOperationError(
+                f"{self.alias(kind)} points at {index}; deleting it would stop {kind} search",
+                hint="migrate first, or pass --force to delete it anyway",
+            )
+        try:
+            self.client.indices.delete(index=index)
+        except NotFoundError:
+            raise IndexOperationError(f"no index {index}", hint="see 'eqsearch index list'") from None
