@@ -30,14 +30,22 @@ engine/katex/node_modules/.package-lock.json: engine/katex/package-lock.json
 	@command -v npm >/dev/null || { echo "eqsearch needs Node.js 18+ and npm for KaTeX (apt-get install nodejs npm)"; exit 1; }
 	cd engine/katex && npm ci --no-audit --no-fund --loglevel=error
 
+CHROMIUM ?= /usr/bin/chromium
+
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "the browser tests need Chromium at $(CHROMIUM): apt-get install chromium (as root), or CHROMIUM=/path"; exit 1; fi
+
 setup: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)) engine/katex/node_modules/.package-lock.json  ## install Python and Node dependencies
 
 run: setup  ## the main job: start Elasticsearch and prove the stack answers
 	@if [ -z "$$EQSEARCH_ES_URL" ]; then $(BIN)/eqsearch es start; fi
 	$(BIN)/eqsearch es check
 
-test: setup  ## the whole test suite against a real local Elasticsearch node
-	@set -o pipefail; \
+test: setup $(CHROMIUM)  ## the whole test suite against a real local Elasticsearch node and real Chromium
+	@set -o pipefail; export EQSEARCH_CHROMIUM="$(CHROMIUM)"; \
 	if [ -z "$$EQSEARCH_ES_URL" ]; then \
 	  was_running=0; $(BIN)/eqsearch es status >/dev/null 2>&1 && was_running=1; \
 	  $(BIN)/eqsearch es start || exit $$?; \

@@ -1,10 +1,19 @@
 from __future__ import annotations
 
+import logging
+import subprocess
+import sys
+import uuid
 from dataclasses import replace
 
 import pytest
 from eqsearch.engine.config import EsConfig
 from eqsearch.webui import create_app
+
+from .conftest import ADMIN_TOKEN, CORPUS, csrf_of, drop_prefix, login, make_app
+
+DEAD = replace(EsConfig(), url="http://127.0.0.1:1")
+BEARER = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 @pytest.mark.es
@@ -17,8 +26,334 @@ def test_healthz_reports_the_real_cluster(es_config):
 
 
 def test_healthz_says_when_elasticsearch_is_down():
-    dead = replace(EsConfig(), url="http://127.0.0.1:1")
-    client = create_app({"ES_CONFIG": dead, "TESTING": True}).test_client()
+    client = create_app({"ES_CONFIG": DEAD, "TESTING": True}).test_client()
     response = client.get("/healthz")
     assert response.status_code == 503
     assert "not reachable" in response.get_json()["elasticsearch"]
+
+
+# -- without Elasticsearch ---------------------------------------------------------------------------------------
+
+
+def dead_app(**extra):
+    return create_app({"ES_CONFIG": DEAD, "TESTING": True, "ADMIN_TOKEN": ADMIN_TOKEN, **extra})
+
+
+def test_a_dead_backend_gives_503_not_a_traceback():
+    client = dead_app().test_client()
+    api = client.get("/api/search?q=gradient")
+    assert api.status_code == 503
+    assert api.get_json() == {
+        "error": {
+            "code": "backend_unavailable",
+            "message": "The search backend is not answering; try again in a minute.",
+        }
+    }
+    page = client.get("/?q=gradient")
+    assert page.status_code == 503
+    assert b"Search is unavailable" in page.data
+    assert b"Traceback" not in page.data and b"127.0.0.1:1" not in page.data
+
+
+def test_the_search_page_without_a_query_needs_no_backend():
+    page = dead_app().test_client().get("/")
+    assert page.status_code == 200
+    assert b'id="latex"' in page.data and b"Try" in page.data
+
+
+def test_bad_parameters_are_400_with_the_reason():
+    client = dead_app().test_client()
+    response = client.get("/api/search?q=x&w=3")
+    assert response.status_code == 400
+    assert response.get_json()["error"]["code"] == "invalid_request"
+    assert "'w'" in response.get_json()["error"]["message"]
+    assert client.get("/?q=x&from=2020&to=2010").status_code == 400
+    assert client.get("/api/nothing-here").get_json()["error"]["code"] == "not_found"
+
+
+def test_render_gives_mathml_or_a_message():
+    client = dead_app().test_client()
+    good = client.get("/api/render", query_string={"latex": r"\frac{a}{b}"}).get_json()
+    assert good["ok"] and "<mfrac>" in good["mathml"]
+    bad = client.post("/api/render", json={"latex": r"\frac{a"}).get_json()
+    assert bad["ok"] is False and "offset" in bad["message"]
+    hostile = client.get("/api/render", query_string={"latex": r"\text{<script>alert(1)</script>}"}).get_json()
+    assert "<script" not in hostile["mathml"] and "&lt;script&gt;" in hostile["mathml"]
+
+
+def test_admin_refuses_without_credentials():
+    client = dead_app().test_client()
+    for method, path in [("GET", "/api/jobs"), ("POST", "/api/jobs"), ("POST", "/api/jobs/x/resume")]:
+        response = client.open(path, method=method, json={"path": "/tmp"})
+        assert response.status_code == 401, path
+        assert response.get_json()["error"]["code"] == "unauthorized"
+    wrong = client.get("/api/jobs", headers={"Authorization": "Bearer not-the-token"})
+    assert wrong.status_code == 401
+    page = client.get("/admin/")
+    assert page.status_code == 302 and "/admin/login" in page.headers["Location"]
+    assert client.post("/admin/indices", data={"kind": "papers"}).status_code == 302  # to the login, nothing done
+
+
+def test_admin_is_off_without_a_token():
+    client = create_app({"ES_CONFIG": DEAD, "TESTING": True}).test_client()
+    assert client.get("/admin/login").status_code == 403
+    assert client.get("/api/jobs", headers={"Authorization": "Bearer anything"}).status_code == 403
+
+
+def test_login_needs_the_csrf_token_and_the_right_token(caplog):
+    client = dead_app().test_client()
+    assert client.post("/admin/login", data={"token": ADMIN_TOKEN}).status_code == 403
+    client.get("/admin/login")
+    with caplog.at_level(logging.DEBUG):
+        refused = client.post("/admin/login", data={"token": "wrong-token-123", "csrf_token": csrf_of(client)})
+    assert refused.status_code == 401 and b"not the admin token" in refused.data
+    assert "wrong-token-123" not in caplog.text
+    before = csrf_of(client)
+    login(client)
+    assert csrf_of(client) != before  # a fresh token after login
+
+
+def test_no_secret_in_config_pages_or_repr(monkeypatch):
+    monkeypatch.setenv("EQSEARCH_ADMIN_TOKEN", ADMIN_TOKEN)
+    monkeypatch.setenv("EQSEARCH_ES_PASSWORD", "es-password-123")
+    from_env = create_app()
+    assert ADMIN_TOKEN not in repr(from_env.config) and "es-password-123" not in repr(from_env.config)
+    assert from_env.extensions["eqsearch.config"].admin_token == ADMIN_TOKEN
+    app = dead_app(SECRET_KEY="s3cret-key-for-sessions")
+    assert ADMIN_TOKEN not in repr(app.config)
+    config = app.extensions["eqsearch.config"]
+    assert ADMIN_TOKEN not in repr(config) and "s3cret" not in repr(config)
+    client = app.test_client()
+    login(client)
+    assert ADMIN_TOKEN.encode() not in client.get("/").data
+
+
+def test_login_redirects_only_within_the_site():
+    client = dead_app().test_client()
+    client.get("/admin/login")
+    response = client.post(
+        "/admin/login", data={"token": ADMIN_TOKEN, "csrf_token": csrf_of(client), "next": "//evil.example/x"}
+    )
+    assert response.headers["Location"] == "/admin/"
+
+
+def test_security_headers():
+    response = dead_app().test_client().get("/")
+    assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_openapi_document_lists_the_api():
+    document = dead_app().test_client().get("/api/openapi.json").get_json()
+    assert document["openapi"].startswith("3.1")
+    for path in ("/api/search", "/api/equations/{eq_id}", "/api/papers/{paper_id}", "/api/render", "/api/jobs"):
+        assert path in document["paths"]
+
+
+def test_a_short_admin_token_is_refused():
+    with pytest.raises(ValueError, match="too short"):
+        create_app({"ES_CONFIG": DEAD, "TESTING": True, "ADMIN_TOKEN": "short"})
+
+
+# -- against the real node and the ingested corpus -------------------------------------------------------------
+
+
+@pytest.mark.es
+def test_formula_search_finds_the_sum_of_squares(client):
+    response = client.get("/api/search", query_string={"latex": r"\sum_{i=1}^n x_i^2", "group": "1"})
+    body = response.get_json()
+    assert response.status_code == 200, body
+    assert body["groups"][0]["paper_id"] == "2002.00002"
+    assert body["groups"][0]["equations"][0]["matched"] == "formula"
+
+
+@pytest.mark.es
+def test_each_hit_says_what_matched_it(client):
+    def matched(**params):
+        return {h["eq_id"]: h["matched"] for h in client.get("/api/search", query_string=params).get_json()["hits"]}
+
+    assert set(matched(q="iteration").values()) == {"text"}
+    assert set(matched(latex=r"e^{i\pi} + 1 = 0").values()) == {"formula"}
+    assert matched(latex=r"x_{k+1} = x_k - \eta \nabla f(x_k)", q="iteration")["2001.00001:0"] == "both"
+
+
+@pytest.mark.es
+def test_the_same_formula_in_other_spacing_ranks_first(client):
+    body = client.get("/api/search", query_string={"latex": r"e^{i \pi}+1=0"}).get_json()
+    assert body["hits"][0]["eq_id"] == "2003.00003:0"
+
+
+@pytest.mark.es
+def test_a_latex_error_keeps_the_keyword_results(client):
+    body = client.get("/api/search", query_string={"latex": r"\frac{x", "q": "Cauchy"}).get_json()
+    assert body["latex_error"] and "offset" in body["latex_error"]
+    assert {h["paper_id"] for h in body["hits"]} == {"2002.00002"}
+    page = client.get("/", query_string={"latex": r"\frac{x", "q": "Cauchy"})
+    assert b"could not be read" in page.data and b"Sums of squares" in page.data
+
+
+@pytest.mark.es
+def test_filters_and_the_empty_state(client):
+    body = client.get("/api/search", query_string={"q": "sums inequality gradient", "cat": "math.CA", "from": "2019"})
+    assert {h["paper_id"] for h in body.get_json()["hits"]} <= {"2003.00003"}
+    page = client.get("/", query_string={"q": "zebra giraffe"})
+    assert page.status_code == 200 and b"No results" in page.data
+    filtered = client.get("/", query_string={"q": "gradient", "cat": "hep-th", "from": "1990", "to": "1991"})
+    assert b'href="?q=gradient">the same search without filters' in filtered.data
+
+
+@pytest.mark.es
+def test_pagination_keeps_the_query_in_the_url(client):
+    page = client.get("/", query_string={"q": "gradient sums identity", "size": "1"})
+    assert b'rel="next"' in page.data
+    assert b"q=gradient+sums+identity" in page.data and b"page=2" in page.data
+
+
+@pytest.mark.es
+def test_equation_and_paper_pages(client):
+    page = client.get("/equations/2002.00002:2")
+    assert page.status_code == 200
+    assert b"E = mc^2" in page.data and b"<math" in page.data and b"Mass-energy" in page.data
+    paper = client.get("/papers/2003.00003")
+    assert paper.status_code == 200
+    assert b'href="/papers/2002.00002"' in paper.data  # cited and indexed: linked
+    assert b'class="not-indexed"' in paper.data  # cited, not indexed
+    cited = client.get("/api/papers/2002.00002").get_json()
+    assert {c["paper_id"] for c in cited["cited_by"]} == {"2001.00001", "2003.00003"}
+    assert client.get("/papers/0000.00000").status_code == 404
+    assert client.get("/api/equations/nope:0").get_json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.es
+def test_hostile_content_is_inert_in_html_and_json(client):
+    paper = client.get("/papers/2004.66666").data
+    for bad in (b"<script>window", b"<img src=x", b"<svg", b"onclick=", b"javascript:", b"<maction"):
+        assert bad not in paper, bad
+    # In JSON, only `mathml` and `highlights` hold markup (the other fields are plain text for clients to escape).
+    body = client.get("/api/search", query_string={"q": "hostile gradient", "latex": "y^2"}).get_json()
+    markup = str([(h["mathml"], h["highlights"]) for h in body["hits"] if h["paper_id"] == "2004.66666"])
+    assert "2004.66666" in str(body) and "&lt;img" in markup
+    for bad in ("<img", "<script", "onclick", "javascript:"):
+        assert bad not in markup, bad
+
+
+@pytest.fixture
+def fresh_app(es_config, es_client):
+    """An app with its own indices (the admin tests change them)."""
+    prefix = f"eqsearch-test-web-{uuid.uuid4().hex[:8]}"
+    app = make_app(es_config, prefix)
+    yield app
+    app.extensions["eqsearch.services"].close()
+    drop_prefix(es_client, prefix)
+
+
+@pytest.mark.es
+def test_migration_from_the_admin_pages_keeps_every_document(fresh_app):
+    services = fresh_app.extensions["eqsearch.services"]
+    services.start_job(str(CORPUS / "papers.jsonl"), wait=True)
+    client = fresh_app.test_client()
+    login(client)
+    before = {i.name: i.docs for i in services.indices() if i.kind == "equations" and i.alias}
+    assert client.get("/admin/kinds/equations/migrate").status_code == 200
+    refused = client.post("/admin/kinds/equations/migrate", data={"confirm": "yes"})
+    assert refused.status_code == 403  # no CSRF token
+    done = client.post("/admin/kinds/equations/migrate", data={"confirm": "yes", "csrf_token": csrf_of(client)})
+    assert done.status_code == 302
+    after = {i.name: i.docs for i in services.indices() if i.kind == "equations" and i.alias}
+    assert list(after.values()) == list(before.values()) and after.keys() != before.keys()
+    old = next(iter(before))
+    assert client.get("/api/search?latex=E=mc^2").get_json()["hits"][0]["eq_id"] == "2002.00002:2"  # vectors copied
+    # The old index is no longer live: it can be deleted, with its name typed.
+    kept = client.post(f"/admin/indices/{old}/delete", data={"confirm_name": "nope", "csrf_token": csrf_of(client)})
+    assert kept.status_code == 302 and old in [i.name for i in services.indices()]
+    client.post(f"/admin/indices/{old}/delete", data={"confirm_name": old, "csrf_token": csrf_of(client)})
+    assert old not in [i.name for i in services.indices()]
+    # A live index is never deleted.
+    live = next(iter(after))
+    client.post(f"/admin/indices/{live}/delete", data={"confirm_name": live, "csrf_token": csrf_of(client)})
+    assert live in [i.name for i in services.indices()]
+
+
+@pytest.mark.es
+def test_jobs_through_the_api_with_a_bearer_token(fresh_app, tmp_path):
+    client = fresh_app.test_client()
+    bearer = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    relative = client.post("/api/jobs", json={"path": "relative/path"}, headers=bearer)
+    assert relative.status_code == 400 and "absolute" in relative.get_json()["error"]["message"]
+    missing = client.post("/api/jobs", json={"path": str(tmp_path / "missing")}, headers=bearer)
+    assert missing.status_code == 400 and "does not exist" in missing.get_json()["error"]["message"]
+    started = client.post("/api/jobs", json={"path": str(CORPUS / "latex")}, headers=bearer)
+    assert started.status_code == 202
+    job_id = started.get_json()["job_id"]
+    fresh_app.extensions["eqsearch.services"]._jobs[job_id].join(timeout=120)
+    job = client.get(f"/api/jobs/{job_id}", headers=bearer).get_json()
+    assert job["state"] == "finished" and job["counts"]["equations_indexed"] == 5
+    citations = client.get("/api/papers/latex/heat").get_json()["citations_out"]
+    assert citations == [{"paper_id": "math/0001001", "indexed": False, "title": None}]
+
+
+@pytest.mark.es
+def test_a_failed_job_resumes_from_its_checkpoints(fresh_app, es_client):
+    services = fresh_app.extensions["eqsearch.services"]
+    job = services.start_job(str(CORPUS / "latex"), wait=True)
+    jobs = services.alias("jobs")
+    es_client.indices.refresh(index=jobs)
+    # Leave the job as a crash after the first paper would: one checkpoint gone, the record failed (real documents).
+    checkpoints = es_client.search(index=jobs, query={"term": {"record": "checkpoint"}}, size=10)["hits"]["hits"]
+    assert len(checkpoints) == 2
+    es_client.delete(index=jobs, id=checkpoints[0]["_id"])
+    es_client.update(index=jobs, id=job["job_id"], doc={"state": "failed", "message": "killed"}, refresh=True)
+    client = fresh_app.test_client()
+    login(client)
+    page = client.get(f"/admin/jobs/{job['job_id']}")
+    assert b"Resume" in page.data and b"killed" in page.data
+    response = client.post(f"/admin/jobs/{job['job_id']}/resume", data={"csrf_token": csrf_of(client)})
+    assert response.status_code == 302
+    services._jobs[job["job_id"]].join(timeout=60)
+    resumed = services.job(job["job_id"])
+    assert resumed["state"] == "finished" and resumed["progress"] == {"papers_done": 2, "papers_total": 2}
+    assert resumed["counts"]["papers"] == 2 and resumed["counts"]["equations_indexed"] == 5  # none counted twice
+    assert es_client.count(index=services.alias("equations"))["count"] == 5  # none indexed twice
+
+
+def test_the_web_app_never_loads_torch():
+    code = (
+        "import sys; from eqsearch.webui import create_app; import eqsearch.webui.commands, eqsearch.ingest.job; "
+        "create_app({'TESTING': True}); assert 'torch' not in sys.modules, 'torch was imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.mark.es
+def test_without_a_model_bundle_formulas_degrade_to_keywords(es_config, indexed_app, tmp_path):
+    # The same indices as the other tests, served by an app whose model bundle is missing.
+    prefix = indexed_app.extensions["eqsearch.services"].prefix
+    app = make_app(es_config, prefix, MODEL_BUNDLE=str(tmp_path / "no-bundle"), ENCODER=None)
+    try:
+        client = app.test_client()
+        body = client.get("/api/search", query_string={"latex": "E = mc^2", "q": "Cauchy"}).get_json()
+        assert body["warnings"][0].startswith("Formula search is unavailable")
+        assert {h["paper_id"] for h in body["hits"]} == {"2002.00002"}
+        assert {h["matched"] for h in body["hits"]} == {"text"}
+        refused = client.post("/api/jobs", json={"path": str(CORPUS / "latex")}, headers=BEARER)
+        assert refused.status_code == 400 and "encoder" in refused.get_json()["error"]["message"]
+    finally:
+        app.extensions["eqsearch.services"].close()
+
+
+@pytest.mark.es
+def test_an_empty_deployment_says_nothing_is_indexed(es_config):
+    app = make_app(es_config, f"eqsearch-test-web-{uuid.uuid4().hex[:8]}")
+    page = app.test_client().get("/?q=wave")
+    assert page.status_code == 503 and b"Nothing is indexed yet" in page.data
+    app.extensions["eqsearch.services"].close()
+
+
+@pytest.mark.es
+def test_the_same_path_resumes_and_restart_reads_again(fresh_app):
+    services = fresh_app.extensions["eqsearch.services"]
+    first = services.start_job(str(CORPUS / "latex"), wait=True)
+    again = services.start_job(str(CORPUS / "latex"), wait=True)
+    assert again["job_id"] == first["job_id"] and again["counts"]["papers"] == 2  # nothing counted twice
+    fresh = services.start_job(str(CORPUS / "latex"), restart=True, wait=True)
+    assert fresh["state"] == "finished" and fresh["counts"]["equations_indexed"] == 5

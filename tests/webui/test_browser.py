@@ -1,0 +1,197 @@
+"""The UI in real headless Chromium, against the app on a loopback port and a real Elasticsearch node.
+
+Screenshots land in artifacts/screenshots/ (git-ignored): look at them after a run.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import replace
+
+import pytest
+from eqsearch.engine.config import EsConfig
+from eqsearch.webui import create_app
+from playwright.sync_api import expect
+
+from .conftest import ADMIN_TOKEN, CORPUS, LiveServer, drop_prefix, make_app, screenshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.es, pytest.mark.slow]
+
+# Set by any hostile payload that manages to run; every page starts with it undefined.
+XSS_PROBE = (
+    "Object.defineProperty(window, '__xss', {set(v) { window.__xssRan = String(v); }, get() { return undefined; }});"
+)
+
+
+def assert_no_script_ran(page) -> None:
+    assert page.evaluate("window.__xssRan === undefined"), page.evaluate("window.__xssRan")
+    assert page.dialogs == [], page.dialogs
+
+
+def test_type_a_formula_and_see_results(live_server, page):
+    page.goto(live_server.url + "/")
+    screenshot(page, "01-search-empty")
+    page.fill("#latex", r"\sum_{i=1}^n x_i^2")
+    page.wait_for_selector("#latex-preview[data-state=ok] math")
+    assert page.locator("#latex-preview munderover").count() == 1
+    screenshot(page, "02-search-preview")
+    page.click("button.primary")
+    page.wait_for_selector(".paper-group")
+    first = page.locator(".paper-group").first
+    assert "Sums of squares" in first.locator("h2").inner_text()
+    assert first.locator(".badge").first.inner_text() == "formula"
+    assert "latex=%5Csum_%7Bi%3D1%7D%5En+x_i%5E2" in page.url and "w=" not in page.url
+    screenshot(page, "03-search-results-formula")
+
+    # The same search shared as a URL, with keywords and the balance moved: the state comes back from the URL.
+    page.goto(page.url + "&q=gradient&w=0.3")
+    assert page.input_value("#keywords") == "gradient"
+    assert page.input_value("#balance") == "0.3"
+    page.wait_for_selector(".paper-group mark")
+    screenshot(page, "04-search-results-hybrid")
+
+    page.fill("#latex", r"\frac{x")
+    page.wait_for_selector("#latex-preview-error:not([hidden])")
+    assert "offset" in page.inner_text("#latex-preview-error")
+    page.click("button.primary")
+    page.wait_for_selector(".notice.latex-error")
+    assert page.locator(".paper-group").count() >= 1  # keyword results still shown
+    screenshot(page, "05-search-latex-error")
+
+
+def test_open_an_equation_and_a_paper(live_server, page):
+    page.goto(live_server.url + "/?latex=e%5E%7Bi%5Cpi%7D+%2B+1+%3D+0")
+    page.locator(".paper-group .eq-link").first.click()
+    page.wait_for_selector(".equation-page")
+    assert page.locator(".display math").count() == 1
+    assert "e^{i\\pi} + 1 = 0" in page.inner_text(".latex-source")
+    assert page.locator("#similar .hit").count() >= 1
+    screenshot(page, "06-equation")
+    page.click(".crumbs a")
+    page.wait_for_selector(".paper-page")
+    assert page.inner_text("h1") == "Euler's identity in signal processing"
+    assert page.locator(".paper-equations math").count() == 2
+    page.click(".citations a[href='/papers/2002.00002']")
+    page.wait_for_selector(".paper-page[data-paper='2002.00002']")
+    assert "Euler's identity in signal processing" in page.inner_text(".citations")  # cited by
+    screenshot(page, "07-paper")
+
+
+@pytest.fixture
+def page_without_csp(browser):
+    """A page that ignores the Content-Security-Policy: the sanitiser alone must keep hostile markup inert."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900}, bypass_csp=True)
+    page = context.new_page()
+    page.dialogs = []
+
+    def on_dialog(dialog) -> None:
+        page.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.add_init_script(XSS_PROBE)
+    yield page
+    context.close()
+
+
+def test_the_probe_sees_a_script_that_runs(live_server, page_without_csp):
+    page = page_without_csp
+    page.goto(live_server.url + "/")
+    page.evaluate("() => { const s = document.createElement('script'); s.textContent = \"window.__xss = 'seen'\"; "
+                  "document.body.append(s); }")  # fmt: skip
+    assert page.evaluate("window.__xssRan") == "seen"
+
+
+def test_hostile_payloads_never_run(live_server, page_without_csp):
+    page = page_without_csp
+    page.goto(live_server.url + "/papers/2004.66666")
+    assert "<script>" in page.inner_text("h1")  # shown as text
+    for formula in page.locator(".paper-equations math").all():
+        formula.hover()  # mouseover handlers, were any left
+    screenshot(page, "08-hostile-paper")
+    assert_no_script_ran(page)
+    for href in [a.get_attribute("href") for a in page.locator(".paper-equations .eq-link").all()]:
+        page.goto(live_server.url + href)
+        page.locator(".display").click()
+        assert_no_script_ran(page)
+    screenshot(page, "09-hostile-equation")
+    page.goto(live_server.url + "/?q=hostile+gradient&latex=y%5E2")
+    page.wait_for_selector(".paper-group")
+    for formula in page.locator(".hit math").all():
+        formula.hover()
+    screenshot(page, "10-hostile-results")
+    assert_no_script_ran(page)
+    page.fill("#latex", r"\text{<img src=x onerror=alert(1)><script>alert(2)</script>} \href{javascript:alert(3)}{x}")
+    expect(page.locator("#latex-preview")).to_contain_text("<img src=x")  # shown as text, not an element
+    page.locator("#latex-preview").click()
+    screenshot(page, "11-hostile-preview")
+    assert_no_script_ran(page)
+
+
+@pytest.fixture
+def admin_server(es_config, es_client):
+    """A live app with indices of its own (the admin tests change them)."""
+    prefix = f"eqsearch-test-web-{uuid.uuid4().hex[:8]}"
+    app = make_app(es_config, prefix)
+    server = LiveServer(app)
+    yield server, app
+    server.stop()
+    app.extensions["eqsearch.services"].close()
+    drop_prefix(es_client, prefix)
+
+
+def admin_login(page, url: str) -> None:
+    page.goto(url + "/admin/")
+    page.wait_for_selector("#token")
+    page.fill("#token", ADMIN_TOKEN)
+    page.click("button.primary")
+    page.wait_for_selector("h1:has-text('Indices')")
+
+
+def test_start_an_ingest_job_watch_it_and_migrate(admin_server, page):
+    server, _ = admin_server
+    admin_login(page, server.url)
+    screenshot(page, "12-admin-no-indices")
+    page.click("nav >> text=Ingest jobs")
+    page.fill("#path", str(CORPUS / "papers.jsonl"))
+    page.click("button.primary")
+    page.wait_for_selector("#job")
+    page.wait_for_selector("#job[data-state=finished]", timeout=60_000)
+    assert page.inner_text("[data-count=papers]") == "4"
+    assert page.inner_text("[data-count=equations_unconverted]") == "1"
+    assert "convert:" in page.inner_text("#job-errors")
+    assert page.inner_text("#job-progress-text") == "4 / 4 papers"
+    screenshot(page, "13-job-finished")
+
+    page.click("nav >> text=Indices")
+    row = page.locator("tr", has=page.locator("td a", has_text=re.compile(r"-equations-v1$")))
+    assert row.locator(".docs").inner_text() == "12"
+    screenshot(page, "14-admin-indices")
+    row.locator("td a").first.click()
+    page.wait_for_selector("pre.mapping")
+    assert '"dense_vector"' in page.inner_text("pre.mapping")
+    screenshot(page, "14b-admin-index-mapping")
+    page.go_back()
+    row.locator("a.button", has_text="migrate").click()
+    page.wait_for_selector("#confirm-migrate")
+    screenshot(page, "15-admin-migrate-confirm")
+    page.check("input[name=confirm]")
+    page.click("#confirm-migrate")
+    page.wait_for_selector(".flash.ok")
+    assert "12 documents copied" in page.inner_text(".flash.ok")
+    live = page.locator("tr", has=page.locator("td a", has_text=re.compile(r"-equations-v2$")))
+    assert live.locator(".alias").count() == 1 and live.locator(".docs").inner_text() == "12"
+    screenshot(page, "16-admin-migrated")
+
+
+def test_a_dead_backend_shows_a_503_page(page):
+    app = create_app({"ES_CONFIG": replace(EsConfig(), url="http://127.0.0.1:1"), "TESTING": True})
+    server = LiveServer(app)
+    try:
+        response = page.goto(server.url + "/?q=gradient")
+        assert response.status == 503
+        assert page.inner_text("h1") == "Search is unavailable"
+        screenshot(page, "17-backend-down")
+    finally:
+        server.stop()

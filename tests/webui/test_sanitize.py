@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import pytest
+from eqsearch.webui.sanitize import sanitize_highlight, sanitize_mathml
+from lxml import etree
+
+M = 'xmlns="http://www.w3.org/1998/Math/MathML"'
+
+
+def test_katex_output_passes_unchanged_in_substance():
+    mathml = (
+        f'<math {M} display="block"><mrow><mfrac><mi>a</mi><mi>b</mi></mfrac><mo stretchy="false">)</mo></mrow></math>'
+    )
+    assert sanitize_mathml(mathml) == mathml
+
+
+def test_text_stays_escaped():
+    mathml = f"<math {M}><mtext>&lt;script&gt;alert(1)&lt;/script&gt;</mtext></math>"
+    out = sanitize_mathml(mathml)
+    assert "<script" not in out
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+
+
+@pytest.mark.parametrize(
+    "inner",
+    [
+        '<mi onclick="alert(1)">y</mi>',
+        '<mi href="javascript:alert(1)">y</mi>',
+        '<mi style="background:url(javascript:alert(1))">y</mi>',
+        '<mi xlink:href="javascript:alert(1)" xmlns:xlink="http://www.w3.org/1999/xlink">y</mi>',
+        '<mi mathcolor="red;background:url(x)">y</mi>',
+        '<maction actiontype="statusline"><mi>y</mi><mtext>js</mtext></maction>',
+        '<mtext><img xmlns="http://www.w3.org/1999/xhtml" src="x" onerror="alert(1)"/>y</mtext>',
+        '<script xmlns="http://www.w3.org/1999/xhtml">alert(1)</script><mi>y</mi>',
+        '<semantics><mi>y</mi><annotation-xml encoding="text/html"><b>alert(1)</b></annotation-xml></semantics>',
+        "<!-- <script>alert(1)</script> --><mi>y</mi>",
+        '<?xml-stylesheet href="evil.xsl"?><mi>y</mi>',
+    ],
+)
+def test_hostile_markup_is_dropped(inner):
+    out = sanitize_mathml(f"<math {M}>{inner}</math>")
+    assert out.startswith("<math")
+    for bad in ("onclick", "onerror", "href", "style", "javascript", "<script", "<img", "maction", "alert(1)</"):
+        assert bad not in out, (bad, out)
+    assert "y" in "".join(etree.fromstring(str(out)).itertext())
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "",
+        None,
+        "not xml <",
+        "<div>no math</div>",
+        '<!DOCTYPE math [<!ENTITY x SYSTEM "file:///etc/passwd">]><math>&x;</math>',
+    ],
+)
+def test_anything_else_gives_nothing(garbage):
+    assert sanitize_mathml(garbage) == ""
+
+
+def test_huge_formula_gives_nothing():
+    assert sanitize_mathml(f"<math {M}>" + "<mi>x</mi>" * 25_000 + "</math>") == ""
+
+
+def test_highlight_keeps_only_marks():
+    fragment = 'a <em>gradient</em> &lt;img src=x onerror=alert(1)&gt; <script>alert(2)</script><b onclick="x">b</b>'
+    out = sanitize_highlight(fragment)
+    assert out == "a <mark>gradient</mark> &lt;img src=x onerror=alert(1)&gt; <mark>b</mark>"
+
+
+def test_highlight_of_raw_hostile_text_is_inert():
+    out = sanitize_highlight('<img src=x onerror="alert(1)"><em>x</em><a href="javascript:alert(1)">y</a>')
+    assert out == "<mark>x</mark>y"

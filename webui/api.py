@@ -1,0 +1,164 @@
+"""The `api` blueprint: JSON for search, equations, papers, LaTeX previews and ingest jobs (``/api/...``).
+
+Errors are ``{"error": {"code": ..., "message": ...}}`` with the matching HTTP status. MathML and highlights in
+answers are already sanitised (`eqsearch.webui.sanitize`), so a client may insert them into a page as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from eqsearch.engine.search import EquationHit, SearchResults
+from eqsearch.webui.openapi import openapi_document
+from eqsearch.webui.query import QueryError, parse_query
+from eqsearch.webui.sanitize import sanitize_highlight, sanitize_mathml
+from eqsearch.webui.security import require_admin
+from eqsearch.webui.services import InvalidRequestError, NotFoundError, WebServices
+from flask import Blueprint, current_app, jsonify, request
+
+bp = Blueprint("api", __name__)
+
+
+def services() -> WebServices:
+    return current_app.extensions["eqsearch.services"]
+
+
+def hit_json(hit: EquationHit) -> dict[str, Any]:
+    """An equation hit as JSON, MathML and highlights sanitised."""
+    data = asdict(hit)
+    data["mathml"] = str(sanitize_mathml(hit.mathml)) or None
+    data["highlights"] = {k: [str(sanitize_highlight(f)) for f in v] for k, v in hit.highlights.items()}
+    data["authors"] = list(hit.authors)
+    data["categories"] = list(hit.categories)
+    return data
+
+
+def results_json(results: SearchResults) -> dict[str, Any]:
+    """A result page as JSON."""
+    groups = []
+    for group in results.groups:
+        data = asdict(group)
+        data["equations"] = [hit_json(h) for h in group.equations]
+        groups.append(data)
+    return {
+        "total": results.total,
+        "page": results.page,
+        "size": results.size,
+        "hits": [] if results.groups else [hit_json(h) for h in results.hits],
+        "groups": groups,
+        "latex_error": results.latex_error,
+        "warnings": list(results.warnings),
+        "took_ms": round(results.took_ms, 1),
+    }
+
+
+def equation_json(eq: dict[str, Any]) -> dict[str, Any]:
+    """A stored equation document as JSON, MathML sanitised."""
+    return {**eq, "mathml": str(sanitize_mathml(eq.get("mathml"))) or None}
+
+
+@bp.get("/search")
+def search():
+    """Hybrid search; parameters as on the search page (see `eqsearch.webui.query`)."""
+    config = current_app.extensions["eqsearch.config"]
+    try:
+        query = parse_query(request.args, page_size=config.page_size, group_by_paper=False)
+    except QueryError as error:
+        raise InvalidRequestError(str(error)) from None
+    if not (query.has_formula or query.has_keywords):
+        raise InvalidRequestError("give a formula ('latex') or keywords ('q')")
+    return jsonify(results_json(services().search(query)))
+
+
+@bp.get("/equations/<path:eq_id>")
+def equation(eq_id: str):
+    """One stored equation."""
+    eq = services().equation(eq_id)
+    if eq is None:
+        raise NotFoundError(f"no equation has the id {eq_id!r}")
+    return jsonify(equation_json(eq))
+
+
+@bp.get("/equations/<path:eq_id>/similar")
+def similar(eq_id: str):
+    """The equations nearest to a stored one (``size``: how many, default 10)."""
+    try:
+        size = int(request.args.get("size", "10"))
+    except ValueError:
+        raise InvalidRequestError(f"'size' must be a whole number, got {request.args.get('size')!r}") from None
+    if not 1 <= size <= 100:
+        raise InvalidRequestError(f"'size' must lie in 1..100, got {size}")
+    return jsonify(results_json(services().similar(eq_id, size=size)))
+
+
+@bp.get("/papers/<path:paper_id>")
+def paper(paper_id: str):
+    """One paper with its equations by section and its citations."""
+    record = services().paper(paper_id)
+    if record is None:
+        raise NotFoundError(f"no paper has the id {paper_id!r}")
+    for section in record["sections"]:
+        section["equations"] = [equation_json(eq) for eq in section["equations"]]
+    return jsonify(record)
+
+
+@bp.route("/render", methods=["GET", "POST"])
+def render():
+    """LaTeX -> sanitised MathML for the live preview: ``?latex=...`` or a JSON body ``{"latex": ...}``.
+
+    Bad LaTeX is not an HTTP error: the answer has ``ok: false`` and a one-sentence ``message``.
+    """
+    if request.method == "POST":
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict) or not isinstance(body.get("latex"), str):
+            raise InvalidRequestError('send a JSON object {"latex": "..."}')
+        latex = body["latex"]
+    else:
+        latex = request.args.get("latex", "")
+    if not latex.strip():
+        return jsonify(ok=True, mathml="", status="empty", message=None)
+    result = services().render(latex)
+    mathml = str(sanitize_mathml(result.mathml)) if result.mathml else None
+    return jsonify(ok=mathml is not None, mathml=mathml, status=result.status, reason=result.reason,
+                   message=result.message)  # fmt: skip
+
+
+@bp.get("/jobs")
+def jobs():
+    """Recent ingest jobs (admin)."""
+    require_admin()
+    return jsonify(jobs=services().jobs())
+
+
+@bp.get("/jobs/<job_id>")
+def job(job_id: str):
+    """One ingest job: state, progress, counts, errors by reason (admin; the admin page polls this)."""
+    require_admin()
+    return jsonify(services().job(job_id))
+
+
+@bp.post("/jobs")
+def start_job():
+    """Start an ingest job: JSON body ``{"path": "/absolute/path", "restart": false}`` (admin). Answers 202.
+
+    The same path again resumes its job; ``restart: true`` reads everything again.
+    """
+    require_admin()
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict) or not isinstance(body.get("path"), str):
+        raise InvalidRequestError('send a JSON object {"path": "/absolute/path/on/the/server"}')
+    return jsonify(services().start_job(body["path"], restart=body.get("restart") is True)), 202
+
+
+@bp.post("/jobs/<job_id>/resume")
+def resume_job(job_id: str):
+    """Resume a failed or interrupted ingest job (admin). Answers 202 with the job."""
+    require_admin()
+    return jsonify(services().resume_job(job_id)), 202
+
+
+@bp.get("/openapi.json")
+def openapi():
+    """The OpenAPI 3.1 description of this API."""
+    return jsonify(openapi_document(request.host_url.rstrip("/")))

@@ -1,0 +1,247 @@
+"""The OpenAPI 3.1 document served at ``/api/openapi.json`` (kept next to the views it describes, in code)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eqsearch import __version__
+
+
+def _param(name: str, description: str, schema: dict[str, Any], where: str = "query", required: bool = False) -> dict:
+    return {"name": name, "in": where, "required": required, "description": description, "schema": schema}
+
+
+def _body(field: str, **optional: dict[str, Any]) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {field: {"type": "string"}, **optional}, "required": [field]}
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _json(schema_ref: str, description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": schema_ref}}}}
+
+
+_ERRORS = {
+    "400": _json("#/components/schemas/Error", "The request is malformed (the message says which parameter)."),
+    "404": _json("#/components/schemas/Error", "No such equation, paper or job."),
+    "503": _json("#/components/schemas/Error", "Elasticsearch is not answering."),
+}
+_ADMIN_ERRORS = {
+    **_ERRORS,
+    "401": _json("#/components/schemas/Error", "No or wrong admin token."),
+    "403": _json("#/components/schemas/Error", "Admin is switched off, or a session request lacks its CSRF token."),
+}
+_ID = {"type": "string"}
+
+
+def openapi_document(server_url: str) -> dict[str, Any]:
+    """The API's OpenAPI description.
+
+    Args:
+        server_url: the base URL the document lists as its server.
+    """
+    search_params = [
+        _param("latex", "A formula in LaTeX.", {"type": "string", "maxLength": 4000}),
+        _param("q", "Keywords.", {"type": "string", "maxLength": 1000}),
+        _param(
+            "w",
+            "Formula <-> keywords balance: 1 ranks by the formula only, 0 by the keywords only.",
+            {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5},
+        ),
+        _param("cat", "A category to keep (repeat for several).", {"type": "array", "items": {"type": "string"}}),
+        _param("from", "First publication year.", {"type": "integer"}),
+        _param("to", "Last publication year.", {"type": "integer"}),
+        _param("paper", "Keep only this paper's equations.", _ID),
+        _param(
+            "fusion",
+            "How formula and keyword rankings are fused.",
+            {"type": "string", "enum": ["rrf", "linear"], "default": "rrf"},
+        ),
+        _param("group", "Group results by paper.", {"type": "boolean", "default": False}),
+        _param("page", "1-based page.", {"type": "integer", "minimum": 1, "default": 1}),
+        _param("size", "Hits (or groups) per page.", {"type": "integer", "minimum": 1, "maximum": 100}),
+    ]
+    hit = {
+        "type": "object",
+        "properties": {
+            "eq_id": _ID,
+            "paper_id": _ID,
+            "latex": {"type": "string"},
+            "mathml": {"type": ["string", "null"], "description": "Sanitised Presentation MathML."},
+            "section_title": {"type": "string"},
+            "context": {"type": "string"},
+            "score": {"type": "number"},
+            "matched": {"type": "string", "enum": ["formula", "text", "both"]},
+            "highlights": {
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                "description": "Field -> escaped fragments with <mark> around matched terms.",
+            },
+            "title": {"type": "string"},
+            "authors": {"type": "array", "items": {"type": "string"}},
+            "year": {"type": ["integer", "null"]},
+            "categories": {"type": "array", "items": {"type": "string"}},
+            "abstract": {"type": "string"},
+        },
+    }
+    job = {
+        "type": "object",
+        "description": "An ingest job document (ingest.job), with `live`, `resumable` and `path` added.",
+        "properties": {
+            "job_id": _ID,
+            "sources": {"type": "array", "items": {"type": "string"}},
+            "state": {"type": "string", "enum": ["running", "finished", "failed", "interrupted"]},
+            "progress": {
+                "type": "object",
+                "properties": {"papers_done": {"type": "integer"}, "papers_total": {"type": "integer"}},
+            },
+            "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "errors_by_reason": {
+                "type": "object",
+                "description": "stage:reason -> count (extract:..., convert:..., encode:..., index:...).",
+                "additionalProperties": {"type": "integer"},
+            },
+            "failures": {"type": "array", "items": {"type": "object"}, "description": "First refused documents."},
+            "message": {"type": ["string", "null"]},
+            "created_at": {"type": "string", "format": "date-time"},
+            "updated_at": {"type": "string", "format": "date-time"},
+            "live": {"type": "boolean", "description": "A thread or process is running it now."},
+            "resumable": {"type": "boolean"},
+        },
+    }
+    admin = [{"bearerAuth": []}]
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "eqsearch API",
+            "version": __version__,
+            "description": "Search mathematics by formula (LaTeX) and keywords. Errors: {error: {code, message}}.",
+        },
+        "servers": [{"url": server_url}],
+        "paths": {
+            "/api/search": {
+                "get": {
+                    "summary": "Hybrid search by formula and/or keywords",
+                    "parameters": search_params,
+                    "responses": {
+                        "200": _json("#/components/schemas/SearchResults", "One page of results."),
+                        **_ERRORS,
+                    },
+                }
+            },
+            "/api/equations/{eq_id}": {
+                "get": {
+                    "summary": "One stored equation",
+                    "parameters": [_param("eq_id", "The equation's id.", _ID, "path", True)],
+                    "responses": {"200": {"description": "The equation document."}, **_ERRORS},
+                }
+            },
+            "/api/equations/{eq_id}/similar": {
+                "get": {
+                    "summary": "The equations nearest to a stored one",
+                    "parameters": [
+                        _param("eq_id", "The equation's id.", _ID, "path", True),
+                        _param("size", "How many.", {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
+                    ],
+                    "responses": {"200": _json("#/components/schemas/SearchResults", "The neighbours."), **_ERRORS},
+                }
+            },
+            "/api/papers/{paper_id}": {
+                "get": {
+                    "summary": "A paper with its equations by section and citations out and in",
+                    "parameters": [_param("paper_id", "The paper's id.", _ID, "path", True)],
+                    "responses": {"200": {"description": "The paper."}, **_ERRORS},
+                }
+            },
+            "/api/render": {
+                "get": {
+                    "summary": "LaTeX -> sanitised MathML (live preview)",
+                    "parameters": [
+                        _param("latex", "The formula.", {"type": "string", "maxLength": 4000}, required=True)
+                    ],
+                    "responses": {
+                        "200": _json("#/components/schemas/Rendered", "The MathML, or ok=false and a message."),
+                        **_ERRORS,
+                    },
+                },
+                "post": {
+                    "summary": "LaTeX -> sanitised MathML (JSON body)",
+                    "requestBody": _body("latex"),
+                    "responses": {
+                        "200": _json("#/components/schemas/Rendered", "The MathML, or ok=false and a message."),
+                        **_ERRORS,
+                    },
+                },
+            },
+            "/api/jobs": {
+                "get": {
+                    "summary": "Recent ingest jobs",
+                    "security": admin,
+                    "responses": {"200": {"description": "{jobs: [Job]}"}, **_ADMIN_ERRORS},
+                },
+                "post": {
+                    "summary": "Start an ingest job from a path on the server",
+                    "security": admin,
+                    "requestBody": _body("path", restart={"type": "boolean", "default": False}),
+                    "responses": {"202": _json("#/components/schemas/Job", "The job, queued."), **_ADMIN_ERRORS},
+                },
+            },
+            "/api/jobs/{job_id}": {
+                "get": {
+                    "summary": "One ingest job: state, progress, errors by reason",
+                    "security": admin,
+                    "parameters": [_param("job_id", "The job's id.", _ID, "path", True)],
+                    "responses": {"200": _json("#/components/schemas/Job", "The job."), **_ADMIN_ERRORS},
+                },
+            },
+            "/api/jobs/{job_id}/resume": {
+                "post": {
+                    "summary": "Resume a failed or interrupted job",
+                    "security": admin,
+                    "parameters": [_param("job_id", "The job's id.", _ID, "path", True)],
+                    "responses": {"202": _json("#/components/schemas/Job", "The job, queued again."), **_ADMIN_ERRORS},
+                },
+            },
+        },
+        "components": {
+            "securitySchemes": {
+                "bearerAuth": {"type": "http", "scheme": "bearer", "description": "EQSEARCH_ADMIN_TOKEN"}
+            },
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+                            "required": ["code", "message"],
+                        }
+                    },
+                },
+                "EquationHit": hit,
+                "SearchResults": {
+                    "type": "object",
+                    "properties": {
+                        "total": {"type": "integer"},
+                        "page": {"type": "integer"},
+                        "size": {"type": "integer"},
+                        "hits": {"type": "array", "items": {"$ref": "#/components/schemas/EquationHit"}},
+                        "groups": {"type": "array", "items": {"type": "object"}},
+                        "latex_error": {"type": ["string", "null"], "description": "Set when the LaTeX did not parse."},
+                        "warnings": {"type": "array", "items": {"type": "string"}},
+                        "took_ms": {"type": "number"},
+                    },
+                },
+                "Rendered": {
+                    "type": "object",
+                    "properties": {
+                        "ok": {"type": "boolean"},
+                        "mathml": {"type": ["string", "null"]},
+                        "status": {"type": "string"},
+                        "reason": {"type": ["string", "null"]},
+                        "message": {"type": ["string", "null"]},
+                    },
+                },
+                "Job": job,
+            },
+        },
+    }

@@ -1,0 +1,155 @@
+"""Allow-list sanitisers for the two kinds of markup the pages insert unescaped: MathML and search highlights.
+
+Both rebuild their output from a parsed tree, keeping only listed elements and attributes: anything else (a
+``<script>``, an ``href``, an ``on*`` handler, a ``style``, a comment, a processing instruction) is dropped, and every
+piece of text is escaped on the way out. Nothing is pattern-matched on strings, so a hostile payload cannot smuggle
+itself past with odd spelling; it can at worst appear as visible, inert text.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lxml import etree, html
+from markupsafe import Markup, escape
+
+MATHML_NS = "http://www.w3.org/1998/Math/MathML"
+
+#: Presentation MathML elements a formula may use (no ``maction``, ``mglyph``, ``annotation-xml``: they can carry
+#: links, images or foreign markup).
+MATHML_ELEMENTS = frozenset(
+    {
+        "math", "semantics", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msub", "msup", "msubsup",
+        "mfrac", "msqrt", "mroot", "mstyle", "merror", "mpadded", "mphantom", "mfenced", "menclose", "mover",
+        "munder", "munderover", "mtable", "mtr", "mtd", "mlabeledtr", "mmultiscripts", "mprescripts", "none",
+    }
+)  # fmt: skip
+
+#: Elements removed with everything inside them (their text is never shown).
+DROPPED_WITH_CONTENT = frozenset({"annotation", "annotation-xml", "script", "style"})
+
+#: Attributes kept, on any allowed element; values must also match `_SAFE_VALUE`.
+MATHML_ATTRIBUTES = frozenset(
+    {
+        "display", "mathvariant", "stretchy", "fence", "separator", "lspace", "rspace", "accent", "accentunder",
+        "minsize", "maxsize", "movablelimits", "symmetric", "largeop", "width", "height", "depth", "voffset",
+        "columnalign", "rowalign", "columnspacing", "rowspacing", "columnlines", "rowlines", "frame",
+        "framespacing", "scriptlevel", "displaystyle", "linethickness", "notation", "mathcolor", "mathbackground",
+        "mathsize", "open", "close", "separators", "align", "equalrows", "equalcolumns", "form", "columnspan",
+        "rowspan", "bevelled", "numalign", "denomalign",
+    }
+)  # fmt: skip
+
+# Lengths, numbers, keywords, colours: no parentheses, colons, quotes or backslashes (no url(), no javascript:).
+_SAFE_VALUE = re.compile(r"^[A-Za-z0-9#.%+\- ]{0,200}$")
+# The math content of a formula: at most this many elements (KaTeX output of a page-long equation is ~5,000).
+MAX_ELEMENTS = 20_000
+
+_PARSER = etree.XMLParser(
+    resolve_entities=False, no_network=True, remove_comments=True, remove_pis=True, strip_cdata=True, huge_tree=False
+)
+
+
+def _local(tag: object) -> str | None:
+    if not isinstance(tag, str):  # comments, processing instructions, entities
+        return None
+    return etree.QName(tag).localname
+
+
+def _copy_math(source: etree._Element, parent: etree._Element | None, budget: list[int]) -> etree._Element | None:
+    """Copy `source` under `parent` keeping only allowed elements and attributes; unknown elements are unwrapped."""
+    name = _local(source.tag)
+    if name is None or name in DROPPED_WITH_CONTENT:
+        return None
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError("formula too large")
+    if name in MATHML_ELEMENTS:
+        element = etree.Element(f"{{{MATHML_NS}}}{name}", nsmap={None: MATHML_NS}) if parent is None else None
+        if element is None:
+            element = etree.SubElement(parent, f"{{{MATHML_NS}}}{name}")
+        for key, value in source.attrib.items():
+            attribute = _local(key)
+            if attribute in MATHML_ATTRIBUTES and _SAFE_VALUE.match(value):
+                element.set(attribute, value)
+        element.text = source.text
+        for child in source:
+            _copy_math(child, element, budget)
+            if child.tail and len(element):
+                element[-1].tail = (element[-1].tail or "") + child.tail
+            elif child.tail:
+                element.text = (element.text or "") + child.tail
+        return element
+    # An element outside the list (an HTML <a>, an <maction>, an <img>): keep its text as an <mtext>, nothing else.
+    if parent is not None:
+        text = "".join(source.itertext())
+        if text.strip():
+            etree.SubElement(parent, f"{{{MATHML_NS}}}mtext").text = text
+    return None
+
+
+def sanitize_mathml(mathml: str | None) -> Markup:
+    """A formula's MathML reduced to the allow-list, safe to insert into a page.
+
+    Args:
+        mathml: a ``<math>`` element as KaTeX writes it (or anything else: it is parsed, never trusted).
+
+    Returns:
+        The cleaned ``<math>`` markup; empty markup when the input is empty, is not well-formed, has no ``<math>``
+        root, declares a DOCTYPE, or is larger than `MAX_ELEMENTS` elements.
+    """
+    if not mathml:
+        return Markup("")
+    try:
+        root = etree.fromstring(mathml.encode("utf-8"), _PARSER)
+    except (etree.XMLSyntaxError, ValueError):
+        return Markup("")
+    if _local(root.tag) != "math" or root.getroottree().docinfo.doctype:  # KaTeX never writes a DOCTYPE
+        return Markup("")
+    try:
+        clean = _copy_math(root, None, [MAX_ELEMENTS])
+    except ValueError:
+        return Markup("")
+    if clean is None:
+        return Markup("")
+    clean.tail = None
+    return Markup(etree.tostring(clean, encoding="unicode", method="xml"))
+
+
+def sanitize_highlight(fragment: str | None) -> Markup:
+    """A search highlight (text with ``<em>`` around matched terms) as escaped text with ``<mark>`` around them.
+
+    The fragment is parsed as HTML; ``<em>`` (and ``<mark>``) become ``<mark>``, every other element is replaced by
+    its text (``<script>`` and ``<style>`` by nothing), and all text is escaped.
+
+    Args:
+        fragment: one highlight fragment from Elasticsearch (or any text).
+
+    Returns:
+        Markup holding only text and ``<mark>`` elements.
+    """
+    if not fragment:
+        return Markup("")
+    try:
+        root = html.fragment_fromstring(fragment, create_parent="div")
+    except (etree.ParserError, ValueError):
+        return escape(fragment)
+    parts: list[str] = []
+
+    def walk(element: etree._Element, marked: bool) -> None:
+        if element.text:
+            parts.append(str(escape(element.text)))
+        for child in element:
+            name = _local(child.tag)
+            if name is not None and name not in ("script", "style"):
+                inner = name in ("em", "mark", "b", "strong")
+                if inner and not marked:
+                    parts.append("<mark>")
+                walk(child, marked or inner)
+                if inner and not marked:
+                    parts.append("</mark>")
+            if child.tail:
+                parts.append(str(escape(child.tail)))
+
+    walk(root, False)
+    return Markup("".join(parts))
