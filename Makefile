@@ -1,6 +1,8 @@
 # eqsearch: the two commands a newcomer needs (see README.md).
-#   make run    install everything, start Elasticsearch (a local node unless EQSEARCH_ES_URL is set), prove it answers
+#   make run    install everything, start Elasticsearch (a local node unless EQSEARCH_ES_URL is set), index a real
+#               corpus, serve the search UI
 #   make test   install everything, start the local node, run every test tier, stop the node
+#   make bundle download the real corpus, extract it, retrain and re-export engine/data/default-bundle (CPU, ~25 min)
 # Everything installs into .venv (Python) and engine/katex/node_modules (KaTeX); the Elasticsearch distribution
 # and its data live outside the repository (see `eqsearch es --help`).
 
@@ -12,7 +14,7 @@ BIN := $(VENV)/bin
 EXTRAS ?= dev,train
 PYTEST_ARGS ?=
 
-.PHONY: help setup run test lint format clean
+.PHONY: help setup apt-lists run test bundle lint format clean
 
 help:  ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -40,9 +42,25 @@ $(CHROMIUM):
 
 setup: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)) engine/katex/node_modules/.package-lock.json  ## install Python and Node dependencies
 
-run: setup  ## the main job: start Elasticsearch and prove the stack answers
+# The demo corpus `make run` indexes: real LaTeX from the package registries (Python docstrings of sympy, mpmath,
+# scipy, statsmodels; R vignettes; the gretl guide), about 5,800 equations, a few minutes on 2 cores. Add
+# `texlive` for ~3,000 more (430 MB of Debian packages): make run DEMO_SETS="docstrings gretl rvignettes texlive"
+CORPUS_DIR ?= $(HOME)/.cache/eqsearch/corpus
+DEMO_SETS ?= docstrings gretl rvignettes
+HOST ?= 127.0.0.1
+PORT ?= 5000
+
+apt-lists:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq; fi
+
+run: setup apt-lists  ## the main job: Elasticsearch, a real corpus indexed, and the search UI at http://HOST:PORT
 	@if [ -z "$$EQSEARCH_ES_URL" ]; then $(BIN)/eqsearch es start; fi
 	$(BIN)/eqsearch es check
+	@sources=$$($(BIN)/eqsearch ingest fetch-corpus --cache "$(CORPUS_DIR)" $(foreach set,$(DEMO_SETS),--set $(set))) \
+	  || exit $$?; $(BIN)/eqsearch ingest run $$sources
+	@echo "eqsearch: serving the search UI at http://$(HOST):$(PORT)/ (Ctrl-C to stop; 'eqsearch es stop' stops Elasticsearch)"
+	$(BIN)/eqsearch serve --host $(HOST) --port $(PORT)
 
 test: setup $(CHROMIUM)  ## the whole test suite against a real local Elasticsearch node and real Chromium
 	@set -o pipefail; export EQSEARCH_CHROMIUM="$(CHROMIUM)"; \
@@ -53,6 +71,23 @@ test: setup $(CHROMIUM)  ## the whole test suite against a real local Elasticsea
 	$(BIN)/pytest tests $(PYTEST_ARGS); rc=$$?; \
 	if [ -z "$$EQSEARCH_ES_URL" ] && [ "$$was_running" = 0 ]; then $(BIN)/eqsearch es stop; fi; \
 	exit $$rc
+
+# The default encoder bundle: the real LaTeX of CORPUS_SETS (see ingest/corpus.py) downloaded into CORPUS_DIR (the
+# same cache `make run` uses), extracted to CORPUS_DIR/real-latex/papers.jsonl, then the KDD'20 encoder trained with
+# TRAIN_CONFIG (run directory runs/default-bundle, ~25 min on 2 CPU cores) and exported with its held-out evaluation.
+# Reruns reuse the download; the extraction is redone (--overwrite) so the corpus matches the current extractor.
+CORPUS_SETS ?= texlive gretl rvignettes docstrings
+BUNDLE_DIR ?= engine/data/default-bundle
+TRAIN_CONFIG ?= training/configs/default.toml
+
+bundle: setup apt-lists  ## fetch + extract the real corpus, retrain and re-export the default encoder bundle
+	@mkdir -p "$(CORPUS_DIR)"; $(BIN)/eqsearch ingest fetch-corpus --cache "$(CORPUS_DIR)" \
+	  $(foreach set,$(CORPUS_SETS),--set $(set)) > "$(CORPUS_DIR)/bundle-sources.txt"
+	@mapfile -t sources < "$(CORPUS_DIR)/bundle-sources.txt"; \
+	$(BIN)/eqsearch ingest extract "$${sources[@]}" --out "$(CORPUS_DIR)/real-latex" --workers 2 --time-budget 60 \
+	  --overwrite --quiet
+	$(BIN)/eqsearch train --config $(TRAIN_CONFIG) --corpus "$(CORPUS_DIR)/real-latex/papers.jsonl" \
+	  --export-bundle $(BUNDLE_DIR)
 
 lint:  ## ruff: lint and format check
 	$(BIN)/ruff check .
