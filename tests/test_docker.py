@@ -37,7 +37,7 @@ def test_image_installs_the_way_the_readme_does():
 
 @pytest.mark.skipif(not (shutil.which("docker-compose") or shutil.which("docker")), reason="no Docker client")
 def test_compose_file_is_valid_for_the_docker_client():
-    env = {**os.environ, "ELASTIC_PASSWORD": "x", "EQSEARCH_ADMIN_TOKEN": "y"}
+    env = {**os.environ, "ELASTIC_PASSWORD": "x", "EQSEARCH_ADMIN_TOKEN": "y", "EQSEARCH_SECRET_KEY": "z"}
     command = ["docker-compose"] if shutil.which("docker-compose") else ["docker", "compose"]
     result = subprocess.run(
         [*command, "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True, env=env, timeout=60, check=False
