@@ -8,12 +8,12 @@ This module reads JSON and hashes files only: no onnxruntime, no torch.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eqsearch.engine.checksums import sha256_file
 from eqsearch.engine.errors import EqsearchError
 
 BUNDLE_FORMAT = "eqsearch-model-bundle"
@@ -37,15 +37,6 @@ class BundleError(EqsearchError):
 def default_bundle_path() -> Path:
     """The bundle shipped with eqsearch (trained by ``training/configs/default.toml``)."""
     return Path(__file__).resolve().parent / "data" / "default-bundle"
-
-
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

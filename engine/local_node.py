@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import pwd
@@ -36,6 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from eqsearch.engine.checksums import sha256_file
 from eqsearch.engine.config import LocalNodeConfig
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.java import JavaRuntime, find_java
@@ -106,15 +106,8 @@ class NodeStatus:
         return out
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (on this machine)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -128,7 +121,7 @@ def _is_elasticsearch_process(pid: int) -> bool:
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return _pid_alive(pid)  # no /proc: trust the pid
+        return pid_alive(pid)  # no /proc: trust the pid
     return b"org.elasticsearch" in cmdline
 
 
@@ -233,20 +226,20 @@ class LocalNode:
             if not archive.is_file():
                 raise LocalNodeError(f"the Elasticsearch archive {archive} does not exist")
             expected = self.config.archive_sha256
-            if expected is None and _sha256(archive) != self.distribution.sha256:
+            if expected is None and sha256_file(archive) != self.distribution.sha256:
                 raise ChecksumMismatchError(
                     f"{archive} is not the pinned Elasticsearch {self.version} zip and no checksum was given",
                     hint="pass --sha256 with the checksum published beside the archive",
                 )
             if expected is not None:
-                actual = _sha256(archive)
+                actual = sha256_file(archive)
                 if actual != expected.lower():
                     raise ChecksumMismatchError(f"{archive}: SHA-256 {actual} does not match the expected {expected}")
             return archive
         downloads = self.home / "downloads"
         downloads.mkdir(parents=True, exist_ok=True)
         target = downloads / f"elasticsearch-{self.version}.zip"
-        if target.is_file() and _sha256(target) == self.distribution.sha256:
+        if target.is_file() and sha256_file(target) == self.distribution.sha256:
             return target
         partial = target.with_suffix(".zip.part")
         url = self.maven_url()
@@ -265,7 +258,7 @@ class LocalNode:
                 f"could not download Elasticsearch {self.version} from {url}: {error}",
                 hint="check the network, set EQSEARCH_MAVEN_REPOSITORY to a mirror, or pass --archive FILE",
             ) from error
-        actual = _sha256(partial)
+        actual = sha256_file(partial)
         if actual != self.distribution.sha256:
             partial.unlink(missing_ok=True)
             raise ChecksumMismatchError(
@@ -321,7 +314,7 @@ class LocalNode:
             if self.pid_file.exists():
                 self.pid_file.unlink(missing_ok=True)
             return None
-        if _pid_alive(pid) and _is_elasticsearch_process(pid):
+        if pid_alive(pid) and _is_elasticsearch_process(pid):
             return pid
         self.pid_file.unlink(missing_ok=True)
         return None
@@ -554,7 +547,7 @@ class LocalNode:
         deadline = time.monotonic() + self.config.startup_timeout
         last_error = "no answer yet"
         while time.monotonic() < deadline:
-            if not _pid_alive(pid):
+            if not pid_alive(pid):
                 raise self._startup_failure(-1)
             try:
                 health = self._get("/_cluster/health?wait_for_status=yellow&timeout=2s", timeout=5)
@@ -577,11 +570,11 @@ class LocalNode:
                 return False
             os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + timeout
-            while _pid_alive(pid) and time.monotonic() < deadline:
+            while pid_alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.2)
-            if _pid_alive(pid):
+            if pid_alive(pid):
                 os.kill(pid, signal.SIGKILL)
-                while _pid_alive(pid):
+                while pid_alive(pid):
                     time.sleep(0.1)
             self.pid_file.unlink(missing_ok=True)
             return True

@@ -21,8 +21,8 @@ from eqsearch.engine.bundle import (
     MODEL_NAME,
     VOCABULARY_NAME,
     read_manifest,
-    sha256_file,
 )
+from eqsearch.engine.checksums import sha256_file
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.graph import GraphArrays, concatenate_graphs
 from eqsearch.export.onnx_export import DEFAULT_OPSET, OUTPUT_NAME, export_onnx

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.local_node import pid_alive
 from eqsearch.engine.search import HybridQuery, SearchResults
 from eqsearch.webui.config import WebConfig
 
@@ -411,13 +412,7 @@ class WebServices:
         pid = int(record.get("pid") or 0)
         if pid == os.getpid() or pid <= 0:
             return False  # this process would have its thread
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return pid_alive(pid)
 
     def _job_view(self, record: dict[str, Any]) -> dict[str, Any]:
         view = dict(record)

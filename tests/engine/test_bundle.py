@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from eqsearch.engine.bundle import BundleError, read_manifest, sha256_file
+from eqsearch.engine.bundle import BundleError, read_manifest
+from eqsearch.engine.checksums import sha256_file
 
 
 def _bundle(tmp_path: Path, **changes) -> Path:
