@@ -229,7 +229,7 @@ class SearchService:
         converter: Any,
         *,
         index_prefix: str = "eqsearch",
-        num_candidates_factor: int = 10,
+        num_candidates_factor: int = 3,
         rrf_k: int = 60,
         group_oversample: int = 5,
         candidate_depth: int = 100,
@@ -280,9 +280,9 @@ class SearchService:
         filters = self._filters(query)
         searches: list[tuple[str, dict[str, Any]]] = []
         if vector is not None and query.formula_weight > 0:
-            searches.append(("formula", self._knn_body(vector, window, filters)))
+            searches.append(("formula", self._ranking_only(self._knn_body(vector, window, filters))))
         if query.has_keywords and query.formula_weight < 1:
-            searches.append(("text", self._text_body(query.keywords or "", window, filters)))
+            searches.append(("text", self._ranking_only(self._text_body(query.keywords or "", window, filters))))
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
         lists, text_total = self._msearch(searches)
@@ -298,21 +298,49 @@ class SearchService:
                 {name: ranking for name, (ranking, _) in lists.items()},
                 {"formula": query.formula_weight, "text": 1 - query.formula_weight},
             )
-        sources: dict[str, dict[str, Any]] = {}
+        ranked: dict[str, dict[str, Any]] = {}  # phase-1 hit per id: matched clauses and paper_id
         for _, hits in lists.values():
             for hit in hits:
-                sources.setdefault(hit["_id"], hit)
-                if hit.get("highlight"):
-                    sources[hit["_id"]] = {**sources[hit["_id"]], "highlight": hit["highlight"]}
-        hits = [self._hit(item, sources[item.doc_id]) for item in fused]
+                seen = ranked.setdefault(hit["_id"], {"_id": hit["_id"], "matched_queries": [], "fields": {}})
+                seen["matched_queries"] = sorted({*seen["matched_queries"], *(hit.get("matched_queries") or ())})
+                seen["fields"] = hit.get("fields") or seen["fields"]
         start = (query.page - 1) * query.size
         if query.group_by_paper:
-            groups = group_hits(hits)
-            page_groups = groups[start : start + query.size]
-            page_hits = [hit for group in page_groups for hit in group.equations]
-            return self._results(page_hits, page_groups, len(groups), query, latex_error, warnings, began)
-        total = max(len(hits), text_total)
-        return self._results(hits[start : start + query.size], [], total, query, latex_error, warnings, began)
+            papers: dict[str, list[Fused]] = {}
+            for item in fused:
+                paper = (ranked[item.doc_id]["fields"].get("paper_id") or [""])[0]
+                papers.setdefault(paper, []).append(item)
+            page_items = [item for members in list(papers.values())[start : start + query.size] for item in members]
+            total = len(papers)
+        else:
+            page_items = fused[start : start + query.size]
+            total = max(len(fused), text_total)
+        documents = self._fetch_page(
+            [item.doc_id for item in page_items], query.keywords if query.has_keywords else None
+        )
+        hits = [
+            self._hit(item, {**ranked[item.doc_id], **documents[item.doc_id]})
+            for item in page_items
+            if item.doc_id in documents  # deleted between the two requests: dropped, not an error
+        ]
+        groups = group_hits(hits) if query.group_by_paper else []
+        return self._results(hits, groups, total, query, latex_error, warnings, began)
+
+    def _fetch_page(self, ids: list[str], keywords: str | None) -> dict[str, dict[str, Any]]:
+        """Sources (vector excluded) and, with keywords, highlights of the page's equations, in one request."""
+        if not ids:
+            return {}
+        body: dict[str, Any] = {
+            "query": {"ids": {"values": ids}},
+            "size": len(ids),
+            "_source": {"excludes": _SOURCE_EXCLUDES},
+            "track_total_hits": False,
+        }
+        if keywords:
+            text = self._text_body(keywords, len(ids), [])
+            body["highlight"] = {**text["highlight"], "highlight_query": text["query"]["bool"]["must"][0]}
+        response = self._call(self.client.search, index=self.equations_alias, body=body)
+        return {hit["_id"]: hit for hit in response["hits"]["hits"]}
 
     def more_like_equation(self, eq_id: str, size: int = 10) -> SearchResults:
         """Equations nearest to a stored equation's vector, the equation itself excluded.
@@ -460,6 +488,16 @@ class SearchService:
         if filters or exclude:
             knn["filter"] = pre_filter  # inside knn: a pre-filter, so k hits come back when k exist
         return {"knn": knn, "size": k, "_source": {"excludes": _SOURCE_EXCLUDES}, "track_total_hits": False}
+
+    @staticmethod
+    def _ranking_only(body: dict[str, Any]) -> dict[str, Any]:
+        """The same search returning ids, scores, matched clauses and `paper_id` only (no source, no highlight).
+
+        Fusion ranks up to `candidate_depth` candidates per list but a page shows a handful: loading sources
+        (MathML, abstracts) and highlighting every candidate cost several times the search itself.
+        """
+        light = {key: value for key, value in body.items() if key not in ("highlight", "_source")}
+        return {**light, "_source": False, "docvalue_fields": ["paper_id"]}
 
     @staticmethod
     def _text_body(keywords: str, size: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
