@@ -58,3 +58,19 @@ def test_bad_mathml_names_the_item() -> None:
 
     with pytest.raises(MathMLError, match="equation 1"):
         load_encoder().encode([BAYES, "<math><mi>x</mi>"])
+
+
+@needs_bundle
+def test_a_wide_equation_gets_the_same_vector_every_time() -> None:
+    """The model's neighbour sums are scatter-adds on duplicate indices; onnxruntime's multi-threaded CPU kernel
+    races on them (a 963-node equation varied by up to 2.5 between runs with 2 threads). The encoder runs one
+    intra-op thread: the vector must be identical across sessions, after small equations or not."""
+    from eqsearch.engine.encoder import load_encoder
+
+    terms = "".join(f"<mi>x</mi><mo>+</mo><msub><mi>y</mi><mn>{i}</mn></msub><mo>−</mo>" for i in range(120))
+    large = f"<math><mrow>{terms}<mi>z</mi></mrow></math>"
+    warmed = load_encoder(batch_size=4)
+    warmed.encode(["<math><mi>x</mi></math>", BAYES, "<math><mn>1</mn></math>"])
+    after_small = warmed.encode([large])
+    for _ in range(3):
+        np.testing.assert_array_equal(load_encoder(batch_size=4).encode([large]), after_small)
