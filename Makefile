@@ -2,7 +2,7 @@
 #   make run    install everything, start Elasticsearch (a local node unless EQSEARCH_ES_URL is set), index a real
 #               corpus, serve the search UI
 #   make test   install everything, start the local node, run every test tier, stop the node
-#   make bundle download the real corpus, extract it, retrain and re-export engine/data/default-bundle (CPU, ~25 min)
+#   make bundle download the real corpus, extract it, retrain and re-export engine/data/default-bundle (CPU, ~20 min)
 # Everything installs into .venv (Python) and engine/katex/node_modules (KaTeX); the Elasticsearch distribution
 # and its data live outside the repository (see `eqsearch es --help`).
 
@@ -74,7 +74,7 @@ test: setup $(CHROMIUM)  ## the whole test suite against a real local Elasticsea
 
 # The default encoder bundle: the real LaTeX of CORPUS_SETS (see ingest/corpus.py) downloaded into CORPUS_DIR (the
 # same cache `make run` uses), extracted to CORPUS_DIR/real-latex/papers.jsonl, then the KDD'20 encoder trained with
-# TRAIN_CONFIG (run directory runs/default-bundle, ~25 min on 2 CPU cores) and exported with its held-out evaluation.
+# TRAIN_CONFIG (run directory runs/default-bundle, ~20 min on 2 CPU cores) and exported with its held-out evaluation.
 # Reruns reuse the download; the extraction is redone (--overwrite) so the corpus matches the current extractor.
 CORPUS_SETS ?= texlive gretl rvignettes docstrings
 BUNDLE_DIR ?= engine/data/default-bundle

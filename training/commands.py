@@ -127,10 +127,11 @@ def _run_evaluate(args: argparse.Namespace) -> int:
 
 def _run_ablate(args: argparse.Namespace) -> int:
     _need_torch()
-    from eqsearch.training.ablation import run_ablations
+    from eqsearch.training.ablation import VARIANT_NAMES, run_ablations
 
     config = _config_from(args)
-    table = run_ablations(config, Path(args.out))
+    variants = tuple(args.variants) if args.variants else VARIANT_NAMES
+    table = run_ablations(config, Path(args.out), variants)
     print(table)
     return 0
 
@@ -165,5 +166,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "on the same split and budget; write a Table-1-shaped markdown table.",
     )
     _add_config_flags(ablate)
-    ablate.add_argument("--out", default="runs/ablation.md", help="markdown table to write")
+    ablate.add_argument("--out", default="runs/ablation.md", help="markdown table to write (rewritten per variant)")
+    ablate.add_argument(
+        "--variant",
+        dest="variants",
+        action="append",
+        choices=("Full Model", "No Histogram Loss", "No Masking", "No Augmentation"),
+        help="run only this variant (repeatable; default: all). Finished variants with the same config are reused",
+    )
     ablate.set_defaults(handler=_run_ablate)
