@@ -53,7 +53,7 @@ def load_encoder_or_standin() -> Any:
 
         return load_encoder()
     except Exception as error:  # no bundle yet: the stand-in
-        spec = importlib.util.spec_from_file_location("_search_tests", ROOT / "tests/engine/test_search.py")
+        spec = importlib.util.spec_from_file_location("_hashing_encoder", ROOT / "tests/hashing_encoder.py")
         module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         spec.loader.exec_module(module)  # type: ignore[union-attr]
         hashing = module.HashingEncoder()

@@ -28,7 +28,7 @@ EQS_PER_PAPER = 5
 
 
 def hashing_encoder():
-    spec = importlib.util.spec_from_file_location("_search_tests", TESTS / "engine" / "test_search.py")
+    spec = importlib.util.spec_from_file_location("_hashing_encoder", TESTS / "hashing_encoder.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.HashingEncoder()
@@ -125,7 +125,7 @@ from eqsearch.engine.config import EsConfig
 from eqsearch.engine.es_client import connect
 from eqsearch.ingest.job import IngestJob, IngestJobConfig
 
-spec = importlib.util.spec_from_file_location("_search_tests", sys.argv[3])
+spec = importlib.util.spec_from_file_location("_hashing_encoder", sys.argv[3])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 inner = module.HashingEncoder()
@@ -148,7 +148,7 @@ def test_kill_9_then_resume_loses_nothing_and_duplicates_nothing(es_client, inde
     runner = tmp_path / "runner.py"
     runner.write_text(RUNNER)
     process = subprocess.Popen(
-        [sys.executable, str(runner), str(source), index_name, str(TESTS / "engine" / "test_search.py")],
+        [sys.executable, str(runner), str(source), index_name, str(TESTS / "hashing_encoder.py")],
         env=os.environ.copy(),
     )
     try:

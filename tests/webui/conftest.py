@@ -2,27 +2,24 @@
 
 The corpus (`corpus/papers.jsonl`: four papers, one of them hostile; `corpus/latex/`: one LaTeX paper) goes through
 the same ingest job the admin pages start (`ingest.job.IngestJob`): KaTeX converts it, Elasticsearch indexes it under
-a prefix of its own, deleted afterwards. The formula encoder is `TokenHashEncoder`, a stand-in for a trained model
-bundle with the same `Encoder` protocol (no bundle ships yet): identical formulas get identical vectors, formulas
-sharing symbols get close ones.
+a prefix of its own, deleted afterwards. The formula encoder is the tests' `HashingEncoder` (tests/hashing_encoder.py),
+a stand-in for the model with the same `Encoder` protocol, so that exact rankings do not move when the shipped bundle
+is retrained: identical formulas get identical vectors, formulas sharing symbols get close ones.
 """
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import os
-import re
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 from eqsearch.webui import create_app
 from flask import Flask
+from hashing_encoder import HashingEncoder
 
 CORPUS = Path(__file__).parent / "corpus"
 ADMIN_TOKEN = "test-admin-token-0123456789"
@@ -40,26 +37,6 @@ CHROMIUM_ARGS = [
 ]
 
 
-class TokenHashEncoder:
-    """MathML -> 64-d by signed hashing of its (element, text) tokens and their bigrams, L2-normalised."""
-
-    kind = "token-hash-test"
-    similarity = "max_inner_product"
-    dim = 64
-    _token = re.compile(r"<(m[a-z]+)[^>]*>([^<]*)")
-
-    def encode(self, mathml: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(mathml), self.dim), dtype=np.float32)
-        for row, text in enumerate(mathml):
-            tokens = [f"{tag}:{value.strip()}" for tag, value in self._token.findall(text) if tag != "math"]
-            for feature in tokens + [f"{a}|{b}" for a, b in itertools.pairwise(tokens)]:
-                digest = hashlib.sha1(feature.encode()).digest()
-                out[row, int.from_bytes(digest[:4], "little") % self.dim] += 1.0 if digest[4] & 1 else -1.0
-            norm = np.linalg.norm(out[row])
-            out[row] /= norm if norm > 0 else 1.0
-        return out
-
-
 def make_app(es_config, prefix: str, **extra: object) -> Flask:
     """An app on the real cluster, its indices under `prefix`."""
     config = {
@@ -67,7 +44,7 @@ def make_app(es_config, prefix: str, **extra: object) -> Flask:
         "ES_CONFIG": replace(es_config, index_prefix=prefix),
         "ADMIN_TOKEN": ADMIN_TOKEN,
         "SECRET_KEY": "test-secret-key",
-        "ENCODER": TokenHashEncoder(),
+        "ENCODER": HashingEncoder(),
         **extra,
     }
     return create_app(config)
