@@ -1,4 +1,8 @@
-"""Held-out evaluation (KDD'20 §5-6): the encoder against the bag-of-words baseline on the same triplets."""
+"""Held-out evaluation (KDD'20 §5-6): the encoder against the bag-of-words baseline on the same triplets, with the
+eq. 9 / Theorem 5.1 bounds on each score and a paper-clustered bootstrap interval of their difference.
+
+The labelled-set evaluation (§6.1) is `eqsearch.training.labelled`, which needs no torch.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from eqsearch.engine.graph import GraphArrays, concatenate_graphs
 from eqsearch.training.baseline import bag_of_words
 from eqsearch.training.batching import graph_tensors
 from eqsearch.training.corpus import Corpus
-from eqsearch.training.metrics import RankingScore, cosine_matrix, ranking_score
+from eqsearch.training.metrics import PairedBootstrap, RankingScore, paired_bootstrap_difference, ranking_score
 from eqsearch.training.model import FormulaEncoder
 from eqsearch.training.triplets import Triplets
 
@@ -51,12 +55,23 @@ def triplet_similarities(vectors: np.ndarray, triplets: Triplets, cosine: bool) 
 
 @dataclass(frozen=True)
 class HeldOutReport:
-    """Ranking scores on the held-out triplets for the model and the bag-of-words baseline."""
+    """Ranking scores on the held-out triplets for the model and the bag-of-words baseline.
+
+    Attributes:
+        model: the model with its training similarity, the inner product (as served).
+        model_cosine: the model compared by cosine.
+        bag_of_words: the §6.3 baseline, cosine.
+        by_source: positive source (``section``, ``paper``, ``citation``) -> representation -> ranking score.
+        model_minus_bag_of_words: ŝ_model - ŝ_bag_of_words on the same triplets with a paper-clustered bootstrap
+            interval (`paired_bootstrap_difference`): an approximate interval for the difference, beside the
+            worst-case eq. 9 bounds on each score.
+    """
 
     model: RankingScore
     model_cosine: RankingScore
     bag_of_words: RankingScore
     by_source: dict[str, dict[str, float]]
+    model_minus_bag_of_words: PairedBootstrap
 
     def to_dict(self) -> dict[str, object]:
         from dataclasses import asdict
@@ -66,21 +81,46 @@ class HeldOutReport:
             "model_cosine": asdict(self.model_cosine),
             "bag_of_words": asdict(self.bag_of_words),
             "by_source": self.by_source,
+            "model_minus_bag_of_words": asdict(self.model_minus_bag_of_words),
         }
 
+    def describe(self) -> str:
+        """Lines for the CLI: each score with its bounds, then the difference with its bootstrap interval."""
+        return "\n".join(
+            (
+                f"model:        {self.model.describe()}",
+                f"model cosine: {self.model_cosine.describe()}",
+                f"bag of words: {self.bag_of_words.describe()}",
+                f"model - bag of words: {self.model_minus_bag_of_words.describe()}",
+            )
+        )
 
-def evaluate_held_out(
-    model: FormulaEncoder,
+
+def held_out_report(
+    embeddings: np.ndarray,
     test: Corpus,
     triplets: Triplets,
+    vocab_sizes: tuple[int, int, int],
     delta: float = 0.05,
-    vocab_sizes: tuple[int, int, int] | None = None,
+    resamples: int = 2000,
+    bootstrap_seed: int = 0,
 ) -> HeldOutReport:
-    """Ranking score (eq. 3) of the model and of the bag-of-words baseline on the same held-out triplets."""
+    """Ranking score (eq. 3) of given embeddings and of the bag-of-words baseline on the same held-out triplets.
+
+    Args:
+        embeddings: the model's vectors of ``test.graphs`` (from torch or from the ONNX bundle).
+        test: the held-out papers.
+        triplets: triplets over ``test``'s equations.
+        vocab_sizes: ``(n_tags, n_attrs, n_chars)`` of the vocabulary, for the bag of words.
+        delta: 1 - confidence of the eq. 9 / Theorem 5.1 bounds and of the bootstrap interval.
+        resamples: bootstrap resamples of the held-out papers.
+        bootstrap_seed: seed of the bootstrap.
+
+    Shapes:
+        embeddings: ``[len(test.graphs), d]``.
+    """
     from eqsearch.training.triplets import SOURCES
 
-    cfg = model.config
-    sizes = vocab_sizes or (cfg.n_tags, cfg.n_attrs, cfg.n_chars)
     papers = np.stack(
         [
             test.equation_paper[triplets.anchor],
@@ -90,23 +130,38 @@ def evaluate_held_out(
         axis=1,
     )
     n_papers = len(test.papers)
-    emb = embed_graphs(model, test.graphs)
-    bow = bag_of_words(test.graphs, *sizes)
+    bow = bag_of_words(test.graphs, *vocab_sizes)
     results = {}
+    wins = {}
     by_source: dict[str, dict[str, float]] = {}
-    for name, vectors, cosine in (("model", emb, False), ("model_cosine", emb, True), ("bag_of_words", bow, True)):
+    for name, vectors, cosine in (
+        ("model", embeddings, False),
+        ("model_cosine", embeddings, True),
+        ("bag_of_words", bow, True),
+    ):
         sp, sn = triplet_similarities(vectors, triplets, cosine)
+        wins[name] = sp > sn
         results[name] = ranking_score(sp, sn, papers, n_papers, delta)
         for i, source in enumerate(SOURCES):
             rows = triplets.source == i
             if rows.any():
-                by_source.setdefault(source, {})[name] = float(np.mean(sp[rows] > sn[rows]))
-    return HeldOutReport(results["model"], results["model_cosine"], results["bag_of_words"], by_source)
+                by_source.setdefault(source, {})[name] = float(np.mean(wins[name][rows]))
+    difference = paired_bootstrap_difference(
+        wins["model"], wins["bag_of_words"], papers[:, 0], resamples=resamples, delta=delta, seed=bootstrap_seed
+    )
+    return HeldOutReport(results["model"], results["model_cosine"], results["bag_of_words"], by_source, difference)
 
 
-def labelled_evaluation(vectors: np.ndarray, labels: Sequence[int], cosine: bool) -> dict[str, float]:
-    """1-NN leave-one-out accuracy and ranking score on a labelled set of equations (KDD'20 §6.1, Table 1)."""
-    from eqsearch.training.metrics import labelled_ranking_score, leave_one_out_accuracy
-
-    sim = cosine_matrix(vectors, vectors) if cosine else vectors @ vectors.T
-    return {"accuracy": leave_one_out_accuracy(sim, labels), "ranking": labelled_ranking_score(sim, labels)}
+def evaluate_held_out(
+    model: FormulaEncoder,
+    test: Corpus,
+    triplets: Triplets,
+    delta: float = 0.05,
+    vocab_sizes: tuple[int, int, int] | None = None,
+    resamples: int = 2000,
+    bootstrap_seed: int = 0,
+) -> HeldOutReport:
+    """`held_out_report` of a torch model's embeddings (eval mode); vocabulary sizes default to the model's."""
+    cfg = model.config
+    sizes = vocab_sizes or (cfg.n_tags, cfg.n_attrs, cfg.n_chars)
+    return held_out_report(embed_graphs(model, test.graphs), test, triplets, sizes, delta, resamples, bootstrap_seed)

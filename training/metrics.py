@@ -1,9 +1,11 @@
 """Evaluation metrics of KDD'20 §5-6 and of ARQMath-style formula retrieval; numpy only.
 
-- ranking score on triplets with the hold-out confidence bounds of Theorem 5.1 and eq. 9 (§5.2);
+- ranking score on triplets with the hold-out confidence bounds of Theorem 5.1 and eq. 9 (§5.2), and a
+  paper-clustered bootstrap interval of the difference of two ranking scores on the same triplets;
 - 1-nearest-neighbour leave-one-out accuracy and the ranking score over a labelled set (§6.1);
 - P@k and uMAP with the keyword-relevance heuristic (§6.3);
-- nDCG′, MAP′, P′@10 (unjudged results removed, as ARQMath does) and bpref from TREC topics/qrels.
+- nDCG′, MAP′, P′@10 (unjudged results removed, as ARQMath does) and bpref of one topic's ranking; reading TREC
+  files and averaging over topics is `eqsearch.training.trec`.
 """
 
 from __future__ import annotations
@@ -95,6 +97,114 @@ def ranking_score(
     )
 
 
+@dataclass(frozen=True)
+class PairedBootstrap:
+    """Paper-clustered bootstrap interval of ŝ_a - ŝ_b, two ranking scores (eq. 3) on the same triplets.
+
+    Attributes:
+        difference: ŝ_a - ŝ_b on all triplets (the point estimate).
+        low, high: the ``δ/2`` and ``1 - δ/2`` percentiles of the bootstrap differences.
+        delta: 1 - confidence of the interval.
+        resamples: B, the number of bootstrap resamples.
+        papers: the number of clusters resampled (distinct anchor papers of the triplets).
+        seed: the seed of the resampling.
+        share_positive: share of the B resampled differences that are > 0.
+    """
+
+    difference: float
+    low: float
+    high: float
+    delta: float
+    resamples: int
+    papers: int
+    seed: int
+    share_positive: float
+
+    def describe(self) -> str:
+        return (
+            f"{100 * self.difference:+.1f} points, {100 * (1 - self.delta):g}% paper-bootstrap interval "
+            f"[{100 * self.low:+.1f}, {100 * self.high:+.1f}] (B={self.resamples}, {self.papers} papers, "
+            f"seed {self.seed}; > 0 in {100 * self.share_positive:.1f}% of resamples)"
+        )
+
+
+def paired_bootstrap_difference(
+    wins_a: np.ndarray,
+    wins_b: np.ndarray,
+    anchor_paper: np.ndarray,
+    resamples: int = 2000,
+    delta: float = 0.05,
+    seed: int = 0,
+) -> PairedBootstrap:
+    """Percentile interval of the difference of two ranking scores by a bootstrap over held-out papers.
+
+    The eq. 9 and Theorem 5.1 bounds (`ranking_score`) are worst-case concentration bounds on each score
+    separately; with ~100 held-out papers they are wider than the differences between models. This interval is about
+    the *difference* on the *same* triplets, which is far less noisy than either score (both models face the same
+    hard triplets). One resample draws as many papers as there are anchor papers, uniformly with replacement, and
+    keeps every triplet whose anchor is a drawn paper, once per draw; both ranking scores are recomputed on that
+    multiset of triplets and their difference recorded. The interval is the percentile interval of the B differences
+    (``numpy.quantile``, linear interpolation).
+
+    What it assumes, unlike eq. 9: the held-out papers are exchangeable draws from the population of papers (A1 of
+    §5.1) and resampling them mimics drawing a new held-out set; the triplets of one paper may depend on each other
+    arbitrarily (they move together). The dependence a triplet has on its *negative's* paper, a different paper drawn
+    uniformly, is not captured: that paper is not resampled with the anchor. It is an asymptotic, approximate
+    interval, not a bound that holds with probability ≥ 1 - δ for every sample size like eq. 9; with few papers
+    (tens) it is too narrow.
+
+    Args:
+        wins_a, wins_b: per triplet, whether representation a (resp. b) ranks the positive above the negative
+            (``s(x, x⁺) > s(x, x⁻)``, ties are failures as in `ranking_score`).
+        anchor_paper: per triplet, the paper of the anchor (any integer ids).
+        resamples: B (default 2000).
+        delta: 1 - confidence (default 0.05: a 95% interval).
+        seed: seed of the resampling (default 0), so that a report can be reproduced.
+
+    Returns:
+        The point difference, the interval, and the share of resamples where a is ahead.
+
+    Raises:
+        ValueError: no triplets, arrays of different lengths, ``resamples < 1`` or δ outside (0, 1).
+
+    Shapes:
+        wins_a, wins_b, anchor_paper: ``[T]``.
+    """
+    a = np.asarray(wins_a, dtype=np.float64)
+    b = np.asarray(wins_b, dtype=np.float64)
+    cluster = np.asarray(anchor_paper)
+    if not (a.shape == b.shape == cluster.shape) or a.ndim != 1:
+        raise ValueError(
+            f"wins_a, wins_b and anchor_paper must be [T] alike, got {a.shape}, {b.shape}, {cluster.shape}"
+        )
+    if not len(a):
+        raise ValueError("the paired bootstrap needs at least one triplet")
+    if resamples < 1 or not 0.0 < delta < 1.0:
+        raise ValueError(f"need resamples >= 1 and 0 < delta < 1, got {resamples} and {delta}")
+    _, inverse = np.unique(cluster, return_inverse=True)
+    n_clusters = int(inverse.max()) + 1
+    # Per paper: its number of triplets and the sum of its per-triplet differences; a resample's difference is then
+    # Σ w_c d_c / Σ w_c n_c with w_c the number of times paper c was drawn.
+    count = np.bincount(inverse, minlength=n_clusters).astype(np.float64)
+    diff = np.bincount(inverse, weights=a - b, minlength=n_clusters)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n_clusters, size=(resamples, n_clusters))
+    weights = np.zeros((resamples, n_clusters), dtype=np.float64)
+    np.add.at(weights, (np.repeat(np.arange(resamples), n_clusters), draws.ravel()), 1.0)
+    replicates = (weights @ diff) / (weights @ count)
+    low, high = np.quantile(replicates, [delta / 2, 1 - delta / 2])
+    return PairedBootstrap(
+        difference=float(diff.sum() / count.sum()),
+        low=float(low),
+        high=float(high),
+        delta=delta,
+        resamples=resamples,
+        papers=n_clusters,
+        seed=seed,
+        share_positive=float(np.mean(replicates > 0)),
+    )
+
+
 def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Pairwise cosine similarities. Shapes: a ``[n, d]``, b ``[m, d]``; returns ``[n, m]``."""
     an = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
@@ -102,19 +212,28 @@ def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return an @ bn.T
 
 
-def leave_one_out_accuracy(similarity: np.ndarray, labels: Sequence[int]) -> float:
+def nearest_neighbour_hits(similarity: np.ndarray, labels: Sequence[object]) -> np.ndarray:
+    """For each item, whether its most similar OTHER item has its label (ties: the first such item).
+
+    Shapes:
+        similarity: ``[n, n]``; labels: ``[n]``; returns ``[n]`` bool.
+    """
+    s = similarity.astype(np.float64).copy()
+    np.fill_diagonal(s, -np.inf)
+    labels_arr = np.asarray(labels)
+    return labels_arr[s.argmax(1)] == labels_arr
+
+
+def leave_one_out_accuracy(similarity: np.ndarray, labels: Sequence[object]) -> float:
     """1-nearest-neighbour accuracy in leave-one-out validation (KDD'20 §6.1).
 
     Shapes:
         similarity: ``[n, n]``; labels: ``[n]``.
     """
-    s = similarity.astype(np.float64).copy()
-    np.fill_diagonal(s, -np.inf)
-    labels_arr = np.asarray(labels)
-    return float(np.mean(labels_arr[s.argmax(1)] == labels_arr))
+    return float(np.mean(nearest_neighbour_hits(similarity, labels)))
 
 
-def labelled_ranking_score(similarity: np.ndarray, labels: Sequence[int]) -> float:
+def labelled_ranking_score(similarity: np.ndarray, labels: Sequence[object]) -> float:
     """Share of (x, x⁺, x⁻) with x⁺ of x's class and x⁻ of another class where s(x, x⁺) > s(x, x⁻), over all such
     triplets of a labelled set (the "Ranking Eval" of KDD'20 Table 1).
 
@@ -235,27 +354,3 @@ def bpref(ranking: Sequence[str], judgements: Mapping[str, float], threshold: fl
         elif d in relevant:
             total += 1.0 - (min(seen_nonrelevant, denominator) / denominator if denominator else 0.0)
     return total / r
-
-
-def read_qrels(lines: Sequence[str]) -> dict[str, dict[str, float]]:
-    """TREC qrels (``topic iteration doc grade``) -> ``{topic: {doc: grade}}``."""
-    qrels: dict[str, dict[str, float]] = {}
-    for line in lines:
-        parts = line.split()
-        if len(parts) >= 4:
-            qrels.setdefault(parts[0], {})[parts[2]] = float(parts[3])
-    return qrels
-
-
-def trec_metrics(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
-    """Mean nDCG′, MAP′, P′@10 and bpref over the topics that have judgements."""
-    topics = [t for t in qrels if qrels[t]]
-    if not topics:
-        return {"ndcg_prime": 0.0, "map_prime": 0.0, "p_prime_10": 0.0, "bpref": 0.0, "topics": 0}
-    scores = {
-        "ndcg_prime": np.mean([ndcg_prime(run.get(t, []), qrels[t]) for t in topics]),
-        "map_prime": np.mean([map_prime(run.get(t, []), qrels[t]) for t in topics]),
-        "p_prime_10": np.mean([precision_prime_at(run.get(t, []), qrels[t]) for t in topics]),
-        "bpref": np.mean([bpref(run.get(t, []), qrels[t]) for t in topics]),
-    }
-    return {**{k: float(v) for k, v in scores.items()}, "topics": len(topics)}

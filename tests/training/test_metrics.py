@@ -1,4 +1,4 @@
-"""Metrics of KDD'20 §5-6 and ARQMath-style retrieval, on hand-computed cases."""
+"""Metrics of KDD'20 §5-6 and ARQMath-style retrieval, and the paired paper bootstrap, on hand-computed cases."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from eqsearch.training.metrics import (
     leave_one_out_accuracy,
     map_prime,
     ndcg_prime,
+    nearest_neighbour_hits,
+    paired_bootstrap_difference,
     precision_at,
     precision_prime_at,
     ranking_score,
-    read_qrels,
-    trec_metrics,
     unnormalized_average_precision,
 )
 
@@ -40,6 +40,7 @@ def test_greedy_colouring_of_disjoint_triplets_uses_one_colour() -> None:
 
 def test_leave_one_out_and_labelled_ranking() -> None:
     sim = np.array([[1, 0.9, 0.1], [0.9, 1, 0.2], [0.1, 0.2, 1.0]])
+    assert nearest_neighbour_hits(sim, ["a", "a", "b"]).tolist() == [True, True, False]
     assert leave_one_out_accuracy(sim, [0, 0, 1]) == pytest.approx(2 / 3)
     assert labelled_ranking_score(sim, [0, 0, 1]) == pytest.approx(1.0)
 
@@ -60,8 +61,6 @@ def test_prime_metrics_remove_unjudged() -> None:
     ideal = 3 + 2 / math.log2(3)
     assert ndcg_prime(ranking, judged) == pytest.approx((3 + 2 / math.log2(4)) / ideal)
     assert bpref(ranking, judged) == pytest.approx((1 + 0) / 2)
-    qrels = read_qrels(["q1 0 a 3", "q1 0 b 0", "q1 0 c 2"])
-    assert trec_metrics({"q1": ranking}, qrels)["topics"] == 1
 
 
 def test_bag_of_words_sums_one_hot_segments() -> None:
@@ -76,3 +75,54 @@ def test_bag_of_words_sums_one_hot_segments() -> None:
     )
     v = bag_of_words([g], n_tags=2, n_attrs=2, n_chars=4)[0]
     assert v.tolist() == [1, 2, 0, 1, 0, 0, 2, 0]
+
+
+def test_paired_bootstrap_collapses_when_every_paper_shows_the_same_difference() -> None:
+    # paper 7: a wins 2 of 2, b 1 of 2; paper 3: a 1 of 2, b 0 of 2. Both papers: +1/2 per triplet, so every
+    # resample, whatever papers it draws, has difference exactly 0.5.
+    wins_a = np.array([1, 1, 1, 0], dtype=bool)
+    wins_b = np.array([0, 1, 0, 0], dtype=bool)
+    r = paired_bootstrap_difference(wins_a, wins_b, np.array([7, 7, 3, 3]), resamples=200, seed=1)
+    assert (r.difference, r.low, r.high, r.share_positive) == (0.5, 0.5, 0.5, 1.0)
+    assert (r.papers, r.resamples, r.delta, r.seed) == (2, 200, 0.05, 1)
+    assert "+50.0 points, 95% paper-bootstrap interval [+50.0, +50.0]" in r.describe()
+
+
+def test_paired_bootstrap_resamples_papers_with_their_triplets() -> None:
+    # Paper 0: one triplet, a wins, b loses (+1). Paper 1: three triplets, a and b agree (0). On all triplets the
+    # difference is 1/4. A resample draws two papers: {0, 0} -> 1, {0, 1} -> 1/4, {1, 1} -> 0, with probabilities
+    # 1/4, 1/2, 1/4: the 10% and 90% percentiles are 0 and 1, and a is ahead in about 3/4 of the resamples.
+    wins_a = np.array([True, True, False, True])
+    wins_b = np.array([False, True, False, True])
+    r = paired_bootstrap_difference(wins_a, wins_b, np.array([0, 1, 1, 1]), resamples=4000, delta=0.2, seed=0)
+    assert r.difference == pytest.approx(0.25)
+    assert (r.low, r.high) == (0.0, 1.0)
+    assert r.share_positive == pytest.approx(0.75, abs=0.03)
+
+
+def test_paired_bootstrap_matches_a_direct_resampling_of_triplets() -> None:
+    rng = np.random.default_rng(5)
+    papers = rng.integers(0, 9, 120) * 10  # ids need not be 0..N-1
+    wins_a, wins_b = rng.random(120) < 0.7, rng.random(120) < 0.6
+    r = paired_bootstrap_difference(wins_a, wins_b, papers, resamples=300, delta=0.1, seed=11)
+    # the same draws, resampled the slow way: the triplets of each drawn paper, once per draw
+    unique = np.unique(papers)
+    draws = np.random.default_rng(11).integers(0, len(unique), size=(300, len(unique)))
+    replicates = []
+    for row in draws:
+        rows = np.concatenate([np.flatnonzero(papers == unique[c]) for c in row])
+        replicates.append(wins_a[rows].mean() - wins_b[rows].mean())
+    low, high = np.quantile(replicates, [0.05, 0.95])
+    assert r.difference == pytest.approx(wins_a.mean() - wins_b.mean())
+    assert (r.low, r.high) == (pytest.approx(low), pytest.approx(high))
+    assert r.share_positive == pytest.approx(np.mean(np.array(replicates) > 0))
+    assert r.papers == len(unique)
+
+
+def test_paired_bootstrap_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="at least one triplet"):
+        paired_bootstrap_difference(np.array([], bool), np.array([], bool), np.array([], int))
+    with pytest.raises(ValueError, match=r"\[T\] alike"):
+        paired_bootstrap_difference(np.array([True]), np.array([True, False]), np.array([0, 0]))
+    with pytest.raises(ValueError, match="0 < delta < 1"):
+        paired_bootstrap_difference(np.array([True]), np.array([False]), np.array([0]), delta=1.5)
