@@ -7,6 +7,7 @@ equations (their MathML), and the ids of the papers it cites. Each equation goes
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
@@ -130,8 +131,11 @@ def _citation_ids(record: dict[str, Any]) -> list[str]:
 
 
 def read_papers(path: Path) -> Iterator[dict[str, Any]]:
-    """Yield the paper records of a JSONL file (blank lines skipped); a broken line raises with its number."""
-    with Path(path).open(encoding="utf-8") as handle:
+    """Yield the paper records of a JSONL file, plain or gzip-compressed (``.gz``); blank lines are skipped and a
+    broken line raises with its number."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
         for line_no, line in enumerate(handle, 1):
             if not line.strip():
                 continue

@@ -170,6 +170,28 @@ def linear_schedule(step: int, warmup: int, total: int) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
+def train_step(
+    model: FormulaEncoder,
+    heads: MaskingHeads | None,
+    optimizer: torch.optim.Optimizer,
+    batch: dict[str, torch.Tensor],
+    config: TrainConfig,
+    device: torch.device,
+    use_amp: bool,
+) -> dict[str, torch.Tensor]:
+    """One optimizer step on one batch (moved to ``device``; bfloat16 autocast when ``use_amp``); returns the
+    losses of `training_losses` (the learning-rate schedule is the caller's)."""
+    batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+    with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_amp):
+        losses = training_losses(
+            model, heads, batch, loss=config.loss, histogram_bins=config.histogram_bins, margin=config.margin
+        )
+    optimizer.zero_grad(set_to_none=True)
+    losses["loss"].backward()
+    optimizer.step()
+    return losses
+
+
 @dataclass
 class TrainResult:
     model: FormulaEncoder
@@ -253,19 +275,7 @@ def train(config: TrainConfig, *, resume: bool = False, log: Callable[[str], Non
             )
             loader = triplet_loader(dataset, config.num_workers, pin_memory=device.type == "cuda")
             for batch in loader:
-                batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-                with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_amp):
-                    losses = training_losses(
-                        model,
-                        heads,
-                        batch,
-                        loss=config.loss,
-                        histogram_bins=config.histogram_bins,
-                        margin=config.margin,
-                    )
-                optimizer.zero_grad(set_to_none=True)
-                losses["loss"].backward()
-                optimizer.step()
+                losses = train_step(model, heads, optimizer, batch, config, device, use_amp)
                 scheduler.step()
                 step += 1
                 bar.update(1)

@@ -73,3 +73,12 @@ def test_citation_source_is_dropped_without_citations(corpus) -> None:
 
     corpus.papers = [Paper(p.id, p.sections, ()) for p in corpus.papers]
     assert TripletSampler(corpus).sources == ("section", "paper")
+
+
+def test_read_papers_reads_gzip_compressed_jsonl_the_same(papers_jsonl: Path, tmp_path: Path) -> None:
+    import gzip
+
+    packed = tmp_path / "papers.jsonl.gz"
+    packed.write_bytes(gzip.compress(papers_jsonl.read_bytes()))
+    assert list(read_papers(packed)) == list(read_papers(papers_jsonl))
+    assert len(list(read_papers(packed))) == 12
