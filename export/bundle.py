@@ -73,6 +73,12 @@ def check_parity(
     return ParityReport(worst, len(graphs), batches, tolerance)
 
 
+def _portable(training_config: dict[str, Any]) -> dict[str, Any]:
+    if not training_config.get("corpus"):
+        return dict(training_config)
+    return {**training_config, "corpus": Path(str(training_config["corpus"])).name}
+
+
 def write_bundle(
     model: FormulaEncoder,
     vocabulary: Any,
@@ -95,7 +101,8 @@ def write_bundle(
         model: the trained encoder.
         vocabulary: the `engine.featurize.Vocabulary` it was trained with.
         out_dir: the bundle directory to create.
-        training_config: recorded in the manifest.
+        training_config: recorded in the manifest; its ``corpus`` path is reduced to the file name (a path on the
+            training machine means nothing elsewhere; the data summary says what the corpus held).
         data_summary: recorded in the manifest.
         evaluation: held-out figures recorded in the manifest.
         parity_graphs: featurized equations for the parity check (none: skipped).
@@ -143,7 +150,7 @@ def write_bundle(
                 "onnx_opset": opset,
                 "python": platform.python_version(),
             },
-            "training": training_config or {},
+            "training": _portable(training_config or {}),
             "data": data_summary or {},
             "evaluation": evaluation or {},
         }

@@ -51,7 +51,14 @@ def trained(tmp_path_factory):
             model(**graph_tensors(concatenate_graphs(graphs)))
     model.eval()
     out = tmp_path_factory.mktemp("bundle") / "b"
-    write_bundle(model, vocab, out, training_config={"x": 1}, data_summary={"papers": 0}, parity_graphs=graphs)
+    write_bundle(
+        model,
+        vocab,
+        out,
+        training_config={"x": 1, "corpus": "/home/someone/corpus/papers.jsonl.gz"},
+        data_summary={"papers": 0},
+        parity_graphs=graphs,
+    )
     return model, vocab, out, graphs
 
 
@@ -61,7 +68,7 @@ def test_bundle_manifest(trained) -> None:
     assert manifest.embedding_dim == 8 and manifest.encoder == "kdd20-gcn" and manifest.opset == 18
     raw = manifest.raw
     assert raw["parity"]["max_abs_diff"] <= 1e-4
-    assert raw["training"] == {"x": 1} and raw["data"] == {"papers": 0}
+    assert raw["training"] == {"x": 1, "corpus": "papers.jsonl.gz"} and raw["data"] == {"papers": 0}
     assert set(raw["files"]) == {"model.onnx", "vocabulary.json"}
 
 
