@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -108,13 +109,26 @@ def _run_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _graph_encoder(bundle: str | None) -> Any:
+    """The bundle's encoder, which must be a graph encoder: the evaluations featurize once for it and for the bag of
+    words."""
+    from eqsearch.engine.encoder import GraphEncoder, load_encoder
+
+    encoder = load_encoder(bundle)
+    if not isinstance(encoder, GraphEncoder):
+        raise EqsearchError(
+            f"the bundle {bundle or 'shipped with eqsearch'} holds a '{encoder.kind}' encoder; these evaluations "
+            "need a graph encoder (kdd20-gcn)"
+        )
+    return encoder
+
+
 def _held_out_data_for_bundle(args: argparse.Namespace) -> tuple[Any, Any]:
     """The ONNX encoder of a bundle and the held-out split and triplets its training config draws from a corpus."""
-    from eqsearch.engine.encoder import load_encoder as load_bundle_encoder
     from eqsearch.training.config import config_field_names, load_train_config
     from eqsearch.training.loop import prepare_data
 
-    encoder = load_bundle_encoder(args.bundle)
+    encoder = _graph_encoder(args.bundle)
     recorded = encoder.manifest.raw.get("training")
     if not isinstance(recorded, dict):
         raise EqsearchError(
@@ -134,14 +148,16 @@ def _held_out_data_for_bundle(args: argparse.Namespace) -> tuple[Any, Any]:
         if found != wanted:
             print(
                 f"warning: this corpus gives a held-out split of {found}, the bundle was evaluated on {wanted}: "
-                "the corpus file differs from the one it was trained on, so these figures are not the manifest's"
+                "the corpus file differs from the one it was trained on, so these figures are not the manifest's",
+                file=sys.stderr,
             )
         elif data.corpus_summary["eval_triplet_sources"] != recorded_data.get("eval_triplet_sources"):
             # Same held-out split, other triplets: the sampler indexes papers in file order, so the same corpus
             # written in another order (a parallel extraction) gives another draw with the same seed.
             print(
                 "note: the held-out split matches the bundle's evaluation but the triplets do not (the corpus lists "
-                "its papers in another order?): these figures are another draw from the same papers"
+                "its papers in another order?): these figures are another draw from the same papers",
+                file=sys.stderr,
             )
     return encoder, data
 
@@ -177,7 +193,6 @@ def _run_evaluate_held_out(args: argparse.Namespace) -> int:
 
 
 def _run_evaluate_labelled(args: argparse.Namespace) -> int:
-    from eqsearch.engine.encoder import load_encoder as load_bundle_encoder
     from eqsearch.engine.latex import KatexConverter
     from eqsearch.training.labelled import (
         DEFAULT_LABELLED_SET,
@@ -191,7 +206,7 @@ def _run_evaluate_labelled(args: argparse.Namespace) -> int:
         args.parser.error(f"--depth must be positive, got {args.depth}")
     path = Path(args.file) if args.file else DEFAULT_LABELLED_SET
     equations = read_labelled_set(path)
-    encoder = load_bundle_encoder(args.bundle)
+    encoder = _graph_encoder(args.bundle)
     with KatexConverter() as converter:
         encoded = encode_labelled_set(equations, encoder, converter)
     report = labelled_report(encoded, equations, path, encoder.manifest.path)
@@ -209,8 +224,8 @@ def _run_evaluate_labelled(args: argparse.Namespace) -> int:
         print()
         print(report.category_table())
     if args.write_trec:
-        for path in write_trec_files(encoded, args.write_trec, depth=args.depth):
-            print(f"wrote {path}")
+        for written in write_trec_files(encoded, args.write_trec, depth=args.depth):
+            print(f"wrote {written}")
     if args.json:
         Path(args.json).write_text(json.dumps(report.to_dict(), indent=1) + "\n")
     return 0

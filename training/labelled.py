@@ -38,11 +38,12 @@ from eqsearch.training.metrics import (
     cosine_matrix,
     labelled_ranking_score,
     leave_one_out_accuracy,
+    map_prime,
     nearest_neighbour_hits,
     precision_at,
     unnormalized_average_precision,
 )
-from eqsearch.training.trec import ARQMATH_DEPTH, Qrels, ordered, topic_measures, write_qrels, write_run
+from eqsearch.training.trec import ARQMATH_DEPTH, Qrels, ordered, write_qrels, write_run
 
 if TYPE_CHECKING:
     from eqsearch.engine.encoder import GraphEncoder
@@ -306,7 +307,7 @@ def retrieval_figures(similarity: np.ndarray, ids: Sequence[str], labels: Sequen
         relevant = [qrels[topic][doc] >= RELEVANT_GRADE for doc, _ in results]
         p5.append(precision_at(relevant, 5))
         uaps.append(unnormalized_average_precision(relevant, ARQMATH_DEPTH))
-        aps.append(topic_measures([doc for doc, _ in results], qrels[topic])["map_prime"])
+        aps.append(map_prime([doc for doc, _ in results], qrels[topic]))
     return RetrievalFigures(
         accuracy=leave_one_out_accuracy(similarity, labels),
         ranking=labelled_ranking_score(similarity, labels),
@@ -330,7 +331,8 @@ class LabelledReport:
         failures: the equations left out, and why.
         approximate: ids converted approximately (evaluated).
         figures: representation -> figures.
-        per_category: category -> representation -> 1-NN leave-one-out accuracy within that category.
+        per_category: category -> representation -> 1-NN leave-one-out accuracy of its equations, and
+            ``equations`` -> how many of its equations were evaluated.
     """
 
     source: str

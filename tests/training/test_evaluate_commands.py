@@ -86,9 +86,9 @@ def test_held_out_of_a_bundle_rebuilds_its_split_and_reports_the_bootstrap(
     out = tmp_path / "held-out.json"
     args = ["evaluate", "held-out", "--bundle", str(bundle), "--corpus", str(papers_jsonl)]
     assert main([*args, "--run-dir", str(tmp_path / "run"), "--resamples", "50", "--json", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert "warning: this corpus gives a held-out split of" in printed  # not the corpus the bundle was trained on
-    assert "model - bag of words:" in printed and "(B=50," in printed
+    printed = capsys.readouterr()
+    assert "warning: this corpus gives a held-out split of" in printed.err  # not the corpus the bundle trained on
+    assert "model - bag of words:" in printed.out and "(B=50," in printed.out
     report = json.loads(out.read_text())
     assert report["model"]["triplets"] == 60
     difference = report["model_minus_bag_of_words"]
