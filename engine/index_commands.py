@@ -23,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Every index is versioned (PREFIX-equations-v3) behind an alias (PREFIX-equations) that searches and "
             "ingest jobs use. 'migrate' copies every document (vectors included) into a new version built from the "
-            "current mapping code, checks the counts, and swaps the alias atomically; searches keep answering. "
+            "current mapping code, checks the counts, and swaps the alias atomically; searches keep answering, and "
+            "ingest jobs that run meanwhile pause their writes during the copy, then carry on into the new index. "
             "PREFIX is EQSEARCH_INDEX_PREFIX (default 'eqsearch')."
         ),
     )
@@ -54,6 +55,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     migrate.add_argument("--delete-old", action="store_true", help="delete the old version after the swap")
     migrate.add_argument("--index-type", choices=("int8_hnsw", "hnsw"), help="change the vector index type")
     migrate.add_argument("--quiet", action="store_true", help="no progress bar")
+    migrate.add_argument(
+        "--take-over", action="store_true",
+        help="clean up after a migration started on another machine whose process is gone, then migrate",
+    )  # fmt: skip
     migrate.set_defaults(handler=_migrate)
 
     delete = commands.add_parser("delete", help="delete one concrete index (not the one an alias points at)")
@@ -149,7 +154,12 @@ def _migrate(args: argparse.Namespace) -> int:
 
     try:
         report = admin.migrate(
-            args.kind, options, batch_size=args.batch_size, delete_old=args.delete_old, on_progress=progress
+            args.kind,
+            options,
+            batch_size=args.batch_size,
+            delete_old=args.delete_old,
+            on_progress=progress,
+            take_over=args.take_over,
         )
     finally:
         if bar is not None:

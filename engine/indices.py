@@ -2,21 +2,25 @@
 
 Plus the two bulk-loading helpers every writer uses: `bulk_index` (streaming bulk with retries and per-document
 failure records) and `bulk_loading_settings` (refresh off and no replicas while loading, restored afterwards even
-on failure).
+on failure); and what writers need to live with a migration: the `MigrationLock` record and `is_write_block`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import os
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError, helpers
+from elasticsearch import ApiError, BadRequestError, ConflictError, Elasticsearch, NotFoundError, helpers
 from elasticsearch import ConnectionError as EsConnectionError
 from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.local_node import pid_alive
 from eqsearch.engine.mappings import (
     INDEX_KINDS,
     MAPPING_VERSIONS,
@@ -28,6 +32,9 @@ from eqsearch.engine.mappings import (
 )
 
 RETRY_STATUSES = (429, 502, 503, 504)
+
+#: Id of the migration lock in the jobs index. No job or checkpoint id contains ':' (job ids are [A-Za-z0-9._-]).
+MIGRATION_LOCK_ID = "eqsearch:migration"
 
 
 class IndexOperationError(EqsearchError):
@@ -112,6 +119,89 @@ class MigrationReport:
     target_count: int
     seconds: float
     old_deleted: bool
+
+
+@dataclass(frozen=True)
+class MigrationLock:
+    """The record of a running migration, kept in the jobs index under `MIGRATION_LOCK_ID` (one per deployment).
+
+    Ingest jobs read it before each write and wait while it stands; a second migration refuses to start.
+
+    Args:
+        kind: the index kind being migrated.
+        source: the concrete index the alias pointed at (write-blocked for the copy).
+        target: the new concrete index.
+        pid: the migrating process.
+        host: the machine it runs on.
+        started_at: ISO 8601 time the migration took the lock.
+        source_was_blocked: the source already had a write block (an abandoned migration leaves it in place).
+    """
+
+    kind: str
+    source: str
+    target: str
+    pid: int
+    host: str
+    started_at: str
+    source_was_blocked: bool = False
+
+    def holder_alive(self) -> bool | None:
+        """Whether the migrating process still runs: None when it runs on another machine (unknown)."""
+        if self.host != socket.gethostname():
+            return None
+        return self.pid == os.getpid() or pid_alive(self.pid)
+
+    def describe(self) -> str:
+        return (
+            f"the migration of {self.kind} ({self.source} -> {self.target}, pid {self.pid} on {self.host}, "
+            f"started {self.started_at[:19].replace('T', ' ')})"
+        )
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "record": "migration",
+            "state": "running",
+            "source": self.source,
+            "sources": [self.source, self.target],
+            "pid": self.pid,
+            "host": self.host,
+            "created_at": self.started_at,
+            "updated_at": self.started_at,
+            "message": f"migrating {self.kind}: {self.source} -> {self.target}",
+            "options": {
+                "kind": self.kind,
+                "source": self.source,
+                "target": self.target,
+                "source_was_blocked": self.source_was_blocked,
+            },
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> MigrationLock:
+        options = record.get("options") or {}
+        return cls(
+            kind=str(options.get("kind", "")),
+            source=str(options.get("source", "")),
+            target=str(options.get("target", "")),
+            pid=int(record.get("pid") or 0),
+            host=str(record.get("host", "")),
+            started_at=str(record.get("created_at", "")),
+            source_was_blocked=bool(options.get("source_was_blocked", False)),
+        )
+
+
+def is_write_block(failure: BulkFailure) -> bool:
+    """Whether Elasticsearch refused the document because its index carries a block (a migration's, or another)."""
+    return failure.status == 403 and failure.error_type == "cluster_block_exception"
+
+
+def is_write_block_error(error: ApiError) -> bool:
+    """`is_write_block` for a single request's error."""
+    return error.meta.status == 403 and getattr(error, "error", "") == "cluster_block_exception"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
 def probe_text_analyzer(client: Elasticsearch) -> str:
@@ -300,10 +390,13 @@ class IndexAdmin:
             )
         versions = self.versions(kind)
         name = versioned_name(self.prefix, kind, (versions[-1] + 1) if versions else 1)
-        body = index_definition(kind, options)
         aliases = {self.alias(kind): {"is_write_index": True}} if point_alias else None
-        self.client.indices.create(index=name, settings=body["settings"], mappings=body["mappings"], aliases=aliases)
+        self._create_index(kind, name, options, aliases=aliases)
         return name
+
+    def _create_index(self, kind: str, name: str, options: IndexOptions, *, aliases: dict[str, Any] | None) -> None:
+        body = index_definition(kind, options)
+        self.client.indices.create(index=name, settings=body["settings"], mappings=body["mappings"], aliases=aliases)
 
     def ensure(self, options: IndexOptions, kinds: Iterable[str] = INDEX_KINDS) -> dict[str, str]:
         """Every kind's alias, creating the first version where none exists. Returns kind -> concrete index."""
@@ -408,12 +501,32 @@ class IndexAdmin:
         batch_size: int = 1000,
         delete_old: bool = False,
         on_progress: Callable[[int, int], None] | None = None,
+        take_over: bool = False,
     ) -> MigrationReport:
         """Move ``kind`` to a new version: create it, copy every document (vectors included), verify, swap.
 
-        Searches keep going to the old index until the alias moves in one atomic ``_aliases`` call. Do not run an
-        ingest job into this kind during a migration: documents written after the copy started would be missed
-        (the count check then fails and the alias stays where it was).
+        Searches keep going to the old index until the alias moves in one atomic ``_aliases`` call, so they never
+        stop and never see a document twice (the alias always names one index). Ingest jobs may run meanwhile:
+
+        1. The migration takes a lock record in the jobs index (`MigrationLock`); jobs look for it before each
+           write and wait while it stands, so they pause between bulk requests instead of failing.
+        2. It puts a write block on the old index. Elasticsearch answers that call only once every write already
+           in flight on the index has finished, and refuses every later one (403 ``cluster_block_exception``): a
+           job that looked for the lock just before it was taken has its bulk refused, waits, and sends it again.
+        3. The old index is therefore frozen while it is copied, and the counts must match exactly.
+        4. The alias moves; the lock goes; waiting jobs send their writes through the alias, to the new index.
+           The old index keeps its write block, so a writer that still resolved it is refused and retries.
+
+        Why a pause and not writes routed to the new index during the copy: ingest also updates documents
+        (``cited_by_count``) and deletes them (equations of an earlier version of a paper). An update or delete
+        that reaches the new index before the copy brings that document over would be lost or undone by the
+        copy, and every writer would have to learn of the migration at the very instant it starts. The write
+        block is a barrier Elasticsearch itself enforces; its price is that ingest writes wait for the copy.
+
+        A migration that dies (``kill -9``) leaves its lock and the block; jobs on the same machine then stop
+        with an error that says to run the migration again, which cleans up (deletes the half-made index, lifts
+        the block) and starts afresh. A lock taken on another machine cannot be checked from here: ``take_over``
+        clears it, for when that process is known to be gone.
 
         Args:
             kind: ``equations``, ``papers`` or ``jobs``.
@@ -421,17 +534,28 @@ class IndexAdmin:
             batch_size: documents per scroll page and bulk request.
             delete_old: delete the old index after the swap.
             on_progress: called with ``(copied, total)``.
+            take_over: clear the lock of another migration whose process is known to be gone.
 
         Raises:
-            MigrationError: the copy failed or the counts differ; the new index is deleted, the alias unchanged.
+            MigrationError: another migration is running, or the copy failed or the counts differ; the new index is
+                deleted, the block lifted, the alias unchanged.
         """
         began = time.perf_counter()
         source = self.current(kind)
         if source is None:
             raise IndexOperationError(f"no {self.alias(kind)} alias to migrate", hint=f"eqsearch index create {kind}")
         options = options or self.options_of(kind) or IndexOptions()
-        target = self.create(kind, options, point_alias=False)
+        self._clear_finished_or_dead_lock(take_over=take_over)
+        versions = self.versions(kind)
+        target = versioned_name(self.prefix, kind, (versions[-1] + 1) if versions else 1)
+        lock = MigrationLock(
+            kind, source, target, os.getpid(), socket.gethostname(), _now(), self.write_blocked(source)
+        )
+        self._take_lock(lock)
         try:
+            self._create_index(kind, target, options, aliases=None)
+            # The barrier: answered once the writes in flight on `source` are done; later ones are refused.
+            self.client.indices.add_block(index=source, block="write")
             self.client.indices.refresh(index=source)
             total = int(self.client.count(index=source)["count"])
             copied = 0
@@ -459,10 +583,10 @@ class IndexAdmin:
             self.client.indices.refresh(index=target)
             source_count = int(self.client.count(index=source)["count"])
             target_count = int(self.client.count(index=target)["count"])
-            if source_count != target_count:
+            if source_count != target_count:  # nothing writes to either while the block stands: a real fault
                 raise MigrationError(
                     f"{target} holds {target_count} documents but {source} holds {source_count}",
-                    hint="was something writing to the index during the migration? run the migration again",
+                    hint="run the migration again; if it happens again, check the cluster's health and logs",
                 )
             self.client.indices.update_aliases(
                 actions=[
@@ -472,8 +596,11 @@ class IndexAdmin:
             )
         except BaseException:
             with contextlib.suppress(ApiError, EsConnectionError):
-                self.client.indices.delete(index=target, ignore_unavailable=True)
+                self._undo(lock)
             raise
+        # A lock left here (connection lost) is harmless: its target is behind the alias, so it reads as finished.
+        with contextlib.suppress(ApiError, EsConnectionError):
+            self._drop_lock()
         if on_progress is not None:
             on_progress(copied, total)
         if delete_old:
@@ -482,8 +609,99 @@ class IndexAdmin:
             kind, source, target, copied, source_count, target_count, time.perf_counter() - began, delete_old
         )
 
-    def scan(self, index: str, batch_size: int = 1000) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Every document of ``index`` as ``(id, source)``, vectors included, through a point in time."""
+    def migration_lock(self) -> MigrationLock | None:
+        """The lock of the migration in progress (or of one that died), or None.
+
+        A real-time get: it sees a lock the moment it is taken, without a refresh.
+        """
+        try:
+            record = self.client.get(index=self.alias("jobs"), id=MIGRATION_LOCK_ID)["_source"]
+        except NotFoundError:  # no lock, or no jobs index at all
+            return None
+        return MigrationLock.from_record(record)
+
+    def migration_finished(self, lock: MigrationLock) -> bool:
+        """Whether the lock's alias already points at its target (only the lock's removal was left to do)."""
+        return self.current(lock.kind) == lock.target
+
+    def write_blocked(self, index: str) -> bool:
+        """Whether ``index`` (a concrete index or an alias) carries a write block."""
+        try:
+            settings = self.client.indices.get_settings(index=index, name="index.blocks.*", flat_settings=True)
+        except NotFoundError:
+            return False
+        return any(
+            str(body.get("settings", {}).get("index.blocks.write", "false")) == "true" for body in settings.values()
+        )
+
+    def _clear_finished_or_dead_lock(self, *, take_over: bool) -> None:
+        lock = self.migration_lock()
+        if lock is None:
+            return
+        if self.migration_finished(lock):
+            self._drop_lock()
+            return
+        if lock.holder_alive() is False or take_over:
+            self._undo(lock)
+            return
+        where = "it runs on another machine" if lock.holder_alive() is None else "its process is alive"
+        raise MigrationError(
+            f"{lock.describe()} is still in progress ({where})",
+            hint=(
+                "wait for it to finish; if its process is gone, run "
+                f"'eqsearch index migrate {lock.kind} --take-over' to clean up after it and migrate"
+            ),
+        )
+
+    def _take_lock(self, lock: MigrationLock) -> None:
+        if lock.kind != "jobs":  # the lock lives in the jobs index
+            self.ensure(IndexOptions(analyzer=probe_text_analyzer(self.client)), kinds=("jobs",))
+        try:
+            self.client.create(index=self.alias("jobs"), id=MIGRATION_LOCK_ID, document=lock.to_record())
+        except ConflictError:
+            other = self.migration_lock()
+            raise MigrationError(
+                f"{other.describe() if other else 'another migration'} started meanwhile",
+                hint="wait for it to finish, then migrate again",
+            ) from None
+        except ApiError as error:
+            if not is_write_block_error(error):
+                raise
+            raise MigrationError(
+                f"{self.alias('jobs')} is write-blocked, so no migration can record itself",
+                hint=f"lift the block (PUT {self.current('jobs')}/_settings with index.blocks.write: null) if no "
+                "migration is running",
+            ) from None
+
+    def _drop_lock(self) -> None:
+        with contextlib.suppress(NotFoundError):
+            self.client.delete(index=self.alias("jobs"), id=MIGRATION_LOCK_ID)
+
+    def _undo(self, lock: MigrationLock) -> None:
+        """Clean up after a migration that did not swap: delete its target, lift its block, drop its lock."""
+        if not self.migration_finished(lock):
+            self.client.indices.delete(index=lock.target, ignore_unavailable=True)
+            if not lock.source_was_blocked:
+                # before the lock goes: when the jobs index is migrated, the lock lives in the blocked source
+                self.client.indices.put_settings(index=lock.source, settings={"index.blocks.write": None})
+        self._drop_lock()
+
+    def scan(
+        self,
+        index: str,
+        batch_size: int = 1000,
+        *,
+        query: Mapping[str, Any] | None = None,
+        source: bool | list[str] = True,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Documents of ``index`` as ``(id, source)``, through a point in time (vectors included in full sources).
+
+        Args:
+            index: a concrete index or an alias.
+            batch_size: documents per page.
+            query: only the documents it matches (default: all).
+            source: ``True`` for whole sources, a list of fields for only those, ``False`` for none (``{}``).
+        """
         pit = self.client.open_point_in_time(index=index, keep_alive="2m")["id"]
         try:
             search_after = None
@@ -493,9 +711,11 @@ class IndexAdmin:
                     "pit": {"id": pit, "keep_alive": "2m"},
                     "sort": [{"_shard_doc": "asc"}],
                     # 9.2+ leave vectors out of _source by default; a copy must carry them
-                    "_source": {"exclude_vectors": False},
+                    "_source": {"exclude_vectors": False} if source is True else source,
                     "track_total_hits": False,
                 }
+                if query is not None:
+                    body["query"] = dict(query)
                 if search_after is not None:
                     body["search_after"] = search_after
                 response = self.client.search(body=body)
@@ -504,7 +724,7 @@ class IndexAdmin:
                 if not hits:
                     return
                 for hit in hits:
-                    yield hit["_id"], hit["_source"]
+                    yield hit["_id"], hit.get("_source") or {}
                 search_after = hits[-1]["sort"]
         finally:
             with contextlib.suppress(ApiError, EsConnectionError):
@@ -528,6 +748,13 @@ class IndexAdmin:
             raise IndexOperationError(
                 f"{self.alias(kind)} points at {index}; deleting it would stop {kind} search",
                 hint="migrate first, or pass --force to delete it anyway",
+            )
+        lock = self.migration_lock()
+        copying = lock is not None and lock.target == index and lock.holder_alive() is not False
+        if copying and lock is not None and not self.migration_finished(lock) and not force:
+            raise IndexOperationError(
+                f"{lock.describe()} is copying into {index}",
+                hint="wait for the migration to finish (or fail); --force deletes it anyway and fails the migration",
             )
         try:
             self.client.indices.delete(index=index)

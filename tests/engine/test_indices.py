@@ -1,8 +1,14 @@
-"""Versioned indices on a real node: create, list, describe, delete guards, bulk failure records, and a migration
-with searches running throughout (zero failed searches, zero lost documents, vectors carried over)."""
+"""Versioned indices on a real node: create, list, describe, delete guards, bulk failure records, a migration
+with searches running throughout (zero failed searches, zero lost documents, vectors carried over), and the
+migration's lock and write block: refused while held, lifted on failure, cleaned up after a ``kill -9``.
+(A migration while an ingest job writes is in tests/ingest/test_job.py.)"""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -10,9 +16,11 @@ import pytest
 from eqsearch.engine.indices import (
     IndexAdmin,
     IndexOperationError,
+    MigrationError,
     bulk_index,
     bulk_loading_settings,
     current_load_settings,
+    is_write_block,
 )
 from eqsearch.engine.mappings import IndexOptions
 
@@ -127,3 +135,98 @@ def test_migration_under_concurrent_searches_loses_nothing(es_client, index_name
     )["hits"]["hits"]]  # fmt: skip
     assert after_knn == before_knn  # the vectors came across (9.2+ leaves them out of _source unless asked)
     assert not es_client.indices.exists(index=report.source)
+
+
+def test_while_a_migration_copies_a_second_one_and_deleting_its_target_are_refused(es_client, index_name):
+    admin = IndexAdmin(es_client, index_name)
+    alias = f"{index_name}-equations"
+    admin.create("equations", IndexOptions())
+    assert bulk_index(es_client, _docs(alias, 40), refresh="wait_for").failed == 0
+    seen = []
+
+    def meanwhile(copied: int, total: int) -> None:
+        if seen:
+            return
+        lock = admin.migration_lock()
+        seen.append(lock)
+        assert admin.write_blocked(lock.source) and lock.holder_alive()
+        late = bulk_index(es_client, _docs(alias, 1), max_retries=0)  # a writer that missed the lock
+        assert [is_write_block(f) for f in late.failures] == [True]
+        with pytest.raises(MigrationError, match="still in progress"):
+            admin.migrate("equations")
+        with pytest.raises(IndexOperationError, match="copying into"):
+            admin.delete(lock.target)
+
+    report = admin.migrate("equations", batch_size=10, on_progress=meanwhile)
+    [lock] = seen
+    assert (lock.source, lock.target) == (report.source, report.target) == (f"{alias}-v1", f"{alias}-v2")
+    assert report.copied == report.target_count == 40
+    assert admin.migration_lock() is None and admin.current("equations") == report.target
+    assert bulk_index(es_client, _docs(alias, 41), refresh="wait_for").failed == 0  # writes go to the new index
+    assert es_client.count(index=alias)["count"] == 41
+    assert sorted(admin.versions("equations")) == [1, 2]  # the refused second migration left nothing behind
+
+
+def test_a_failed_migration_lifts_its_block_and_drops_its_lock(es_client, index_name):
+    admin = IndexAdmin(es_client, index_name)
+    alias = f"{index_name}-equations"
+    admin.create("equations", IndexOptions())
+    assert bulk_index(es_client, _docs(alias, 20), refresh="wait_for").failed == 0
+    with pytest.raises(MigrationError, match="failed to copy"):
+        admin.migrate("equations", IndexOptions(dims=32))  # the 64-d vectors do not fit
+    assert admin.current("equations") == f"{alias}-v1" and admin.versions("equations") == [1]
+    assert not admin.write_blocked(alias) and admin.migration_lock() is None
+    assert bulk_index(es_client, _docs(alias, 21), refresh="wait_for").failed == 0
+
+
+MIGRATOR = """
+import sys, time
+from eqsearch.engine.config import EsConfig
+from eqsearch.engine.es_client import connect
+from eqsearch.engine.indices import IndexAdmin
+
+def hang(copied, total):
+    print("copying", flush=True)
+    time.sleep(600)  # killed here, mid-copy
+
+client, _ = connect(EsConfig.from_env())
+IndexAdmin(client, sys.argv[1]).migrate("equations", batch_size=50, on_progress=hang)
+"""
+
+
+@pytest.mark.slow
+def test_a_migration_killed_mid_copy_is_cleaned_up_by_the_next(es_client, index_name, tmp_path):
+    admin = IndexAdmin(es_client, index_name)
+    alias = f"{index_name}-equations"
+    admin.create("equations", IndexOptions())
+    assert bulk_index(es_client, _docs(alias, 300), refresh="wait_for").failed == 0
+    runner = tmp_path / "migrator.py"
+    runner.write_text(MIGRATOR)
+    process = subprocess.Popen(
+        [sys.executable, str(runner), index_name], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
+    )
+    try:
+        assert process.stdout.readline().strip() == "copying"
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+
+    lock = admin.migration_lock()
+    assert (lock.source, lock.target, lock.pid) == (f"{alias}-v1", f"{alias}-v2", process.pid)
+    assert lock.holder_alive() is False
+    assert admin.write_blocked(lock.source) and es_client.indices.exists(index=lock.target)
+    assert es_client.count(index=alias)["count"] == 300  # searches still answer from the old index
+    late = bulk_index(es_client, _docs(alias, 301), max_retries=0)
+    assert late.ok == 0 and all(is_write_block(f) for f in late.failures)  # refused, never half-copied
+
+    # cleans up after the dead one (its half-made v2 deleted, the block lifted), then migrates afresh into a new v2
+    report = admin.migrate("equations", batch_size=100)
+    assert (report.source, report.target) == (f"{alias}-v1", f"{alias}-v2")
+    assert report.copied == report.source_count == report.target_count == 300
+    assert admin.migration_lock() is None and admin.current("equations") == f"{alias}-v2"
+    assert bulk_index(es_client, _docs(alias, 301), refresh="wait_for").failed == 0
+    assert es_client.count(index=alias)["count"] == 301
