@@ -11,9 +11,28 @@ acknowledged that paper's documents. A job killed at any point (``kill -9`` incl
 the checkpointed papers; papers in flight are indexed again (same ids), and the totals are the sum of the
 checkpoints, so nothing is lost and nothing counted twice.
 
+A paper indexed again (a new arXiv version, an edited source) may now have fewer or other equations. Once a paper's
+new documents are acknowledged, the job looks up every equation document with its ``paper_id`` (a point in time
+with ``search_after``: the minimal distribution has no ``_delete_by_query``) and deletes those its new version no
+longer has (count ``equations_stale_deleted``), before the paper's checkpoint. A crash before the deletes leaves
+the paper's old equations next to the new ones until the resumed job does them; never a paper without equations.
+A paper whose own document Elasticsearch refused keeps its old equations, as its old paper document stands. The
+ids about to be deleted are recorded first (a ``pruning`` record, which the checkpoint then replaces), so a job
+killed among the deletes still counts them when it resumes. With refresh off during the load, a paper's new
+version and its deletions become searchable at the same refresh, so searches see one version of it (after a crash,
+or once a migration has moved an index mid-job, both can show until the paper's deletes are done and refreshed).
+
 While loading, the equations and papers indices run with ``refresh_interval: -1`` and no replicas; the previous
 settings (recorded in the job document, so that a resumed job restores the right ones) come back when the job
 ends, whether it finished, failed or was interrupted.
+
+A migration (`eqsearch.engine.indices.IndexAdmin.migrate`) may run during a job: before each write the job looks
+for the migration's lock and waits while it stands (its record says so in ``message``), and a write that the
+migration's write block refused is sent again once the alias has moved. The new index keeps its normal refresh
+interval for the rest of the job rather than getting the loading settings again: the migration refreshed the
+frozen copy, so a paper caught between its writes and its deletes by the block shows both versions until its
+deletes land and the next refresh (a second), not until the job's end. The recorded settings are restored on the
+new index when the job ends.
 """
 
 from __future__ import annotations
@@ -32,15 +51,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from elasticsearch import Elasticsearch, NotFoundError
+from elasticsearch import ApiError, Elasticsearch, NotFoundError
 from eqsearch.engine.encoder import Encoder
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.indices import (
     BulkFailure,
+    BulkReport,
     IndexAdmin,
     bulk_index,
     bulk_loading_settings,
     current_load_settings,
+    is_write_block,
+    is_write_block_error,
     probe_text_analyzer,
     retrying,
 )
@@ -64,7 +86,13 @@ COUNT_NAMES = (
     "equations_unconverted",
     "equations_unencoded",
     "documents_failed",
+    "equations_stale_deleted",
 )
+
+#: Times one write is sent again after a write block (each time after a migration ended, or the block was gone).
+BLOCKED_ROUNDS = 10
+
+Batch = list[tuple[str, Paper, list[dict[str, Any]], Counter[str], Counter[str]]]
 
 
 class IngestJobError(EqsearchError):
@@ -89,6 +117,7 @@ class IngestJobConfig:
         initial_backoff: seconds before the first retry.
         failures_kept: per-document failures kept in the job document (all are counted).
         restart: forget the job's checkpoints and start again (documents are overwritten, never duplicated).
+        migration_poll_s: seconds between looks at a migration's lock while the job waits for it.
     """
 
     sources: tuple[str, ...]
@@ -102,6 +131,7 @@ class IngestJobConfig:
     initial_backoff: float = 1.0
     failures_kept: int = 100
     restart: bool = False
+    migration_poll_s: float = 1.0
 
     def __post_init__(self) -> None:
         if not self.sources:
@@ -241,6 +271,8 @@ class IngestJob:
         self.failures: list[BulkFailure] = []
         self.papers_done = 0
         self.papers_total = 0
+        self._resumed = False  # a run of this job ran before: it may have left pruning records
+        self._written_papers: set[str] = set()  # paper ids written by this run (their documents may be unrefreshed)
 
     # -- the job record ------------------------------------------------------------------------------------------
     def _job_doc(self) -> dict[str, Any] | None:
@@ -260,7 +292,22 @@ class IngestJob:
             "failures": [f.to_json() for f in self.failures[: self.config.failures_kept]],
             **fields,
         }
+        for _ in range(BLOCKED_ROUNDS):
+            try:
+                retrying(self.client).update(index=self.jobs_alias, id=self.job_id, doc=body, doc_as_upsert=True)
+                return
+            except ApiError as error:
+                if not is_write_block_error(error) or (not self._await_migration() and self._blocked()):
+                    raise
         retrying(self.client).update(index=self.jobs_alias, id=self.job_id, doc=body, doc_as_upsert=True)
+
+    def _note(self, message: str | None) -> None:
+        """Set the job document's message; best effort (the jobs index itself may be the one being migrated)."""
+        with contextlib.suppress(Exception):
+            self.client.update(index=self.jobs_alias, id=self.job_id, doc={"message": message, "updated_at": _now()})
+
+    def _checkpoint_id(self, source: str) -> str:
+        return f"{self.job_id}/{hashlib.sha1(source.encode()).hexdigest()}"
 
     def checkpoints(self) -> Iterator[dict[str, Any]]:
         """Every checkpoint document of this job."""
@@ -282,9 +329,11 @@ class IngestJob:
             search_after = hits["hits"][-1]["sort"]
 
     def _forget_checkpoints(self) -> None:
-        query = {"bool": {"filter": [{"term": {"record": "checkpoint"}}, {"term": {"job_id": self.job_id}}]}}
+        records = {"terms": {"record": ["checkpoint", "pruning"]}}
+        query = {"bool": {"filter": [records, {"term": {"job_id": self.job_id}}]}}
+        self.client.indices.refresh(index=self.jobs_alias)
         ids = [doc_id for doc_id, _ in self._scan(self.jobs_alias, query, "source")]
-        bulk_index(self.client, ({"_op_type": "delete", "_index": self.jobs_alias, "_id": i} for i in ids))
+        self._bulk([{"_op_type": "delete", "_index": self.jobs_alias, "_id": i} for i in ids])
 
     # -- run -----------------------------------------------------------------------------------------------------
     def run(self) -> JobReport:
@@ -315,6 +364,9 @@ class IngestJob:
         if self.config.restart and previous is not None:
             self._forget_checkpoints()
             previous = None
+        self._resumed = previous is not None
+        # The stale-equation lookups search: documents a killed run left unrefreshed must be visible to them.
+        retrying(self.client).indices.refresh(index=self.admin.alias("equations"))
         done: set[str] = set()
         if previous is not None:
             for checkpoint in self.checkpoints():
@@ -322,8 +374,9 @@ class IngestJob:
                 self.counts.update(checkpoint.get("counts") or {})
                 self.errors.update(checkpoint.get("errors_by_reason") or {})
                 self.failures.extend(BulkFailure(**f) for f in checkpoint.get("failures") or [])
+        # Through the aliases, not the concrete indices: a migration during the job moves them.
         restore = (previous or {}).get("options", {}).get("restore_settings") or {
-            kind: current_load_settings(self.client, indices[kind]) for kind in ("equations", "papers")
+            kind: current_load_settings(self.client, self.admin.alias(kind)) for kind in ("equations", "papers")
         }
         tasks = list(discover(list(self.config.sources), self.config.kind))
         self.papers_total = len(tasks)
@@ -343,7 +396,8 @@ class IngestJob:
         try:
             with contextlib.ExitStack() as stack:
                 for kind in ("equations", "papers"):
-                    stack.enter_context(bulk_loading_settings(self.client, indices[kind], restore_to=restore[kind]))
+                    alias = self.admin.alias(kind)
+                    stack.enter_context(bulk_loading_settings(self.client, alias, restore_to=restore[kind]))
                 self._ingest(todo)
             self._refresh_cited_by()
             state = STATE_FINISHED
@@ -396,9 +450,13 @@ class IngestJob:
                 opened.__exit__(None, None, None)
 
     def _ingest(self, tasks: Sequence[DocumentTask]) -> None:
-        batch: list[tuple[str, Paper, list[dict[str, Any]], Counter[str], Counter[str]]] = []
+        batch: Batch = []
         pending = 0
         for source, paper in self._papers(tasks):
+            if any(queued.id == paper.id for _, queued, _, _, _ in batch):
+                # one version of a paper per flush: the later one's stale lookup must see the earlier one's ids
+                self._flush(batch)
+                batch, pending = [], 0
             actions, counts, errors = self.paper_actions(paper)
             batch.append((source, paper, actions, counts, errors))
             pending += len(actions)
@@ -487,21 +545,21 @@ class IngestJob:
             out[number] = [float(x) for x in row]
         return out
 
-    def _flush(self, batch: list[tuple[str, Paper, list[dict[str, Any]], Counter[str], Counter[str]]]) -> None:
+    def _flush(self, batch: Batch) -> None:
+        self._await_migration()
         owner: dict[str, int] = {}
         for position, (_, _, actions, _, _) in enumerate(batch):
             for action in actions:
                 owner[action["_id"]] = position
-        report = bulk_index(
-            self.client,
-            (action for _, _, actions, _, _ in batch for action in actions),
+        report = self._bulk(
+            [action for _, _, actions, _, _ in batch for action in actions],
             chunk_size=max(self.config.batch_equations, 100),
-            max_retries=self.config.max_retries,
-            initial_backoff=self.config.initial_backoff,
         )
         failed_by_paper: dict[int, list[BulkFailure]] = {}
         for failure in report.failures:
             failed_by_paper.setdefault(owner.get(failure.doc_id, -1), []).append(failure)
+        stale = self._stale_equations(batch, failed_by_paper)
+        prune_failed = self._delete_stale(batch, stale)
         checkpoints = []
         for position, (source, paper, actions, counts, errors) in enumerate(batch):
             failures = failed_by_paper.get(position, [])
@@ -514,16 +572,24 @@ class IngestJob:
             counts["equations_unencoded"] += sum(
                 1 for a in actions[1:] if a["_source"]["mathml"] and VECTOR_FIELD not in a["_source"]
             )
-            counts["documents_failed"] += len(failures)
+            not_deleted = prune_failed.get(position, [])
+            if position in stale:
+                counts["equations_stale_deleted"] += len(stale[position]) - len(not_deleted)
+            counts["documents_failed"] += len(failures) + len(not_deleted)
             for failure in failures:
                 errors[f"index:{failure.error_type}"] += 1
+            for failure in not_deleted:
+                errors[f"prune:{failure.error_type}"] += 1
+            failures = failures + not_deleted
             self.counts.update(counts)
             self.errors.update(errors)
             self.failures.extend(failures)
+            if actions:
+                self._written_papers.add(paper.id)
             checkpoints.append(
                 {
                     "_index": self.jobs_alias,
-                    "_id": f"{self.job_id}/{hashlib.sha1(source.encode()).hexdigest()}",
+                    "_id": self._checkpoint_id(source),
                     "_source": {
                         "record": "checkpoint",
                         "job_id": self.job_id,
@@ -536,14 +602,121 @@ class IngestJob:
                     },
                 }
             )
-        # only now, with the papers' documents acknowledged, do their checkpoints exist
-        bulk_index(self.client, checkpoints, max_retries=self.config.max_retries)
+        # only now, with the papers' documents acknowledged and their stale ones deleted, do their checkpoints exist
+        self._bulk(checkpoints)
         self.papers_done += len(batch)
         self._write_job(state=STATE_RUNNING)
         if self.on_progress is not None:
             self.on_progress(
                 JobProgress(self.job_id, self.papers_done, self.papers_total, dict(self.counts), self.papers_done)
             )
+
+    def _stale_equations(self, batch: Batch, failed_by_paper: dict[int, list[BulkFailure]]) -> dict[int, list[str]]:
+        """Batch position -> ids of that paper's equation documents which its new version no longer has."""
+        prunable: dict[str, int] = {}
+        for position, (_, paper, actions, _, _) in enumerate(batch):
+            refused = {f.doc_id for f in failed_by_paper.get(position, [])}
+            # the paper document is the index's idea of the paper: while the old one stands, so do its equations
+            if actions and actions[0]["_id"] not in refused:
+                prunable[paper.id] = position
+        if not prunable:
+            return {}
+        equations = self.admin.alias("equations")
+        if not prunable.keys().isdisjoint(self._written_papers):
+            # an earlier flush of this run wrote one of these papers, with refresh off: make it searchable first
+            retrying(self.client).indices.refresh(index=equations)
+        keep = {action["_id"] for position in prunable.values() for action in batch[position][2][1:]}
+        stale: dict[int, set[str]] = {}
+        query = {"terms": {"paper_id": list(prunable)}}
+        for doc_id, source in self.admin.scan(equations, query=query, source=["paper_id"]):
+            position = prunable.get(source.get("paper_id", ""))
+            if position is not None and doc_id not in keep:
+                stale.setdefault(position, set()).add(doc_id)
+        if self._resumed:  # a killed run may have deleted some already: its pruning records name them
+            by_source = {batch[position][0]: position for position in prunable.values()}
+            ids = [self._checkpoint_id(source) for source in by_source]
+            for doc in self.client.mget(index=self.jobs_alias, ids=ids)["docs"]:
+                record = doc.get("_source") if doc.get("found") else None
+                if record and record.get("record") == "pruning" and record.get("source") in by_source:
+                    recorded = set((record.get("options") or {}).get("stale_ids") or ()) - keep
+                    stale.setdefault(by_source[record["source"]], set()).update(recorded)
+        return {position: sorted(ids) for position, ids in stale.items() if ids}
+
+    def _delete_stale(self, batch: Batch, stale: dict[int, list[str]]) -> dict[int, list[BulkFailure]]:
+        """Delete the stale equation documents; batch position -> the deletes Elasticsearch refused."""
+        if not stale:
+            return {}
+        # Recorded before the deletes (and replaced by the checkpoint after them): a run killed among them still
+        # counts them when it resumes, though the documents are gone by then.
+        records = []
+        for position, ids in stale.items():
+            source, paper = batch[position][0], batch[position][1]
+            body = {
+                "record": "pruning",
+                "job_id": self.job_id,
+                "source": source,
+                "paper_key": paper.key,
+                "updated_at": _now(),
+                "options": {"stale_ids": ids},
+            }
+            records.append({"_index": self.jobs_alias, "_id": self._checkpoint_id(source), "_source": body})
+        self._bulk(records)
+        owner = {doc_id: position for position, ids in stale.items() for doc_id in ids}
+        equations = self.admin.alias("equations")
+        report = self._bulk([{"_op_type": "delete", "_index": equations, "_id": doc_id} for doc_id in owner])
+        refused: dict[int, list[BulkFailure]] = {}
+        for failure in report.failures:
+            if failure.status != 404:  # 404: already gone (a killed run of this job deleted it)
+                refused.setdefault(owner.get(failure.doc_id, -1), []).append(failure)
+        return refused
+
+    # -- living with a migration ---------------------------------------------------------------------------------
+    def _bulk(self, actions: list[dict[str, Any]], **kwargs: Any) -> BulkReport:
+        """`bulk_index`, sending again what a migration's write block refused once the migration is over."""
+        kwargs = {"max_retries": self.config.max_retries, "initial_backoff": self.config.initial_backoff, **kwargs}
+        report = bulk_index(self.client, actions, **kwargs)
+        for _ in range(BLOCKED_ROUNDS):
+            blocked = {(f.op, f.doc_id) for f in report.failures if is_write_block(f)}
+            if not blocked or (not self._await_migration() and self._blocked()):
+                break  # a block no migration holds (a full disk, an admin) is reported like any refusal
+            again = bulk_index(
+                self.client, [a for a in actions if (a.get("_op_type", "index"), a["_id"]) in blocked], **kwargs
+            )
+            kept = [f for f in report.failures if (f.op, f.doc_id) not in blocked]
+            report = BulkReport(ok=report.ok + again.ok, failures=kept + again.failures)
+        return report
+
+    def _blocked(self) -> bool:
+        """Whether an index the job writes to is still write-blocked."""
+        return self.admin.write_blocked(",".join(self.admin.alias(kind) for kind in ("equations", "papers", "jobs")))
+
+    def _await_migration(self) -> bool:
+        """Wait while a migration holds its lock.
+
+        Returns:
+            Whether there was a migration to wait for.
+
+        Raises:
+            IngestJobError: the migration's process died (on this machine), leaving its lock and its write block.
+        """
+        waited = False
+        while True:
+            lock = self.admin.migration_lock()
+            if lock is None or self.admin.migration_finished(lock):
+                break
+            if lock.holder_alive() is False:
+                raise IngestJobError(
+                    f"{lock.describe()} stopped without finishing; {lock.source} stays write-blocked",
+                    hint=f"run 'eqsearch index migrate {lock.kind}' (it cleans up and migrates again), then resume "
+                    f"job {self.job_id}",
+                )
+            if not waited:
+                self._note(f"waiting for {lock.describe()}")
+            waited = True
+            time.sleep(self.config.migration_poll_s)
+        if waited:
+            self._note(None)
+        return waited
 
     def _refresh_cited_by(self) -> None:
         """Set ``cited_by_count`` on every indexed paper (and its equations) whose count changed."""
@@ -580,7 +753,7 @@ class IngestJob:
                     }
                 )
         if actions:
-            report = bulk_index(self.client, actions, max_retries=self.config.max_retries)
+            report = self._bulk(actions)
             # an equation that failed to index cannot be updated: that is already counted, not a new error
             self.errors.update(f"cited-by:{f.error_type}" for f in report.failures if f.status != 404)
 

@@ -10,8 +10,10 @@ RUN_DESCRIPTION = """\
 Extract -> convert (KaTeX) -> encode (the model bundle) -> bulk index into Elasticsearch, streaming. Document ids
 are deterministic, so running twice never duplicates. The job's record (state, progress, counts, errors by reason)
 lives in the PREFIX-jobs index with one checkpoint per finished paper: re-running the same command after a crash
-or kill -9 resumes where it stopped (--job names a job explicitly; --restart starts it again). Indices are created
-on first use; during the load they run with refresh off and no replicas, restored afterwards.
+or kill -9 resumes where it stopped (--job names a job explicitly; --restart starts it again). A paper indexed
+again (a new version, an edited source) loses the equations its new version no longer has. Indices are created
+on first use; during the load they run with refresh off and no replicas, restored afterwards. During an
+'eqsearch index migrate' the job pauses its writes and carries on into the new index.
 """
 
 
@@ -79,6 +81,8 @@ def _run(args: argparse.Namespace) -> int:
     print(f"job {report.job_id} {report.state}: {counts['papers']:,} papers, {counts['equations_indexed']:,} of "
           f"{counts['equations']:,} equations indexed ({counts['equations_with_vector']:,} with a vector), "
           f"{counts['documents_failed']:,} documents failed, {report.equations_per_second:.0f} eq/s"
+          + (f", {counts['equations_stale_deleted']:,} equations of earlier versions deleted"
+             if counts.get("equations_stale_deleted") else "")
           + (f", resumed after {report.resumed_from:,} papers" if report.resumed_from else ""))  # fmt: skip
     for reason, count in sorted(report.errors_by_reason.items(), key=lambda kv: -kv[1])[:10]:
         print(f"  {count:>8,}  {reason}")

@@ -1,5 +1,6 @@
 """Ingest jobs on a real node: exact counts, no duplicates, resume after ``kill -9``, per-document bulk failures,
-bulk-loading settings restored.
+bulk-loading settings restored, stale equations of re-ingested papers deleted (resumably), and migrations of all three
+indices while a job runs and searches run.
 
 Sources are papers JSONL files (the ingest format's minimal input form); LaTeX goes through the real KaTeX
 converter; vectors come from the tests' `HashingEncoder` (an honest stand-in for the trained model).
@@ -11,14 +12,23 @@ import importlib.util
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from eqsearch.engine.indices import current_load_settings
-from eqsearch.ingest.job import IngestJob, IngestJobConfig
+from eqsearch.engine.indices import (
+    MIGRATION_LOCK_ID,
+    IndexAdmin,
+    MigrationLock,
+    bulk_index,
+    current_load_settings,
+    is_write_block,
+)
+from eqsearch.ingest.job import IngestJob, IngestJobConfig, IngestJobError
 
 pytestmark = pytest.mark.es
 
@@ -34,31 +44,44 @@ def hashing_encoder():
     return module.HashingEncoder()
 
 
+def paper_record(
+    p: int, *, version: int = 1, equations: int = EQS_PER_PAPER, bad_title: bool = False, failed: bool = False
+) -> dict:
+    """Paper ``p`` in the papers JSONL form; paper 3's last equation does not parse."""
+    latex = [f"x_{{{p}}}^{{{k}}} + \\frac{{a_{k}}}{{b_{p}}} = {k} + {version}" for k in range(equations)]
+    if p == 3 and latex:
+        latex[-1] = r"\frac{1}{"
+    record = {
+        "id": f"2401.{p:05d}",
+        "version": version,
+        "title": {"not": "a string"} if bad_title else f"On the sums of paper {p}",
+        "abstract": "We study sums.",
+        "authors": ["A. Author"],
+        "metadata": {"categories": ["math.CO"], "published": "Mon, 1 Jan 2024 00:00:00 GMT"},
+        "citations": [f"2401.{(p + 1) % N_PAPERS:05d}"],
+        "sections": [
+            {"title": "Intro", "equations": []},
+            {"title": "Main", "equations": [{"latex": x, "context_before": f"lemma {k} of paper {p}"}
+                                            for k, x in enumerate(latex)]},
+        ],
+    }  # fmt: skip
+    if failed:
+        record.update(status="failed", error={"reason": "timeout", "message": "over the time budget"}, sections=[])
+    return record
+
+
+def write_records(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return path
+
+
 def write_papers(path: Path, *, bad_title_paper: int | None = None) -> Path:
     """N_PAPERS papers of EQS_PER_PAPER equations; paper 3's last equation does not parse."""
-    with path.open("w", encoding="utf-8") as out:
-        for p in range(N_PAPERS):
-            equations = [
-                {
-                    "latex": f"x_{{{p}}}^{{{k}}} + \\frac{{a_{k}}}{{b_{p}}} = {k}",
-                    "context_before": f"lemma {k} of paper {p}",
-                }
-                for k in range(EQS_PER_PAPER)
-            ]
-            if p == 3:
-                equations[-1]["latex"] = r"\frac{1}{"
-            paper = {
-                "id": f"2401.{p:05d}",
-                "version": 1,
-                "title": {"not": "a string"} if p == bad_title_paper else f"On the sums of paper {p}",
-                "abstract": "We study sums.",
-                "authors": ["A. Author"],
-                "metadata": {"categories": ["math.CO"], "published": "Mon, 1 Jan 2024 00:00:00 GMT"},
-                "citations": [f"2401.{(p + 1) % N_PAPERS:05d}"],
-                "sections": [{"title": "Intro", "equations": []}, {"title": "Main", "equations": equations}],
-            }
-            out.write(json.dumps(paper) + "\n")
-    return path
+    return write_records(path, [paper_record(p, bad_title=p == bad_title_paper) for p in range(N_PAPERS)])
+
+
+def ids_of(p: int, version: int, equations: int) -> set[str]:
+    return {f"2401.{p:05d}v{version}:{k}" for k in range(equations)}
 
 
 def equation_ids(es_client, prefix: str) -> list[str]:
@@ -132,8 +155,12 @@ inner = module.HashingEncoder()
 
 class SlowEncoder:
     kind, dim, similarity = inner.kind, inner.dim, inner.similarity
-    def encode(self, mathml):
-        time.sleep(0.25)  # slow enough that the kill lands mid-job
+    calls = 0
+    def encode(self, mathml):  # one call per paper
+        SlowEncoder.calls += 1
+        # slow enough that the kill lands mid-job, anywhere from paper 6 on; and never past paper 20, so that a
+        # test process slowed down by a busy machine cannot see the job finish before it kills it
+        time.sleep(0.25 if SlowEncoder.calls <= 20 else 3600)
         return inner.encode(mathml)
 
 client, _ = connect(EsConfig.from_env())
@@ -163,7 +190,7 @@ def test_kill_9_then_resume_loses_nothing_and_duplicates_nothing(es_client, inde
             if done >= 6:
                 break
             time.sleep(0.1)
-        assert process.poll() is None, "the job finished before it could be killed"
+        assert process.poll() is None, "the job process ended before it could be killed"
         os.kill(process.pid, signal.SIGKILL)
         process.wait(10)
     finally:
@@ -198,3 +225,267 @@ def test_kill_9_then_resume_loses_nothing_and_duplicates_nothing(es_client, inde
     es_client.indices.refresh(index=f"{index_name}-jobs")
     checkpoints = es_client.count(index=f"{index_name}-jobs", query={"term": {"record": "checkpoint"}})["count"]
     assert checkpoints == N_PAPERS
+
+
+def test_reingesting_changed_papers_deletes_their_stale_equations(es_client, index_name, tmp_path):
+    config = IngestJobConfig(sources=(str(write_papers(tmp_path / "papers.jsonl")),), index_prefix=index_name)
+    assert IngestJob(es_client, hashing_encoder(), config).run().counts["equations_stale_deleted"] == 0
+    changed = write_records(
+        tmp_path / "changed.jsonl",
+        [
+            paper_record(0, version=2, equations=3),  # a new arXiv version with fewer equations: every v1 id goes
+            paper_record(1, equations=2),  # the same version, edited: v1:2..4 go
+            paper_record(2, version=2, equations=7),  # more equations
+            paper_record(4, version=2, failed=True),  # extraction failed: the v1 equations stay
+            paper_record(5, version=2, bad_title=True),  # Elasticsearch refuses its documents: v1 stays
+            paper_record(6, version=2, equations=4),  # two versions in one job: the later one wins,
+            paper_record(6, version=3, equations=2),  # and the earlier one's equations go too
+        ],
+    )
+    config = IngestJobConfig(sources=(str(changed),), index_prefix=index_name, batch_equations=50)
+    report = IngestJob(es_client, hashing_encoder(), config).run()
+
+    assert report.state == "finished"
+    assert report.counts["equations_stale_deleted"] == 5 + 3 + 5 + (5 + 4)
+    assert report.counts["documents_failed"] == 1 + EQS_PER_PAPER  # paper 5's paper and equation documents
+    assert report.counts["papers_failed"] == 1
+    expected = set().union(*(ids_of(p, 1, EQS_PER_PAPER) for p in range(N_PAPERS) if p not in (0, 1, 2, 6)))
+    expected |= ids_of(0, 2, 3) | ids_of(1, 1, 2) | ids_of(2, 2, 7) | ids_of(6, 3, 2)
+    ids = equation_ids(es_client, index_name)
+    assert len(ids) == len(set(ids)) and set(ids) == expected
+    papers = f"{index_name}-papers"
+    assert es_client.get(index=papers, id="2401.00000")["_source"]["paper_key"] == "2401.00000v2"
+    assert es_client.get(index=papers, id="2401.00006")["_source"]["equation_count"] == 2
+    assert es_client.get(index=papers, id="2401.00005")["_source"]["paper_key"] == "2401.00005v1"
+    record = es_client.get(index=f"{index_name}-jobs", id=report.job_id)["_source"]
+    assert record["counts"]["equations_stale_deleted"] == report.counts["equations_stale_deleted"]
+
+    again = IngestJob(es_client, hashing_encoder(), IngestJobConfig(**{**config.__dict__, "restart": True})).run()
+    # the same end state; only paper 6's two versions replace each other again on the way (2 then 4 ids)
+    assert again.counts["equations_stale_deleted"] == 2 + 4
+    assert set(equation_ids(es_client, index_name)) == expected
+
+
+class Crash(Exception):
+    """Stands for a kill at one point of the job (the documents and records written so far stay, as after kill -9)."""
+
+
+@pytest.mark.parametrize("point", ["before the deletes", "after the deletes"])
+def test_a_job_that_dies_while_deleting_stale_equations_resumes_exactly(
+    es_client, index_name, tmp_path, monkeypatch, point
+):
+    config = IngestJobConfig(sources=(str(write_papers(tmp_path / "papers.jsonl")),), index_prefix=index_name)
+    IngestJob(es_client, hashing_encoder(), config).run()
+    changed = write_records(tmp_path / "changed.jsonl", [paper_record(p, version=2, equations=3) for p in range(6)])
+    config = IngestJobConfig(sources=(str(changed),), index_prefix=index_name, job_id="prune", batch_equations=8)
+    real_bulk = IngestJob._bulk
+    deletes_seen = []
+
+    def dying_bulk(self, actions, **kwargs):
+        if actions and actions[0].get("_op_type") == "delete" and actions[0]["_index"].endswith("-equations"):
+            deletes_seen.append(len(actions))
+            if len(deletes_seen) == 2:  # the second flush's deletes: the first flush is checkpointed
+                if point == "after the deletes":
+                    real_bulk(self, actions, **kwargs)
+                raise Crash(point)
+        return real_bulk(self, actions, **kwargs)
+
+    monkeypatch.setattr(IngestJob, "_bulk", dying_bulk)
+    with pytest.raises(Crash):
+        IngestJob(es_client, hashing_encoder(), config).run()
+    monkeypatch.undo()
+
+    report = IngestJob(es_client, hashing_encoder(), config).run()
+    assert report.state == "finished" and 0 < report.resumed_from < 6
+    assert report.counts["equations_stale_deleted"] == 6 * EQS_PER_PAPER
+    assert report.counts["equations_indexed"] == 6 * 3
+    expected = set().union(
+        *(ids_of(p, 1, EQS_PER_PAPER) for p in range(6, N_PAPERS)), *(ids_of(p, 2, 3) for p in range(6))
+    )
+    ids = equation_ids(es_client, index_name)
+    assert len(ids) == len(set(ids)) and set(ids) == expected
+    es_client.indices.refresh(index=f"{index_name}-jobs")
+    records = es_client.search(index=f"{index_name}-jobs", query={"term": {"job_id": "prune"}}, size=100)["hits"]
+    assert sorted(h["_source"]["record"] for h in records["hits"]) == ["checkpoint"] * 6 + ["job"]
+
+
+class GatedEncoder:
+    """The hashing encoder behind a gate: the test closes it to stop the job at its next paper."""
+
+    def __init__(self) -> None:
+        self.inner = hashing_encoder()
+        self.kind, self.dim, self.similarity = self.inner.kind, self.inner.dim, self.inner.similarity
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def encode(self, mathml):
+        assert self.gate.wait(300), "the test never opened the gate"
+        return self.inner.encode(mathml)
+
+
+class WatchedJob(IngestJob):
+    """An ingest job the test can watch wait for a migration, and make miss the migration's lock once."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.miss_lock_once = False
+        self.waiting = threading.Event()
+
+    def _await_migration(self) -> bool:
+        if self.miss_lock_once:  # as if it had looked just before the migration took its lock
+            self.miss_lock_once = False
+            return False
+        return super()._await_migration()
+
+    def _note(self, message):
+        super()._note(message)
+        if message:
+            self.waiting.set()
+
+
+def migrate_while_the_job_goes_on(admin, job: WatchedJob, encoder: GatedEncoder, kind: str, miss_lock: bool):
+    """Migrate ``kind``; once the copy is under way, let the stopped job go on and wait until it waits."""
+    released = []
+
+    def release(copied: int, total: int) -> None:
+        if released:
+            return
+        released.append(copied)
+        assert admin.write_blocked(admin.current(kind))  # the copy is under way behind the block
+        job.waiting.clear()
+        job.miss_lock_once = miss_lock
+        encoder.gate.set()
+        assert job.waiting.wait(300), "the job never waited for the migration"
+
+    report = admin.migrate(kind, batch_size=5, on_progress=release)
+    assert released, "the migration copied too few documents to call back mid-copy"
+    return report
+
+
+@pytest.mark.slow
+def test_migrations_while_a_job_runs_and_searches_run_lose_and_duplicate_nothing(
+    es_client, index_name, tmp_path, monkeypatch
+):
+    """Each migration starts while the job is stopped at a paper; once the copy is under way (the old index
+    write-blocked), the job goes on and must wait: for ``equations`` and ``jobs`` its next writes miss the lock, are
+    refused by the block and are sent again after the swap; for ``papers`` it sees the lock and pauses first."""
+    source = write_papers(tmp_path / "papers.jsonl")
+    encoder = GatedEncoder()
+    config = IngestJobConfig(
+        sources=(str(source),), index_prefix=index_name, job_id="during", batch_equations=10, migration_poll_s=0.05
+    )
+    # papers done (a flush every 2 papers) -> the migration to run there, and whether the job misses its lock
+    plan = {4: ("equations", True), 10: ("papers", False), 16: ("jobs", True)}
+    stopped = {at: threading.Event() for at in plan}
+
+    def on_progress(state) -> None:
+        for at, event in stopped.items():
+            if state.papers_done >= at and not event.is_set():
+                encoder.gate.clear()
+                event.set()
+                return
+
+    job = WatchedJob(es_client, encoder, config, on_progress=on_progress)
+    outcome: dict = {}
+    refused: list[str] = []  # the indices of the job's writes that a write block refused (then sent again)
+
+    def watched_bulk_index(*args, **kwargs):
+        report = bulk_index(*args, **kwargs)
+        refused.extend(f.index for f in report.failures if is_write_block(f))
+        return report
+
+    monkeypatch.setattr("eqsearch.ingest.job.bulk_index", watched_bulk_index)
+
+    def run_job() -> None:
+        try:
+            outcome["report"] = job.run()
+        except BaseException as error:  # reported by the assertions below
+            outcome["error"] = error
+            encoder.gate.set()
+
+    stop = threading.Event()
+    searches: list[tuple[str, int, int]] = []  # (alias, hits, distinct ids) or ("error while <phase>: ...", 0, 0)
+    phase = ["ingesting"]
+
+    def searcher() -> None:
+        while not stop.is_set():
+            for kind in ("equations", "papers"):
+                try:
+                    hits = es_client.search(index=f"{index_name}-{kind}", size=1000, source=False)["hits"]["hits"]
+                    searches.append((kind, len(hits), len({h["_id"] for h in hits})))
+                except Exception as error:  # a failed search is what the test counts
+                    searches.append((f"error while {phase[0]}: {error}", 0, 0))
+            stop.wait(0.02)  # the machine is shared
+
+    admin = IndexAdmin(es_client, index_name)
+    # the indices exist and are ready before anyone searches them (a new index answers 503 until its shard starts)
+    admin.ensure(admin.default_options(dims=encoder.dim))
+    es_client.cluster.health(index=f"{index_name}-*", wait_for_status="green", timeout="60s")
+    threads = [threading.Thread(target=run_job), *(threading.Thread(target=searcher) for _ in range(2))]
+    for thread in threads:
+        thread.start()
+    try:
+        for at, (kind, miss_lock) in plan.items():
+            assert stopped[at].wait(300) or "error" in outcome, outcome
+            assert "error" not in outcome, outcome
+            phase[0] = f"migrating {kind}"
+            report = migrate_while_the_job_goes_on(admin, job, encoder, kind, miss_lock)
+            phase[0] = f"ingesting after the migration of {kind}"
+            assert report.target == f"{index_name}-{kind}-v2"
+            assert report.copied == report.source_count == report.target_count
+    finally:
+        encoder.gate.set()
+        threads[0].join(600)
+        stop.set()
+        for thread in threads[1:]:
+            thread.join()
+
+    assert "error" not in outcome, outcome
+    report = outcome["report"]
+    total = N_PAPERS * EQS_PER_PAPER
+    assert report.state == "finished" and report.failures == []
+    assert report.counts["papers"] == N_PAPERS and report.counts["documents_failed"] == 0
+    assert report.counts["equations_indexed"] == total and report.counts["equations_with_vector"] == total - 1
+    ids = equation_ids(es_client, index_name)
+    assert len(ids) == len(set(ids)) == total
+    es_client.indices.refresh(index=f"{index_name}-papers,{index_name}-jobs")
+    assert es_client.count(index=f"{index_name}-papers")["count"] == N_PAPERS
+    assert es_client.count(index=f"{index_name}-jobs", query={"term": {"record": "checkpoint"}})["count"] == N_PAPERS
+    for kind in ("equations", "papers", "jobs"):
+        assert admin.current(kind) == f"{index_name}-{kind}-v2"
+        assert admin.write_blocked(f"{index_name}-{kind}-v1")  # the old index refuses late writers
+    assert admin.migration_lock() is None
+    assert {name.rsplit("-", 1)[-1] for name in refused} == {"equations", "jobs"}  # the writes that missed the lock
+    assert es_client.get(index=f"{index_name}-jobs", id="during")["_source"]["message"] is None
+    assert current_load_settings(es_client, f"{index_name}-equations")["refresh_interval"] is None
+    assert [s for s in searches if s[0].startswith("error")] == []  # search never stopped
+    assert [s for s in searches if s[1] != s[2]] == []  # and never saw a document twice
+    assert {s[0] for s in searches} == {"equations", "papers"}
+
+
+def test_a_job_stops_with_a_clear_error_when_a_migration_died_and_resumes_after_the_next(
+    es_client, index_name, tmp_path
+):
+    first = write_records(tmp_path / "first.jsonl", [paper_record(p) for p in range(4)])
+    IngestJob(es_client, hashing_encoder(), IngestJobConfig(sources=(str(first),), index_prefix=index_name)).run()
+    # What a migration killed mid-copy leaves: its lock (naming a process that is gone), a blocked source, a target.
+    admin = IndexAdmin(es_client, index_name)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    source, target = admin.current("equations"), f"{index_name}-equations-v2"
+    dead = MigrationLock("equations", source, target, int(gone.stdout), socket.gethostname(), "2026-01-01T00:00:00")
+    es_client.index(index=f"{index_name}-jobs", id=MIGRATION_LOCK_ID, document=dead.to_record())
+    admin._create_index("equations", target, admin.options_of("equations"), aliases=None)
+    es_client.indices.add_block(index=source, block="write")
+
+    rest = write_records(tmp_path / "rest.jsonl", [paper_record(p) for p in range(4, N_PAPERS)])
+    config = IngestJobConfig(sources=(str(rest),), index_prefix=index_name, job_id="after-a-dead-migration")
+    with pytest.raises(IngestJobError, match="stopped without finishing") as refused:
+        IngestJob(es_client, hashing_encoder(), config).run()
+    assert "eqsearch index migrate equations" in refused.value.hint
+    assert es_client.get(index=f"{index_name}-jobs", id=config.job_id)["_source"]["state"] == "failed"
+
+    admin.migrate("equations")  # cleans up after the dead one and migrates
+    report = IngestJob(es_client, hashing_encoder(), config).run()
+    assert report.state == "finished" and report.counts["documents_failed"] == 0
+    ids = equation_ids(es_client, index_name)
+    assert len(ids) == len(set(ids)) == N_PAPERS * EQS_PER_PAPER
