@@ -90,6 +90,7 @@ def indices():
         missing=[kind for kind in INDEX_KINDS if kind not in aliased],
         kinds=INDEX_KINDS,
         prefix=services().prefix,
+        migration=services().migration(),
     )
 
 
@@ -114,7 +115,13 @@ def migrate(kind: str):
     """GET: what a migration of `kind` will do; POST (confirmed): copy into a new version and swap the alias."""
     current = [row for row in services().indices() if row.kind == kind and row.alias]
     if request.method == "GET":
-        return render_template("admin/migrate.html", kind=kind, alias=services().alias(kind), current=current)
+        return render_template(
+            "admin/migrate.html",
+            kind=kind,
+            alias=services().alias(kind),
+            current=current,
+            migration=services().migration(),
+        )
     if request.form.get("confirm") != "yes":
         raise InvalidRequestError("tick the confirmation box to migrate")
     report = services().migrate(kind)

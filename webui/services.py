@@ -343,19 +343,44 @@ class WebServices:
     def migrate(self, kind: str) -> MigrationReport:
         """Copy `kind`'s index into a new version with the code's mapping and swap the alias (the old one is kept).
 
+        Running ingest jobs pause their writes for the copy and carry on into the new index (see
+        `eqsearch.engine.indices.IndexAdmin.migrate`); searches keep answering from the old index until the swap.
+
         Raises:
-            InvalidRequestError: unknown kind, no alias yet, or the copy did not verify (the alias did not move).
+            InvalidRequestError: unknown kind, no alias yet, another migration in progress, or the copy did not
+                verify (the alias did not move).
         """
         from eqsearch.engine.mappings import INDEX_KINDS
 
         if kind not in INDEX_KINDS:
             raise InvalidRequestError(f"unknown index kind {kind!r}; choose one of {', '.join(INDEX_KINDS)}")
-        if any(self._job_is_live(job) for job in self.jobs()) and kind != "jobs":
-            raise InvalidRequestError("an ingest job is running; migrate once it has finished, or no document is lost")
         with self._elasticsearch("migrating"):
             report = self.index_admin.migrate(kind)
         log.info("migrated %s: %s -> %s (%d documents)", kind, report.source, report.target, report.copied)
         return report
+
+    def migration(self) -> dict[str, Any] | None:
+        """The migration in progress (or one whose process died and left its lock), for the admin pages; or None.
+
+        Returns:
+            ``kind``, ``source``, ``target``, ``started_at``, ``host``, ``pid``, ``summary`` (one sentence) and
+            ``stalled`` (its process is gone: the next migration of that kind cleans up after it).
+        """
+        with self._elasticsearch("reading the migration lock"):
+            admin = self.index_admin
+            lock = admin.migration_lock()
+            if lock is None or admin.migration_finished(lock):
+                return None
+        return {
+            "kind": lock.kind,
+            "source": lock.source,
+            "target": lock.target,
+            "started_at": lock.started_at,
+            "host": lock.host,
+            "pid": lock.pid,
+            "summary": lock.describe(),
+            "stalled": lock.holder_alive() is False,
+        }
 
     def delete_index(self, name: str) -> None:
         """Delete an index the alias does not point at.
@@ -376,7 +401,9 @@ class WebServices:
         from eqsearch.ingest.job import job_records
 
         with self._elasticsearch("listing jobs"):
-            return [self._job_view(record) for record in job_records(self.client, self.prefix, size)]
+            records = job_records(self.client, self.prefix, size)
+        migration = self.migration() if records else None
+        return [self._job_view(record, migration) for record in records]
 
     def job(self, job_id: str) -> dict[str, Any]:
         """One job's record.
@@ -399,7 +426,7 @@ class WebServices:
                 return self._job_view({"job_id": job_id, "state": "running", "sources": starting,
                                        "message": "listing the sources…"})  # fmt: skip
             raise NotFoundError(f"no ingest job has the id {job_id!r}")
-        return self._job_view(record)
+        return self._job_view(record, self.migration())
 
     def _job_is_live(self, record: dict[str, Any]) -> bool:
         thread = self._jobs.get(record.get("job_id", ""))
@@ -414,11 +441,14 @@ class WebServices:
             return False  # this process would have its thread
         return pid_alive(pid)
 
-    def _job_view(self, record: dict[str, Any]) -> dict[str, Any]:
+    def _job_view(self, record: dict[str, Any], migration: dict[str, Any] | None = None) -> dict[str, Any]:
         view = dict(record)
         view["live"] = self._job_is_live(record)
         if view["live"]:
             view["state"] = "running"  # a resumed job whose document still says failed, for a moment
+            if migration is not None and not view.get("message"):
+                # A job waiting for a migration of the jobs index cannot write that it waits: say it here.
+                view["message"] = f"A migration is in progress ({migration['summary']}); this job's writes wait for it."
         elif view.get("state") in ACTIVE_STATES:
             view["state"] = "interrupted"  # its process is gone: resumable from its checkpoints
         view["resumable"] = view.get("state") in ("failed", "interrupted")
