@@ -124,6 +124,8 @@ class Paper:
     macros: list[MacroDef] = field(default_factory=list)
     citations: list[str] = field(default_factory=list)
     bibliography_entries: int = 0
+    references: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
     status: str = "ok"
     error: Issue | None = None
@@ -159,6 +161,8 @@ class Paper:
             "macros": [m.to_json() for m in self.macros],
             "citations": self.citations,
             "bibliography_entries": self.bibliography_entries,
+            "references": self.references,
+            "links": self.links,
             "status": self.status,
             "error": None if self.error is None else self.error.to_json(),
             "warnings": [w.to_json() for w in self.warnings],
@@ -193,6 +197,8 @@ class Paper:
             macros=[MacroDef.from_json(m) for m in data.get("macros") or []],
             citations=[str(c) for c in data.get("citations") or []],
             bibliography_entries=int(data.get("bibliography_entries") or 0),
+            references=[str(r) for r in data.get("references") or []],
+            links=[str(link) for link in data.get("links") or []],
             status=str(data.get("status") or "ok"),
             error=None if not data.get("error") else Issue(**data["error"]),
             warnings=[Issue(**w) for w in data.get("warnings") or []],

@@ -16,17 +16,22 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eqsearch.ingest.archive import unpack_source
 from eqsearch.ingest.citations import arxiv_id_from_filename
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.docstrings import extract_docstring_paper
-from eqsearch.ingest.errors import ArchiveLimitError, IngestError, SourceNotFoundError
+from eqsearch.ingest.errors import ArchiveLimitError, DocumentTooLargeError, IngestError, SourceNotFoundError
 from eqsearch.ingest.extract import extract_latex_paper
-from eqsearch.ingest.files import FolderFiles, MemoryFiles, decode_text, is_tex_name
+from eqsearch.ingest.files import FolderFiles, MemoryFiles, decode_text, is_tex_name, normalize_member
+from eqsearch.ingest.htmlmath import DISPLAY_MARKERS, HTML_SUFFIXES, extract_html_paper, page_document_id, parse_html
 from eqsearch.ingest.records import Paper
 
-KINDS = ("auto", "arxiv", "latex", "docstrings", "papers")
+if TYPE_CHECKING:
+    from lxml import etree
+
+KINDS = ("auto", "arxiv", "latex", "docstrings", "papers", "html")
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".gz", ".zip")
 _MAIN_CANDIDATE = re.compile(rb"^[^%\n]*\\begin\s*\{document\}", re.MULTILINE)
 _INCLUDE_TARGET = re.compile(rb"\\(?:input|include|subfile)\s*\{([^{}]+)\}")
@@ -39,12 +44,14 @@ class DocumentTask:
     Attributes:
         kind: ``archive`` (one source file), ``bulk`` (a member of an arXiv bulk tar), ``folder`` (one paper's
             folder), ``tex`` (one LaTeX file and its siblings), ``tree`` (a main file inside a LaTeX tree),
-            ``python`` (a module, on disk or inside a wheel), ``paper`` (one line of a papers JSONL).
+            ``python`` (a module, on disk or inside a wheel), ``paper`` (one line of a papers JSONL), ``html`` (a
+            page of an HTML documentation tree with display math).
         path: the file or folder.
         source: how the document is named in records and resumes (unique per document).
         paper_id: the id the paper gets.
         version: the arXiv source version, when the name carries one.
-        member: the member name inside ``path`` (bulk tar, wheel) or the main file (tree).
+        member: the member name inside ``path`` (bulk tar, wheel), the main file (tree), or the page (html; ``path``
+            is then the documentation's root folder).
         offset: byte offset of the member's data (bulk tar) or of the line (papers JSONL).
         size: byte size of the member's data or line.
         arxiv: whether the name is an arXiv id (the paper's kind is then ``arxiv``, else ``latex``).
@@ -128,6 +135,9 @@ def _file(path: Path, kind: str) -> Iterator[DocumentTask]:
                 if member.endswith(".py") and ".data/" not in member:
                     module = _module_from_member(member)
                     yield DocumentTask("python", str(path), f"{path}!{member}", f"py:{module}", member=member)
+    elif name.lower().endswith(HTML_SUFFIXES):
+        root = path.parent
+        yield DocumentTask("html", str(root), str(path), page_document_id(root.name, name), member=name)
     elif is_tex_name(name):
         paper_id, version, arxiv = _paper_id(name, path.stem)
         yield DocumentTask("tex", str(path), str(path), paper_id, version, member=name, arxiv=arxiv)
@@ -226,9 +236,11 @@ def _tree(root: Path, max_files: int, top_level_only: bool = False) -> Iterator[
 
 
 def _tree_relative(root: Path, start: Path, max_files: int, top_level_only: bool = False) -> Iterator[DocumentTask]:
-    """Main files of a LaTeX tree (``\\begin{document}`` outside comments, not included by another main file)."""
+    """Main files of a LaTeX tree (``\\begin{document}`` outside comments, not included by another main file), then
+    the HTML pages of the tree that may hold display math."""
     candidates: list[str] = []
     included: set[str] = set()
+    pages: list[str] = []
     seen = 0
     for dirpath, dirnames, filenames in os.walk(start):
         dirnames.sort()
@@ -238,6 +250,11 @@ def _tree_relative(root: Path, start: Path, max_files: int, top_level_only: bool
             seen += 1
             if seen > max_files:
                 break
+            if filename.lower().endswith(HTML_SUFFIXES):
+                page = _html_page(root, Path(dirpath, filename))
+                if page is not None:
+                    pages.append(page)
+                continue
             if not is_tex_name(filename):
                 continue
             full = Path(dirpath, filename)
@@ -261,6 +278,22 @@ def _tree_relative(root: Path, start: Path, max_files: int, top_level_only: bool
             continue
         stem = rel.rsplit(".", 1)[0]
         yield DocumentTask("tree", str(root), f"{root}/{rel}", f"{label}/{stem}", member=rel)
+    for rel in pages:
+        yield DocumentTask("html", str(root), f"{root}/{rel}", page_document_id(label, rel), member=rel)
+
+
+def _html_page(root: Path, full: Path) -> str | None:
+    """The root-relative path of an HTML page that may hold display math, else None (not worth a worker)."""
+    rel = full.relative_to(root).as_posix()
+    if any(part.startswith("_") for part in rel.split("/")[:-1]) or full.name.endswith("_source.html"):
+        return None  # Sphinx's _sources/_modules/_static copies and Doxygen's source listings: code, not prose
+    try:
+        if full.is_symlink() or full.stat().st_size > 16 * 1024 * 1024:
+            return None
+        data = full.read_bytes()
+    except OSError:
+        return None
+    return rel if DISPLAY_MARKERS.search(data) else None
 
 
 def load_paper(task: DocumentTask, config: ExtractConfig, deadline: float | None = None) -> Paper:
@@ -290,6 +323,10 @@ def load_paper(task: DocumentTask, config: ExtractConfig, deadline: float | None
         if text is None:
             raise IngestError(f"{task.source} is binary", reason="binary_file")
         return extract_docstring_paper(text, module=task.paper_id[3:], origin=task.source, config=config)
+    if task.kind == "html":
+        paper = _load_html(task, config)
+        paper.timings["read_extract"] = time.perf_counter() - started
+        return paper
     main_file = None
     warnings = []
     if task.kind in ("archive", "bulk"):
@@ -329,3 +366,58 @@ def load_paper(task: DocumentTask, config: ExtractConfig, deadline: float | None
     paper.warnings[:0] = warnings
     paper.timings["read_extract"] = time.perf_counter() - started
     return paper
+
+
+# Parsed pages of other documents, per worker process: SageMath's ~580 citing pages all link into one 540 kB
+# bibliography page, parsed once per worker instead of once per citing page.
+_PARSED_PAGES: dict[tuple[str, str], etree._Element | None] = {}
+_PARSED_PAGES_LIMIT = 32
+
+
+def _load_html(task: DocumentTask, config: ExtractConfig) -> Paper:
+    root = Path(task.path)
+    page = task.member or ""
+    data = _read_in_root(root, page, config.max_file_bytes)
+    if data is None:
+        raise SourceNotFoundError(f"{task.source} cannot be read (missing, or a link out of {root})")
+
+    def read_page(rel: str) -> etree._Element | None:
+        key = (str(root), rel)
+        if key not in _PARSED_PAGES:
+            if len(_PARSED_PAGES) >= _PARSED_PAGES_LIMIT:
+                _PARSED_PAGES.clear()
+            try:
+                other = _read_in_root(root, rel, config.max_file_bytes)
+                _PARSED_PAGES[key] = parse_html(other, rel) if other is not None else None
+            except IngestError:  # a linked page that is too large or not HTML just resolves no entry
+                _PARSED_PAGES[key] = None
+        return _PARSED_PAGES[key]
+
+    return extract_html_paper(
+        data,
+        paper_id=task.paper_id,
+        origin=task.source,
+        config=config,
+        page=page,
+        label=root.name,
+        read_page=read_page,
+    )
+
+
+def _read_in_root(root: Path, rel: str, max_bytes: int) -> bytes | None:
+    """A file under ``root`` by relative path; None when missing or (through links) outside it.
+
+    Raises:
+        DocumentTooLargeError: the file is larger than ``max_bytes``.
+    """
+    norm = normalize_member(rel)
+    if norm is None:
+        return None
+    base = root.resolve()
+    path = (base / norm).resolve()
+    if not path.is_relative_to(base) or not path.is_file():
+        return None
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise DocumentTooLargeError(f"{root / norm}: {size:,} bytes, over the limit {max_bytes:,}")
+    return path.read_bytes()

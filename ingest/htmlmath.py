@@ -1,0 +1,405 @@
+"""Math in HTML documentation pages: Sphinx (MathJax or imgmath), Doxygen (MathJax), and plain MathJax pages.
+
+One page is one document. Display math is recognised in the forms the Debian documentation packages ship
+(shared/research/corpora.md): Sphinx's ``<div class="math">`` holding ``\\[...\\]`` or a raw ``\\begin{env}``
+(``nowrap``), or an ``<img alt="...">`` (imgmath); Doxygen's ``class="formulaDsp"`` paragraphs (``\\[...\\]`` or
+``\\begin{align*}``) or images; MathJax's ``<script type="math/tex; mode=display">``; and ``$$...$$`` / ``\\[...\\]``
+in running text. Inline math (Sphinx ``<span class="math">``, ``\\(...\\)``) stays in the context as ``$...$``.
+
+Sections come from the headings of the page's main content (the first ``<h1>`` is the title) and from Sphinx's
+API descriptions (``<dl class="py function">``: a function, class or method is a section, as in docstrings).
+Citations: the page's own bibliography entries (Sphinx ``citation`` elements) and the entries of another page of
+the same documentation that it links to (SageMath's shared bibliography) give arXiv ids (``citations``) and, for a
+shared bibliography, the entry keys (``references``); links from the text to other pages of the same
+documentation are kept as ``links``. Nothing is fetched: pages are parsed by lxml with network access off, and
+other pages are read only through the ``read_page`` callback, which stays inside the documentation's folder.
+"""
+
+from __future__ import annotations
+
+import bisect
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit
+
+from eqsearch.ingest.citations import find_arxiv_ids
+from eqsearch.ingest.config import ExtractConfig
+from eqsearch.ingest.errors import DocumentTooLargeError, IngestError
+from eqsearch.ingest.plaintext import first_words, last_words
+from eqsearch.ingest.records import STATUS_FAILED, Equation, Paper, Section
+from lxml import etree
+
+HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+# Cheap test (on bytes) for "this page may hold display math", used by discovery to skip the rest unparsed.
+DISPLAY_MARKERS = re.compile(rb'<(?:div|img)[^>]*class="math|class="formulaDsp"|math/tex;\s*mode=display|\$\$|\\\[')
+
+_SNIPPET = 1000
+_MAX_LINKS = 500
+_DISPLAY_ENVS = "equation|align|gather|multline|flalign|alignat|eqnarray|displaymath"
+_WHOLE_ENV = re.compile(r"^\\begin\s*\{(" + _DISPLAY_ENVS + r")(\*?)\}(.*)\\end\s*\{\1\2\}[\s.,;]*$", re.DOTALL)
+_BRACKETED = re.compile(r"^\\\[(.*)\\\][\s.,;]*$", re.DOTALL)
+_DOLLARS = re.compile(r"^\$\$(.*)\$\$[\s.,;]*$", re.DOTALL)
+_TEXT_DISPLAY = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
+_INLINE_PAREN = re.compile(r"\\\((.+?)\\\)", re.DOTALL)
+_SPACES = re.compile(r"\s+")
+_SKIP_TAGS = frozenset({"style", "noscript", "template", "iframe", "object", "svg", "math", "button", "form", "pre"})
+# Classes of elements that are code, navigation or decoration rather than prose.
+_SKIP_CLASSES = frozenset(
+    {
+        "headerlink",
+        "eqno",
+        "highlight",
+        "fragment",  # Doxygen code listings
+        "ttc",  # Doxygen tooltips (hidden copies of API documentation)
+        "toctree-wrapper",
+        "sphinxsidebar",
+        "related",
+        "footer",
+        "memproto",  # Doxygen function signatures
+        "doctest",
+    }
+)
+_BLOCK_TAGS = frozenset(
+    {"p", "div", "li", "ul", "ol", "dl", "dt", "dd", "tr", "td", "th", "table", "br", "section", "blockquote", "hr"}
+)
+_API_DOMAINS = frozenset({"py", "c", "cpp", "js", "f", "m"})
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_NAVIGATION_PAGES = re.compile(r"(?:^|/)(?:genindex[^/]*|search|py-modindex|modindex)\.html?$")
+
+
+@dataclass
+class _Walk:
+    """What the walk over one page's main content collects."""
+
+    text: list[str] = field(default_factory=list)
+    length: int = 0
+    displays: list[tuple[int, int, str, str, list[str]]] = field(default_factory=list)  # start, end, body, env, ids
+    headings: list[tuple[int, int, str, str]] = field(default_factory=list)  # offset, level, kind, title
+    hrefs: list[str] = field(default_factory=list)
+
+    def add(self, chunk: str) -> None:
+        if chunk:
+            self.text.append(chunk)
+            self.length += len(chunk)
+
+
+def _classes(element: etree._Element) -> set[str]:
+    return set((element.get("class") or "").split())
+
+
+def _text_of(element: etree._Element) -> str:
+    """All text under ``element`` except headerlinks and equation numbers, whitespace collapsed."""
+    parts: list[str] = []
+
+    def visit(node: etree._Element) -> None:
+        if isinstance(node.tag, str) and not (_classes(node) & {"headerlink", "eqno"}):
+            parts.append(node.text or "")
+            for child in node:
+                visit(child)
+        if node is not element:
+            parts.append(node.tail or "")
+
+    visit(element)
+    return _SPACES.sub(" ", "".join(parts)).strip()
+
+
+def split_display(raw: str) -> tuple[str, str]:
+    """The body and environment of one display's source text (delimiters removed).
+
+    ``\\[a\\]`` -> ``("a", "\\[")``; ``$$a$$`` -> ``("a", "$$")``; ``\\begin{align*}a\\end{align*}`` ->
+    ``("a", "align*")``; anything else (a MathJax script's body) -> ``(text, "\\[")``.
+    """
+    text = raw.strip()
+    m = _BRACKETED.match(text)
+    if m is not None and "\\[" not in m.group(1):
+        return m.group(1).strip(), "\\["
+    m = _DOLLARS.match(text)
+    if m is not None and "$$" not in m.group(1):
+        return m.group(1).strip(), "$$"
+    m = _WHOLE_ENV.match(text)
+    if m is not None and "\\begin{" + m.group(1) not in m.group(3):
+        return m.group(3).strip(), m.group(1) + m.group(2)
+    return text, "\\["
+
+
+def _main_content(root: etree._Element) -> etree._Element:
+    for path in (
+        "//*[@role='main']",
+        "//div[contains(concat(' ', normalize-space(@class), ' '), ' body ')]",
+        "//div[contains(concat(' ', normalize-space(@class), ' '), ' contents ')]",
+        "//main",
+        "//article",
+        "//body",
+    ):
+        found = root.xpath(path)
+        if found:
+            return found[0]
+    return root
+
+
+def _page_title(root: etree._Element) -> str | None:
+    found = root.xpath("//title")
+    return (_text_of(found[0]) or None) if found else None
+
+
+def _walk(main: etree._Element) -> _Walk:
+    walk = _Walk()
+
+    def display(raw: str, ids: list[str]) -> None:
+        body, environment = split_display(raw)
+        walk.add(" ")
+        start = walk.length
+        walk.add("[math]")
+        walk.displays.append((start, walk.length, body, environment, ids))
+        walk.add(" ")
+
+    def text(chunk: str | None) -> None:
+        if not chunk:
+            return
+        pos = 0
+        for m in _TEXT_DISPLAY.finditer(chunk):
+            walk.add(_INLINE_PAREN.sub(r"$\1$", chunk[pos : m.start()]))
+            display(m.group(0), [])
+            pos = m.end()
+        walk.add(_INLINE_PAREN.sub(r"$\1$", chunk[pos:]))
+
+    def visit(node: etree._Element, api_depth: int, api_type: str | None) -> None:
+        tag = node.tag if isinstance(node.tag, str) else ""
+        classes = _classes(node)
+        if tag == "script":
+            kind = (node.get("type") or "").replace(" ", "")
+            if kind.startswith("math/tex") and "mode=display" in kind:
+                display(node.text or "", [])
+            elif kind.startswith("math/tex"):
+                walk.add(f"${(node.text or '').strip()}$")
+            return
+        if not tag or tag in _SKIP_TAGS or classes & _SKIP_CLASSES or tag == "nav":
+            return
+        if tag == "img" and ("formulaDsp" in classes or "math" in classes):
+            display(node.get("alt") or "", [])
+            return
+        if "formulaDsp" in classes or (tag == "div" and "math" in classes):
+            images = [img.get("alt") or "" for img in node.iter("img")]
+            source = _text_of(node) or (images[0] if images else "")
+            ids = [node.get("id") or ""] + [a.get("id") or "" for a in node.iter("span") if a.get("id")]
+            display(source, [i for i in ids if i])
+            return
+        if tag == "span" and "math" in classes:
+            inner = _text_of(node)
+            walk.add(_INLINE_PAREN.sub(r"$\1$", inner) if inner.startswith("\\(") else f"${inner}$")
+            return
+        if tag in _HEADINGS:
+            walk.add(" ")
+            walk.headings.append((walk.length, _HEADINGS[tag], tag, _text_of(node)))
+            walk.add(" ")
+            return
+        if tag == "a" and node.get("href") and "headerlink" not in classes:
+            walk.hrefs.append(node.get("href") or "")
+        if tag == "dt" and api_type is not None:
+            walk.add(" ")
+            walk.headings.append((walk.length, -api_depth, api_type, node.get("id") or _text_of(node)[:200]))
+            walk.add(" ")
+            walk.hrefs.extend(a.get("href") or "" for a in node.iter("a") if "headerlink" not in _classes(a))
+            return
+        child_type = None
+        if tag == "dl" and classes & _API_DOMAINS:  # Sphinx: <dl class="py method"><dt id=...>..</dt><dd>..</dd>
+            child_type = next((c for c in (node.get("class") or "").split() if c not in _API_DOMAINS), "object")
+        if tag in _BLOCK_TAGS:
+            walk.add(" ")
+        text(node.text)
+        for child in node:
+            visit(child, api_depth + 1 if child_type else api_depth, child_type)
+            text(child.tail)
+        if tag in _BLOCK_TAGS:
+            walk.add(" ")
+
+    visit(main, 0, None)
+    return walk
+
+
+def citation_entries(root: etree._Element) -> dict[str, str]:
+    """Bibliography entries of a page by anchor id: Sphinx ``citation`` elements (docutils old and new markup).
+
+    The value is the entry's text followed by the targets of its links (arXiv ids often sit only in a URL).
+    """
+    entries: dict[str, str] = {}
+    for element in root.xpath("//*[contains(concat(' ', normalize-space(@class), ' '), ' citation ')]"):
+        if element.tag == "dl":  # docutils < 0.18: <dl class="citation"><dt class="label" id=..>..<dd>..</dd>
+            for dt in element.iterchildren("dt"):
+                dd = dt.getnext()
+                if dt.get("id") and dd is not None and dd.tag == "dd":
+                    entries[dt.get("id") or ""] = _entry_text(dd)
+        elif element.get("id"):
+            entries[element.get("id") or ""] = _entry_text(element)
+    return entries
+
+
+def _entry_text(element: etree._Element) -> str:
+    hrefs = [a.get("href") or "" for a in element.iter("a")]
+    return " ".join([_text_of(element), *hrefs])
+
+
+def parse_html(data: bytes, origin: str) -> etree._Element:
+    """Parse one page with lxml's HTML parser, inert: no network, no DTD, comments and PIs dropped.
+
+    Raises:
+        IngestError: the page is empty or not HTML at all (reason ``empty_source``).
+    """
+    parser = etree.HTMLParser(no_network=True, remove_comments=True, remove_pis=True, huge_tree=False)
+    try:
+        root = etree.fromstring(data, parser)
+    except (etree.XMLSyntaxError, etree.ParserError, ValueError) as error:
+        raise IngestError(f"{origin}: not an HTML page ({error})", reason="empty_source") from None
+    if root is None:
+        raise IngestError(f"{origin}: the page is empty", reason="empty_source")
+    return root
+
+
+def page_document_id(label: str, rel: str) -> str:
+    """The paper id of the page at ``rel`` (root-relative POSIX path) in the documentation named ``label``."""
+    stem = rel.rsplit(".", 1)[0] if rel.lower().endswith(HTML_SUFFIXES) else rel
+    return f"{label}/{stem}"
+
+
+def extract_html_paper(
+    data: bytes,
+    *,
+    paper_id: str,
+    origin: str,
+    config: ExtractConfig,
+    page: str = "",
+    label: str = "",
+    read_page: Callable[[str], etree._Element | None] | None = None,
+) -> Paper:
+    """Extract the display math, sections, context and citations of one HTML page.
+
+    Args:
+        data: the page's bytes (its encoding is read from the page, UTF-8 by default).
+        paper_id: the id the paper gets.
+        origin: where the page came from, for the record.
+        config: limits (page size, context size, equation length).
+        page: the page's path relative to its documentation root (POSIX), to resolve relative links.
+        label: the documentation's name, prefix of the ids of linked pages (`page_document_id`).
+        read_page: root-relative path -> the parsed page, or None when it does not exist or lies outside the
+            root; used to look up entries of a bibliography on another page. Without it such entries are not
+            resolved.
+
+    Raises:
+        DocumentTooLargeError: the page is larger than ``config.max_file_bytes``.
+        IngestError: the page is empty or not HTML (reason ``empty_source``).
+    """
+    if len(data) > config.max_file_bytes:
+        raise DocumentTooLargeError(f"{origin}: {len(data):,} bytes, over the limit {config.max_file_bytes:,}")
+    root = parse_html(data, origin)
+    main = _main_content(root)
+    walk = _walk(main)
+    text = "".join(walk.text)
+
+    paper = Paper(id=paper_id, source=origin, kind="html", main_file=page or None)
+    headings = list(walk.headings)
+    doxygen_title = root.xpath("//div[@class='header']//div[@class='title']")
+    if doxygen_title:  # Doxygen puts the title above the contents, whose <h1>s are sections
+        paper.title = _text_of(doxygen_title[0])
+    elif headings and headings[0][1] == 1:
+        paper.title = headings.pop(0)[3]  # Sphinx: the first <h1> is the title; what follows it is front matter
+    else:
+        paper.title = _page_title(root)
+    paper.sections = [Section(index=0, level=0, kind="front", title=paper.title or "", offset=0)]
+    top = min((level for _, level, _, _ in headings if level > 0), default=2)
+    current_heading_level = 1
+    for offset, level, kind, title in headings:
+        if level > 0:
+            mapped = min(2 + level - top, 5)
+            current_heading_level = mapped
+            kind = "section" if mapped == 2 else "sub" * (mapped - 2) + "section" if mapped <= 4 else "paragraph"
+        else:
+            mapped = min(current_heading_level - level, 6)  # API objects nest under the heading they follow
+        parent = next((s.index for s in reversed(paper.sections[1:]) if s.level < mapped), None)
+        paper.sections.append(
+            Section(index=len(paper.sections), level=mapped, kind=kind, title=title, parent=parent, offset=offset)
+        )
+
+    starts = [s.offset for s in paper.sections]
+    number = 0
+    for start, end, body, environment, ids in walk.displays:
+        if not body.strip():
+            continue
+        index = max(bisect.bisect_right(starts, start) - 1, 0)
+        section = paper.sections[index]
+        bounds = (starts[index], starts[index + 1] if index + 1 < len(starts) else len(text))
+        equation = Equation(
+            number=number,
+            latex=body,
+            environment=environment,
+            section=section.index,
+            offset=start,
+            length=len(body),
+            labels=[i.removeprefix("equation-") for i in ids if i.startswith("equation-")],
+            context_before=last_words(_SPACES.sub(" ", text[bounds[0] : start]).strip(), config.context_chars),
+            context_after=first_words(_SPACES.sub(" ", text[end : bounds[1]]).strip(), config.context_chars),
+        )
+        if len(body) > config.max_equation_chars:
+            equation.latex = body[:_SNIPPET]
+            equation.status, equation.reason = STATUS_FAILED, "equation_too_long"
+            equation.message = f"{len(body):,} characters (limit {config.max_equation_chars:,})"
+        section.equations.append(equation)
+        number += 1
+
+    _citations(paper, root, walk.hrefs, page, label, read_page)
+    return paper
+
+
+def _citations(
+    paper: Paper,
+    root: etree._Element,
+    hrefs: list[str],
+    page: str,
+    label: str,
+    read_page: Callable[[str], etree._Element | None] | None,
+) -> None:
+    own = citation_entries(root)
+    cited_texts = list(own.values())
+    references: list[str] = []
+    links: list[str] = []
+    external: list[str] = []
+    bibliographies: dict[str, dict[str, str]] = {}
+    for href in hrefs:
+        try:
+            parts = urlsplit(href)
+        except ValueError:
+            continue
+        if parts.scheme or parts.netloc:
+            if parts.scheme in ("http", "https"):
+                external.append(href)
+            continue
+        target_path = unquote(parts.path)
+        if not target_path:
+            continue  # same page: its own entries are already counted
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(page), target_path))
+        if target.startswith("../") or target == ".." or target.startswith("/") or target == page:
+            continue
+        if not target.lower().endswith(HTML_SUFFIXES) or _NAVIGATION_PAGES.search(target):
+            continue
+        if any(part.startswith("_") for part in target.split("/")):
+            continue  # Sphinx's _sources, _modules (highlighted code), _static
+        fragment = unquote(parts.fragment)
+        if fragment and read_page is not None:
+            if target not in bibliographies:
+                other = read_page(target)
+                bibliographies[target] = citation_entries(other) if other is not None else {}
+            entry = bibliographies[target].get(fragment)
+            if entry is not None:
+                key = f"{page_document_id(label, target)}#{fragment}"
+                if key not in references:
+                    references.append(key)
+                    cited_texts.append(entry)
+                continue
+        link = page_document_id(label, target)
+        if link != paper.id and link not in links and len(links) < _MAX_LINKS:
+            links.append(link)
+    paper.citations = find_arxiv_ids("\n".join([*cited_texts, *external]))
+    paper.bibliography_entries = len(own) + len(references)
+    paper.references = references
+    paper.links = links
