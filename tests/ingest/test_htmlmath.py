@@ -1,0 +1,221 @@
+"""HTML documentation pages (Sphinx, Doxygen, MathJax) as documents: displays, sections, context, citations, safety."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+from eqsearch.ingest.config import ExtractConfig
+from eqsearch.ingest.corpus import HtmlManual, _fetch_manual
+from eqsearch.ingest.htmlmath import citation_entries, extract_html_paper, parse_html, split_display
+from eqsearch.ingest.pipeline import process_task
+from eqsearch.ingest.sources import discover, load_paper
+
+from .conftest import FIXTURES
+
+DOCS = FIXTURES / "html_docs"
+CONFIG = ExtractConfig(convert=False)
+
+
+def _papers() -> dict[str, object]:
+    return {task.paper_id: load_paper(task, CONFIG) for task in discover([str(DOCS)])}
+
+
+def test_discovery_lists_pages_with_display_math_only():
+    tasks = list(discover([str(DOCS)]))
+    assert {t.kind for t in tasks} == {"html"}
+    # no page without displays (other.html, refs/index.html), nothing under _sources, no index pages
+    assert sorted(t.paper_id for t in tasks) == [
+        "html_docs/doxygen/step_1",
+        "html_docs/guide/stats",
+        "html_docs/mathjax",
+    ]
+    assert {t.source for t in tasks} == {str(DOCS / t.member) for t in tasks}
+    single = list(discover([str(DOCS / "guide" / "stats.html")]))
+    assert [(t.kind, t.paper_id, t.member) for t in single] == [("html", "guide/stats", "stats.html")]
+
+
+def test_sphinx_page_displays_sections_context_and_citations():
+    paper = _papers()["html_docs/guide/stats"]
+    assert paper.kind == "html" and paper.title == "Variance estimators"
+    sections = [(s.level, s.kind, s.title, s.parent) for s in paper.sections]
+    assert sections == [
+        (0, "front", "Variance estimators", None),
+        (2, "section", "Unbiased variance", None),
+        (3, "class", "stats.Welford", 1),
+        (4, "method", "stats.Welford.update", 2),
+        (2, "section", "References", None),
+    ]
+    equations = [(e.section, e.environment, e.latex, e.labels) for e in paper.equations()]
+    assert equations == [
+        (0, "\\[", "\\bar x = \\frac{1}{n} \\sum_{i=1}^n x_i", ["mean"]),  # equation number and permalink dropped
+        (1, "eqnarray*", "s^2 & = & \\frac{1}{n-1} \\sum_{i=1}^n (x_i - \\bar x)^2", []),  # nowrap, entities decoded
+        (1, "\\[", "\\sigma^2 = E[(X - \\mu)^2]", []),  # imgmath: the image's alt text
+        (3, "\\[", "\\bar x_k = \\bar x_{k-1} + \\frac{x_k - \\bar x_{k-1}}{k}", []),
+    ]  # <pre> and highlighted code with $$ and \[ are not math
+    first = paper.equations()[0]
+    assert first.context_before == "The sample $x_1, \\dots, x_n$ has the mean"
+    assert first.context_after == "as in [Smith2001] and [Ke1991]."
+    assert paper.equations()[3].context_after == "in one pass."
+    # own bibliography (1 entry) + the shared bibliography entry it links to; arXiv ids from both, URLs included
+    assert paper.citations == ["1501.00123", "math/0110077"]
+    assert paper.bibliography_entries == 2
+    assert paper.references == ["html_docs/refs/index#ke1991"]
+    # links from the text to other pages; not the table of contents, the sidebar, index pages or permalinks
+    assert paper.links == ["html_docs/guide/other"]
+
+
+def test_doxygen_page_title_formulas_and_code():
+    paper = _papers()["html_docs/doxygen/step_1"]
+    assert paper.title == "The step-1 tutorial program"
+    assert [(s.level, s.title) for s in paper.sections] == [(0, "The step-1 tutorial program"), (2, "Introduction"),
+                                                            (4, "Details")]  # fmt: skip
+    assert [(e.environment, e.latex) for e in paper.equations()] == [
+        ("align*", "(\\nabla u, \\nabla v) = (f, v) \\qquad \\forall v \\in H^1_0,"),
+        ("\\[", "\\|u - u_h\\| \\le C h^2"),
+    ]
+    assert paper.equations()[0].context_before == "We solve the Poisson equation $-\\Delta u = f$ with the weak form"
+    assert paper.equations()[1].context_after == "as shown in step-2."
+    assert paper.links == ["html_docs/doxygen/step_2"]
+
+
+def test_mathjax_scripts_and_delimiters_in_text():
+    paper = _papers()["html_docs/mathjax"]
+    assert [(e.environment, e.latex, e.section) for e in paper.equations()] == [
+        ("$$", "e^{i\\pi} + 1 = 0", 0),
+        ("\\[", "a^2 + b^2 = c^2", 0),
+        ("\\[", "\\int_0^1 x\\,dx = \\frac{1}{2}", 1),
+    ]
+    assert paper.equations()[2].context_before == "A script holds $x$ inline and"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("\\[a\\]", ("a", "\\[")),
+        ("$$ a $$", ("a", "$$")),
+        ("\\begin{align*} a &= b \\end{align*}.", ("a &= b", "align*")),
+        ("\\begin{align} a \\end{align} \\begin{align} b \\end{align}", (
+            "\\begin{align} a \\end{align} \\begin{align} b \\end{align}", "\\[")),
+        ("\\[a\\] and \\[b\\]", ("\\[a\\] and \\[b\\]", "\\[")),
+        ("\\begin{split} a \\\\ b \\end{split}", ("\\begin{split} a \\\\ b \\end{split}", "\\[")),
+        ("x^2", ("x^2", "\\[")),
+    ],
+)  # fmt: skip
+def test_split_display(raw, expected):
+    assert split_display(raw) == expected
+
+
+def test_converted_end_to_end():
+    from eqsearch.ingest.convert import ConverterUnavailableError, open_converter
+
+    try:
+        converter = open_converter()
+    except ConverterUnavailableError as error:
+        pytest.skip(f"KaTeX not available: {error}")
+    try:
+        task = next(t for t in discover([str(DOCS)]) if t.paper_id.endswith("guide/stats"))
+        paper = process_task(task, ExtractConfig(), converter)
+    finally:
+        converter.__exit__(None, None, None)
+    assert [e.status for e in paper.equations()] == ["ok"] * 4
+    assert all(e.mathml.startswith("<math") for e in paper.equations())
+
+
+def test_hostile_pages_are_inert(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET")
+    root = tmp_path / "docs"
+    root.mkdir()
+    page = (
+        f'<!DOCTYPE html [<!ENTITY xxe SYSTEM "file://{secret}">]>'
+        '<html><body><div role="main"><h1>T</h1><p>&xxe; before</p><div class="math">\\[a\\]</div>'
+        '<p><a href="../secret.txt#x">up</a> <a href="/etc/passwd#y">abs</a> <a href="../../x.html#z">out</a>'
+        '<a href="javascript:alert(1)">js</a><a href="http://[bad">broken url</a></p></div></body></html>'
+    )
+    asked: list[str] = []
+
+    def read_page(rel):
+        asked.append(rel)
+        return None
+
+    paper = extract_html_paper(
+        page.encode(), paper_id="docs/p", origin="p.html", config=CONFIG, page="p.html", label="docs",
+        read_page=read_page,
+    )  # fmt: skip
+    dumped = str(paper.to_json())
+    assert "TOPSECRET" not in dumped
+    assert asked == []  # nothing outside the root is ever asked for
+    assert paper.links == [] and [e.latex for e in paper.equations()] == ["a"]
+
+    # a page that links out of the documentation folder through a symlink is neither listed nor read
+    (root / "inside.html").write_text('<div class="math">\\[b\\]</div><a href="leak.html#k">k</a>')
+    outside = tmp_path / "outside.html"
+    outside.write_text('<div class="citation" id="k">arXiv:1501.00001</div><div class="math">\\[c\\]</div>')
+    os.symlink(outside, root / "leak.html")
+    tasks = list(discover([str(root)]))
+    assert [t.member for t in tasks] == ["inside.html"]
+    paper = load_paper(tasks[0], CONFIG)
+    assert paper.citations == [] and paper.references == []
+
+
+def test_bad_pages_fail_with_reasons(tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "empty.html").write_bytes(b"")
+    (root / "big.html").write_bytes(b'<div class="math">\\[a\\]</div>' + b" " * 2000)
+    (root / "deep.html").write_bytes(b"<div>" * 100_000 + b'<div class="math">\\[a\\]</div>')
+    (root / "binary.html").write_bytes(b"\\[\x00\xff\xfe" * 100)
+    tasks = {t.member: t for t in discover([str(root)])}
+    assert sorted(tasks) == ["big.html", "binary.html", "deep.html"]  # the empty page has no display marker
+    empty = next(discover([str(root / "empty.html")]))  # named on the command line: read anyway
+
+    def run(task, **limits):
+        return process_task(task, ExtractConfig(convert=False, **limits), None)
+
+    assert run(empty).error.reason == "empty_source"
+    assert run(tasks["big.html"], max_file_bytes=1000).error.reason == "document_too_large"
+    deep = run(tasks["deep.html"])  # libxml2 caps the nesting; the page still yields a record
+    assert deep.status == "ok" or deep.error.reason in ("too_deeply_nested", "empty_source")
+    binary = run(tasks["binary.html"])
+    assert binary.status == "ok" or binary.error.reason == "empty_source"
+
+
+def test_citation_entries_both_docutils_markups():
+    root = parse_html((DOCS / "refs" / "index.html").read_bytes(), "refs/index.html")
+    entries = citation_entries(root)
+    assert set(entries) == {"ke1991", "old2000"}
+    assert "arxiv.org/abs/math/0110077v1" in entries["ke1991"]
+    assert "1005.3759" in entries["old2000"]
+
+
+@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb")
+def test_fetch_manual_keeps_the_documentation_folder_less_exclusions(tmp_path):
+    package = tmp_path / "pkg"
+    docs = package / "usr/share/doc/python-demo-doc/html"
+    (docs / "generated").mkdir(parents=True)
+    (docs / "tutorial").mkdir()
+    (docs / "tutorial" / "a.html").write_text('<div class="math">\\[a\\]</div>')
+    (docs / "generated" / "api.html").write_text('<div class="math">\\[b\\]</div>')
+    (docs / "_formulas.tex").write_text("\\documentclass{article}\\begin{document}$$a$$\\end{document}")
+    (docs / "changelog.gz").write_bytes(b"not a paper")
+    (package / "DEBIAN").mkdir()
+    (package / "DEBIAN" / "control").write_text(
+        "Package: python-demo-doc\nVersion: 1.0\nArchitecture: all\nMaintainer: t <t@example.org>\nDescription: d\n"
+    )
+    cache = tmp_path / "cache"
+    (cache / "debs").mkdir(parents=True)
+    subprocess.run(
+        ["dpkg-deb", "--build", str(package), str(cache / "debs" / "python-demo-doc_1.0_all.deb")],
+        check=True,
+        capture_output=True,
+    )
+    lines: list[str] = []
+    target = _fetch_manual(HtmlManual("python-demo-doc", exclude=("generated",)), cache, lines.append)
+    assert target == cache / "html" / "python-demo-doc"
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*.html")) == ["tutorial/a.html"]
+    assert not (cache / "html" / "python-demo-doc.partial").exists()
+    assert [t.paper_id for t in discover([str(target)])] == ["python-demo-doc/tutorial/a"]
+    assert _fetch_manual(HtmlManual("python-demo-doc"), cache, lines.append) == target  # reused
