@@ -24,9 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
+from eqsearch.engine.macros import MacroDef
 from eqsearch.ingest.citations import find_arxiv_ids
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.errors import DocumentTooLargeError, IngestError
+from eqsearch.ingest.macros import MacroTable, take_definitions
 from eqsearch.ingest.plaintext import first_words, last_words
 from eqsearch.ingest.records import STATUS_FAILED, Equation, Paper, Section
 from lxml import etree
@@ -43,6 +45,7 @@ _BRACKETED = re.compile(r"^\\\[(.*)\\\][\s.,;]*$", re.DOTALL)
 _DOLLARS = re.compile(r"^\$\$(.*)\$\$[\s.,;]*$", re.DOTALL)
 _TEXT_DISPLAY = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
 _INLINE_PAREN = re.compile(r"\\\((.+?)\\\)", re.DOTALL)
+_DEFINES = re.compile(r"\\(?:(?:re)?newcommand|providecommand|[gex]?def|DeclareMathOperator)(?![A-Za-z@])")
 _SPACES = re.compile(r"\s+")
 _SKIP_TAGS = frozenset({"style", "noscript", "template", "iframe", "object", "svg", "math", "button", "form", "pre"})
 # Classes of elements that are code, navigation or decoration rather than prose.
@@ -66,6 +69,13 @@ _BLOCK_TAGS = frozenset(
 )
 _API_DOMAINS = frozenset({"py", "c", "cpp", "js", "f", "m"})
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_MACROS_BLOCK = re.compile(r"\b[Mm]acros\s*:\s*\{")
+_JS_STRING = r"""(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')"""
+_MACRO_ENTRY = re.compile(
+    r"""\s*,?\s*["']?([A-Za-z]+)["']?\s*:\s*(?:(""" + _JS_STRING + r""")|\[\s*(""" + _JS_STRING
+    + r""")\s*,\s*(\d)\s*(?:,\s*(""" + _JS_STRING + r""")\s*)?\])"""
+)  # fmt: skip
+_MAX_SCRIPT_BYTES = 1024 * 1024
 _NAVIGATION_PAGES = re.compile(r"(?:^|/)(?:genindex[^/]*|search|py-modindex|modindex)\.html?$")
 
 
@@ -174,6 +184,7 @@ def _walk(main: etree._Element) -> _Walk:
                 display(node.text or "", [])
             elif kind.startswith("math/tex"):
                 walk.add(f"${(node.text or '').strip()}$")
+
             return
         if not tag or tag in _SKIP_TAGS or classes & _SKIP_CLASSES or tag == "nav":
             return
@@ -188,6 +199,7 @@ def _walk(main: etree._Element) -> _Walk:
             return
         if tag == "span" and "math" in classes:
             inner = _text_of(node)
+
             walk.add(_INLINE_PAREN.sub(r"$\1$", inner) if inner.startswith("\\(") else f"${inner}$")
             return
         if tag in _HEADINGS:
@@ -241,6 +253,89 @@ def _entry_text(element: etree._Element) -> str:
     return " ".join([_text_of(element), *hrefs])
 
 
+def _inline_definitions(root: etree._Element) -> list[str]:
+    """Inline formulas anywhere in the page (Doxygen puts them before the contents) that define macros."""
+    found: list[str] = []
+    for chunk in root.xpath("//text()[contains(., 'command') or contains(., 'def') or contains(., 'Operator')]"):
+        parent = chunk.getparent()
+        tag = parent.tag if parent is not None and isinstance(parent.tag, str) else ""
+        if chunk.is_tail and parent is not None:
+            parent = parent.getparent()
+            tag = parent.tag if parent is not None and isinstance(parent.tag, str) else ""
+        if tag in ("pre", "code", "style", "textarea") or (
+            tag == "script" and "math/tex" not in (parent.get("type") or "")
+        ):
+            continue
+        if tag == "script":
+            found.append(str(chunk))
+        else:
+            found.extend(m.group(1) for m in _INLINE_PAREN.finditer(chunk) if _DEFINES.search(m.group(1)))
+    return found
+
+
+def _js_string(literal: str) -> str:
+    escapes = {"n": "\n", "t": "\t"}
+    return re.sub(r"\\(.)", lambda m: escapes.get(m.group(1), m.group(1)), literal[1:-1])
+
+
+def mathjax_macros(script: str) -> list[MacroDef]:
+    """The TeX macros a MathJax configuration defines (``Macros: {ZZ: "\\Bold{Z}", GF: ["\\Bold{F}_{#1}", 1]}``).
+
+    MathJax 2 (``TeX: {Macros: ...}``) and 3 (``tex: {macros: ...}``) spell them the same way; a page's formulas
+    use them as a LaTeX document uses its ``\\newcommand``s (SageMath's ``\\ZZ``, deal.II's ``\\jump``).
+    """
+    found: list[MacroDef] = []
+    for block in _MACROS_BLOCK.finditer(script):
+        pos = block.end()
+        while (m := _MACRO_ENTRY.match(script, pos)) is not None:
+            name, plain, body, nargs, default = m.groups()
+            if plain is not None:
+                found.append(MacroDef("\\" + name, _js_string(plain), 0, None, "mathjax"))
+            else:
+                optional = None if default is None else _js_string(default)
+                found.append(MacroDef("\\" + name, _js_string(body), int(nargs), optional, "mathjax"))
+            pos = m.end()
+    return found
+
+
+def _script_paths(script: etree._Element, page: str) -> list[str]:
+    """Root-relative paths of the files a ``<script src>`` may configure MathJax with: the file itself, or for
+    MathJax 2's ``MathJax.js?config=...,local.js`` the local files (resolved, as MathJax does, against its
+    ``config/`` folder)."""
+    try:
+        parts = urlsplit(script.get("src") or "")
+    except ValueError:
+        return []
+    if parts.scheme or parts.netloc or not parts.path:
+        return []
+    path = posixpath.normpath(posixpath.join(posixpath.dirname(page), unquote(parts.path)))
+    name = posixpath.basename(path).lower()
+    if name == "mathjax.js":
+        configs = re.findall(r"[^,=&]+\.js", unquote(parts.query))
+        paths = [posixpath.normpath(posixpath.join(posixpath.dirname(path), "config", c)) for c in configs]
+    elif name.startswith(("tex-", "jquery")):
+        paths = []
+    else:
+        paths = [path]
+    return [p for p in paths if p.endswith(".js") and not p.startswith(("../", "/")) and p != ".."]
+
+
+def _page_macros(root: etree._Element, page: str, read_file: Callable[[str], bytes | None] | None) -> list[MacroDef]:
+    """The macros of the page's MathJax configuration, in page order; a later definition replaces an earlier one
+    (MathJax merges successive configurations)."""
+    macros: dict[str, MacroDef] = {}
+    for script in root.iter("script"):
+        if not script.get("src"):
+            if script.text and "acros" in script.text:
+                macros.update((m.name, m) for m in mathjax_macros(script.text))
+            continue
+        for path in _script_paths(script, page):
+            data = read_file(path) if read_file is not None else None
+            if data is not None and len(data) <= _MAX_SCRIPT_BYTES and b"acros" in data:
+                macros.update((m.name, m) for m in mathjax_macros(data.decode("utf-8", "replace")))
+    return list(macros.values())
+
+
 def parse_html(data: bytes, origin: str) -> etree._Element:
     """Parse one page with lxml's HTML parser, inert: no network, no DTD, comments and PIs dropped.
 
@@ -272,6 +367,7 @@ def extract_html_paper(
     page: str = "",
     label: str = "",
     read_page: Callable[[str], etree._Element | None] | None = None,
+    read_file: Callable[[str], bytes | None] | None = None,
 ) -> Paper:
     """Extract the display math, sections, context and citations of one HTML page.
 
@@ -285,6 +381,8 @@ def extract_html_paper(
         read_page: root-relative path -> the parsed page, or None when it does not exist or lies outside the
             root; used to look up entries of a bibliography on another page. Without it such entries are not
             resolved.
+        read_file: root-relative path -> bytes, or None (missing, outside the root); reads the MathJax
+            configuration scripts the page loads, for their macros (``paper.macros``).
 
     Raises:
         DocumentTooLargeError: the page is larger than ``config.max_file_bytes``.
@@ -321,9 +419,14 @@ def extract_html_paper(
             Section(index=len(paper.sections), level=mapped, kind=kind, title=title, parent=parent, offset=offset)
         )
 
+    table = MacroTable()
+    for math in _inline_definitions(root):
+        take_definitions(math, table)
     starts = [s.offset for s in paper.sections]
     number = 0
     for start, end, body, environment, ids in walk.displays:
+        if _DEFINES.search(body):
+            body = take_definitions(body, table).strip()
         if not body.strip():
             continue
         index = max(bisect.bisect_right(starts, start) - 1, 0)
@@ -347,6 +450,10 @@ def extract_html_paper(
         section.equations.append(equation)
         number += 1
 
+    macros = {m.name: m for m in _page_macros(root, page, read_file)}
+    macros.update((m.name, m) for m in table.definitions())  # the page's own definitions come last
+    paper.macros = list(macros.values())
+    paper.warnings.extend(table.issues)
     _citations(paper, root, walk.hrefs, page, label, read_page)
     return paper
 

@@ -94,6 +94,29 @@ def _name_at(text: str, pos: int) -> tuple[str, int]:
     return name, arg[1]
 
 
+def take_definitions(text: str, table: MacroTable) -> str:
+    """Record the macro definitions made inside math into ``table``; return the math without them.
+
+    MathJax pages define macros inside formulas (deal.II's ``\\(\\newcommand{\\jump}[1]{...}\\)``, a Sphinx
+    ``math`` block of ``\\renewcommand``s) and the definitions hold for the whole page, as a preamble's would.
+    """
+    kept: list[str] = []
+    pos = scan = 0
+    while (m := _DEFINER.search(text, scan)) is not None:
+        try:
+            end = _read_definition(text, m, table)
+        except _SkipDefinition as skip:
+            if skip.issue is not None:
+                table.issues.append(skip.issue)
+            scan = m.end()
+            continue
+        kept.append(text[pos : m.start()])
+        pos = scan = max(end, m.end())
+    kept.append(text[pos:])
+    _drop_recursive(table)
+    return "".join(kept)
+
+
 def _read_definition(text: str, m: re.Match[str], table: MacroTable) -> int:
     pos = m.end()
     if m.group("cmd"):

@@ -372,6 +372,7 @@ def load_paper(task: DocumentTask, config: ExtractConfig, deadline: float | None
 # bibliography page, parsed once per worker instead of once per citing page.
 _PARSED_PAGES: dict[tuple[str, str], etree._Element | None] = {}
 _PARSED_PAGES_LIMIT = 32
+_SCRIPTS: dict[tuple[str, str], bytes | None] = {}  # MathJax configuration scripts, shared by a manual's pages
 
 
 def _load_html(task: DocumentTask, config: ExtractConfig) -> Paper:
@@ -393,6 +394,17 @@ def _load_html(task: DocumentTask, config: ExtractConfig) -> Paper:
                 _PARSED_PAGES[key] = None
         return _PARSED_PAGES[key]
 
+    def read_file(rel: str) -> bytes | None:
+        key = (str(root), rel)
+        if key not in _SCRIPTS:
+            if len(_SCRIPTS) >= _PARSED_PAGES_LIMIT:
+                _SCRIPTS.clear()
+            try:
+                _SCRIPTS[key] = _read_in_root(root, rel, 1024 * 1024)
+            except IngestError:
+                _SCRIPTS[key] = None
+        return _SCRIPTS[key]
+
     return extract_html_paper(
         data,
         paper_id=task.paper_id,
@@ -401,6 +413,7 @@ def _load_html(task: DocumentTask, config: ExtractConfig) -> Paper:
         page=page,
         label=root.name,
         read_page=read_page,
+        read_file=read_file,
     )
 
 

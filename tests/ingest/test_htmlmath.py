@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.corpus import HtmlManual, _fetch_manual
-from eqsearch.ingest.htmlmath import citation_entries, extract_html_paper, parse_html, split_display
+from eqsearch.ingest.htmlmath import citation_entries, extract_html_paper, mathjax_macros, parse_html, split_display
 from eqsearch.ingest.pipeline import process_task
 from eqsearch.ingest.sources import discover, load_paper
 
@@ -74,7 +74,12 @@ def test_doxygen_page_title_formulas_and_code():
                                                             (4, "Details")]  # fmt: skip
     assert [(e.environment, e.latex) for e in paper.equations()] == [
         ("align*", "(\\nabla u, \\nabla v) = (f, v) \\qquad \\forall v \\in H^1_0,"),
-        ("\\[", "\\|u - u_h\\| \\le C h^2"),
+        ("\\[", "\\|u - u_h\\| \\le C h^2 + \\jump{u_h}"),
+    ]  # the display that only defines a macro is no equation
+    # macros defined inside math anywhere on the page (Doxygen puts them above the contents) hold for the page
+    assert [(m.name, m.body, m.nargs) for m in paper.macros] == [
+        ("\\jump", "[\\![ #1 ]\\!]", 1),
+        ("\\vec", "\\boldsymbol", 0),
     ]
     assert paper.equations()[0].context_before == "We solve the Poisson equation $-\\Delta u = f$ with the weak form"
     assert paper.equations()[1].context_after == "as shown in step-2."
@@ -87,8 +92,34 @@ def test_mathjax_scripts_and_delimiters_in_text():
         ("$$", "e^{i\\pi} + 1 = 0", 0),
         ("\\[", "a^2 + b^2 = c^2", 0),
         ("\\[", "\\int_0^1 x\\,dx = \\frac{1}{2}", 1),
+        ("\\[", "\\ZZ \\subset \\RR, \\quad \\GF{4}", 1),
     ]
     assert paper.equations()[2].context_before == "A script holds $x$ inline and"
+    # MathJax configuration: an inline MathJax 3 config, and MathJax 2's local config file named in the query of
+    # MathJax.js (resolved against its config/ folder); the remote script is not fetched
+    macros = [(m.name, m.body, m.nargs, m.source) for m in paper.macros]
+    assert macros == [
+        ("\\RR", "\\mathbb{R}", 0, "mathjax"),
+        ("\\ZZ", "\\Bold{Z}", 0, "mathjax"),
+        ("\\GF", "\\Bold{F}_{#1}", 1, "mathjax"),
+        ("\\Bold", "\\mathbf{#1}", 1, "mathjax"),
+    ]
+
+
+def test_mathjax_macros_both_versions_and_bad_input():
+    script = """MathJax.Hub.Config({TeX: {Macros: {
+      R: "{\\\\mathbb R}", 'Q': '\\\\mathbb{Q}',
+      norm: ["\\\\left\\\\| #1 \\\\right\\\\|", 1], opt: ["#1^{#2}", 2, "x"]
+    }}});
+    window.MathJax = {tex: {macros: {half: "\\\\frac12"}}};
+    Macros: {broken: [1, 2]} Macros: {"""
+    assert [(m.name, m.body, m.nargs, m.default) for m in mathjax_macros(script)] == [
+        ("\\R", "{\\mathbb R}", 0, None),
+        ("\\Q", "\\mathbb{Q}", 0, None),
+        ("\\norm", "\\left\\| #1 \\right\\|", 1, None),
+        ("\\opt", "#1^{#2}", 2, "x"),
+        ("\\half", "\\frac12", 0, None),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -118,10 +149,14 @@ def test_converted_end_to_end():
     try:
         task = next(t for t in discover([str(DOCS)]) if t.paper_id.endswith("guide/stats"))
         paper = process_task(task, ExtractConfig(), converter)
+        others = {t.paper_id: process_task(t, ExtractConfig(), converter) for t in discover([str(DOCS)])}
     finally:
         converter.__exit__(None, None, None)
     assert [e.status for e in paper.equations()] == ["ok"] * 4
     assert all(e.mathml.startswith("<math") for e in paper.equations())
+    # the page's macros reach the converter: \ZZ, \GF (MathJax config) and \jump (defined in math) are expanded
+    for paper_id in ("html_docs/mathjax", "html_docs/doxygen/step_1"):
+        assert {e.status for e in others[paper_id].equations()} == {"ok"}
 
 
 def test_hostile_pages_are_inert(tmp_path):
