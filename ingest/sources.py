@@ -273,10 +273,13 @@ def _tree_relative(root: Path, start: Path, max_files: int, top_level_only: bool
                 joined = os.path.normpath(os.path.join(folder, target)).replace(os.sep, "/")
                 included.update((joined, joined + ".tex"))
     label = root.name
-    for rel in candidates:
-        if rel in included:
-            continue
+    stems: set[str] = set()
+    # Sweave vignettes: X.Rnw first, so that the X.tex woven from it (shipped beside it) is not a second X
+    for rel in sorted(candidates, key=lambda r: (not r.lower().endswith(".rnw"), r)):
         stem = rel.rsplit(".", 1)[0]
+        if rel in included or stem in stems:
+            continue  # an input of another main file, or a second main file with the same id (X.tex and X.latex)
+        stems.add(stem)
         yield DocumentTask("tree", str(root), f"{root}/{rel}", f"{label}/{stem}", member=rel)
     for rel in pages:
         yield DocumentTask("html", str(root), f"{root}/{rel}", page_document_id(label, rel), member=rel)

@@ -80,6 +80,8 @@ def test_latex_tree_mains_not_their_inputs(tmp_path):
     (tmp_path / "vignette.Rnw").write_bytes(
         b"\\documentclass{article}\\begin{document}\n<<x>>=\nd$y\n@\n\\begin{equation}\\mu\\end{equation}\\end{document}"
     )
+    # the LaTeX that Sweave wove from the vignette, shipped beside it: the same document under the same id
+    (tmp_path / "vignette.tex").write_bytes(b"\\documentclass{article}\\begin{document}$$\\mu$$\\end{document}")
     tasks = list(discover([str(tmp_path)]))
     assert sorted(t.member for t in tasks) == ["book/book.tex", "book/standalone.tex", "vignette.Rnw"]
     papers = {t.member: load_paper(t, CONFIG) for t in tasks}
