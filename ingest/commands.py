@@ -70,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "apt-get download + dpkg-deb -x, Python wheels with pip download --no-deps) into CACHE, outside the "
             "repository, and prints the SRC paths to give 'eqsearch ingest extract'. Needs apt-get and dpkg-deb for "
             "the Debian sets. Already downloaded files are reused. Download sizes: texlive 432 MB, gretl 2 MB, "
-            "rvignettes 371 MB (236 R packages), docstrings 163 MB (30 wheels), sagemath 75 MB, dealii 259 MB, "
+            "rvignettes 371 MB (236 R packages), docstrings 278 MB (51 wheels), sagemath 75 MB, dealii 259 MB, "
             "sphinx 228 MB (25 manuals); see eqsearch/ingest/corpus.py."
         ),
     )

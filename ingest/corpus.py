@@ -8,7 +8,7 @@ Sets, each from an ordinary package registry (download sizes as measured on Debi
   371 MB; ~500 vignettes, journal-style papers). Found once with ``apt-get download`` + ``dpkg-deb -c`` over all
   Debian R packages; packages over 8 MB with a single vignette are left out. (R packages' rendered HTML
   vignettes with MathJax are read too.)
-- ``docstrings``: wheels of 30 scientific Python packages (PyPI, ``pip download --no-deps``, 163 MB), docstring
+- ``docstrings``: wheels of 51 scientific Python packages (PyPI, ``pip download --no-deps``, 278 MB), docstring
   math; module = document.
 - ``sagemath``: SageMath's English reference manual and tutorials, HTML with MathJax (Debian ``sagemath-doc``,
   75 MB): ~570 pages with display math, and a shared bibliography that the pages cite.
