@@ -42,11 +42,12 @@ $(CHROMIUM):
 
 setup: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)) engine/katex/node_modules/.package-lock.json  ## install Python and Node dependencies
 
-# The demo corpus `make run` indexes: real LaTeX from the package registries (Python docstrings of sympy, mpmath,
-# scipy, statsmodels; R vignettes; the gretl guide), about 5,800 equations, a few minutes on 2 cores. Add
-# `texlive` for ~3,000 more (430 MB of Debian packages): make run DEMO_SETS="docstrings gretl rvignettes texlive"
+# The demo corpus `make run` indexes: real math from Debian's documentation packages, SageMath's reference manual
+# (HTML + MathJax, with its bibliography), 25 Sphinx manuals (scipy, statsmodels, scikit-learn, ...) and the gretl
+# guide: ~1,160 pages, ~7,200 display equations, 300 MB of downloads (~2 min on 2 busy cores) before the ingest job.
+# Any set of `eqsearch ingest fetch-corpus --help` can be added, e.g. make run DEMO_SETS="sagemath sphinx gretl dealii"
 CORPUS_DIR ?= $(HOME)/.cache/eqsearch/corpus
-DEMO_SETS ?= docstrings gretl rvignettes
+DEMO_SETS ?= sagemath sphinx gretl
 HOST ?= 127.0.0.1
 PORT ?= 5000
 
@@ -72,11 +73,13 @@ test: setup $(CHROMIUM)  ## the whole test suite against a real local Elasticsea
 	if [ -z "$$EQSEARCH_ES_URL" ] && [ "$$was_running" = 0 ]; then $(BIN)/eqsearch es stop; fi; \
 	exit $$rc
 
-# The default encoder bundle: the real LaTeX of CORPUS_SETS (see ingest/corpus.py) downloaded into CORPUS_DIR (the
-# same cache `make run` uses), extracted to CORPUS_DIR/real-latex/papers.jsonl, then the KDD'20 encoder trained with
-# TRAIN_CONFIG (run directory runs/default-bundle, ~20 min on 2 CPU cores) and exported with its held-out evaluation.
+# The default encoder bundle: the real math of CORPUS_SETS (see ingest/corpus.py: TeX Live manuals, gretl, 236 R
+# packages' vignettes, 51 Python packages' docstrings, SageMath, deal.II and 25 Sphinx manuals; ~1.6 GB of downloads)
+# downloaded into CORPUS_DIR (the same cache `make run` uses), extracted to CORPUS_DIR/real-latex/papers.jsonl (~6 min
+# with 2 workers), then the KDD'20 encoder trained with TRAIN_CONFIG (run directory runs/default-bundle; ~20 min on 2
+# CPU cores with the smaller corpus of before) and exported with its held-out evaluation.
 # Reruns reuse the download; the extraction is redone (--overwrite) so the corpus matches the current extractor.
-CORPUS_SETS ?= texlive gretl rvignettes docstrings
+CORPUS_SETS ?= texlive gretl rvignettes docstrings sagemath dealii sphinx
 BUNDLE_DIR ?= engine/data/default-bundle
 TRAIN_CONFIG ?= training/configs/default.toml
 
