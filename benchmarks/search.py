@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import importlib.util
+import inspect
 import json
 import random
 import statistics
@@ -46,7 +47,7 @@ def emit(**fields: Any) -> None:
     print(json.dumps(fields), flush=True)
 
 
-def load_encoder_or_standin() -> Any:
+def load_encoder_or_standin(quiet: bool = False) -> Any:
     """The installed model bundle's encoder, else the tests' hashing encoder with soft-normalised norms."""
     try:
         from eqsearch.engine.encoder import load_encoder
@@ -66,7 +67,8 @@ def load_encoder_or_standin() -> Any:
                 sizes = np.array([len(hashing._features(m)) for m in mathml], dtype=np.float32)
                 return unit * (sizes / (1.0 + sizes))[:, None] ** 0.5 * (0.5 + 0.5 * (sizes > 3))[:, None]
 
-        emit(note="no model bundle, using the hashing stand-in", error=str(error)[:200])
+        if not quiet:
+            emit(note="no model bundle, using the hashing stand-in", error=str(error)[:200])
         return SoftNormHashing()
 
 
@@ -142,7 +144,14 @@ def document(entry: dict[str, Any], vector: np.ndarray, *, normalise: bool) -> d
     }
 
 
-def build_index(client, name: str, definition: dict[str, Any], docs, vectors, *, normalise: bool) -> dict[str, Any]:
+def build_index(
+    client, name: str, definition: dict[str, Any], docs, vectors, *, normalise: bool, eq_ids: bool = False
+) -> dict[str, Any]:
+    """A fresh, force-merged index of the replicated documents.
+
+    Document ids are the row numbers of ``vectors`` (what ``decide`` compares against brute force), or with
+    ``eq_ids`` the documents' ``eq_id`` as the ingest job writes them (what the latency indices use).
+    """
     client.indices.delete(index=name, ignore_unavailable=True)
     settings = {**definition["settings"], "refresh_interval": "-1"}
     client.indices.create(index=name, settings=settings, mappings=definition["mappings"])
@@ -150,8 +159,9 @@ def build_index(client, name: str, definition: dict[str, Any], docs, vectors, *,
     report = bulk_index(
         client,
         (
-            {"_index": name, "_id": str(e["i"]), "_source": document(e, vectors[e["i"]], normalise=normalise)}
+            {"_index": name, "_id": source["eq_id"] if eq_ids else str(e["i"]), "_source": source}
             for e in docs
+            for source in (document(e, vectors[e["i"]], normalise=normalise),)
         ),
         chunk_size=1000,
     )
@@ -317,17 +327,27 @@ def decide_grouping(client, args, docs, vectors, queries) -> None:
 
 # -- latency ---------------------------------------------------------------------------------------------------
 class CachedConverter:
-    """The real converter behind a cache filled before timing, so that timings measure search, not KaTeX."""
+    """LaTeX -> MathML from a table filled before timing, so that timings measure search, not KaTeX.
 
-    def __init__(self, converter: Any, latexes: list[str]) -> None:
-        self.cache = {latex: converter.convert(latex, "equation", ()) for latex in latexes}
-        self.converter = converter
+    KaTeX runs in its own Node workers (a few ms per formula: ``benchmarks/convert_featurize.py``); every client
+    process gets the table instead of its own workers.
+    """
+
+    def __init__(self, cache: dict[str, Any]) -> None:
+        self.cache = cache
+
+    @classmethod
+    def convert_all(cls, latexes: list[str]) -> CachedConverter:
+        from eqsearch.engine.latex import KatexConverter
+
+        with KatexConverter() as katex:
+            return cls({latex: katex.convert(latex, "equation", ()) for latex in latexes})
 
     def convert(self, latex: str, environment: str = "equation", macros: Any = ()) -> Any:
         return self.cache[latex]
 
 
-def query_makers(formulas: list[str], keyword_queries: list[str]) -> dict[str, Any]:
+def query_makers(formulas: list[str], keyword_queries: list[str], query_class: Any = HybridQuery) -> dict[str, Any]:
     """Query kind -> a function from a query number to the query."""
 
     def formula(i: int) -> str:
@@ -337,18 +357,22 @@ def query_makers(formulas: list[str], keyword_queries: list[str]) -> dict[str, A
         return keyword_queries[i % len(keyword_queries)]
 
     return {
-        "formula": lambda i: HybridQuery(latex=formula(i), size=10),
-        "keyword": lambda i: HybridQuery(keywords=keywords(i), size=10),
-        "hybrid": lambda i: HybridQuery(latex=formula(i), keywords=keywords(i), size=10),
-        "hybrid-grouped": lambda i: HybridQuery(latex=formula(i), keywords=keywords(i), size=10, group_by_paper=True),
+        "formula": lambda i: query_class(latex=formula(i), size=10),
+        "keyword": lambda i: query_class(keywords=keywords(i), size=10),
+        "hybrid": lambda i: query_class(latex=formula(i), keywords=keywords(i), size=10),
+        "hybrid-grouped": lambda i: query_class(latex=formula(i), keywords=keywords(i), size=10, group_by_paper=True),
     }
 
 
-def run_clients(service: SearchService, make: Any, queries: int, clients: int) -> tuple[list[float], float]:
-    """``queries`` searches spread over ``clients`` threads; returns the latencies (ms) and the wall time."""
+def run_threads(service: SearchService, make: Any, numbers: list[int], clients: int) -> tuple[list[float], float]:
+    """The queries ``numbers`` spread over ``clients`` threads of this process; latencies (ms) and wall time (s).
+
+    Kept to compare with the first figures: the threads share one GIL, so client-side work (encoder, JSON,
+    fusion) serialises and is charged to the latency of every thread waiting for it.
+    """
     latencies: list[float] = []
     lock = threading.Lock()
-    counter = iter(range(queries))
+    counter = iter(numbers)
 
     def worker() -> None:
         while True:
@@ -369,64 +393,475 @@ def run_clients(service: SearchService, make: Any, queries: int, clients: int) -
     return latencies, time.perf_counter() - began
 
 
-def cmd_latency(args: argparse.Namespace) -> None:
+def client_process(conn: Any, barrier: Any, setup: dict[str, Any]) -> None:
+    """One benchmark client: its own encoder, HTTP connection and service; runs the query numbers it is sent."""
     from elasticsearch import Elasticsearch
-    from eqsearch.engine.latex import KatexConverter
+
+    encoder = load_encoder_or_standin(quiet=True)
+    client = Elasticsearch(setup["url"], request_timeout=300)
+    converter = CachedConverter(setup["conversions"])
+    service_class, query_class = service_classes(argparse.Namespace(service_file=setup["service_file"]))
+    service = service_class(client, encoder, converter, index_prefix=setup["prefix"], **setup["service_options"])
+    makers = query_makers(setup["formulas"], setup["keyword_queries"], query_class)
+    while (task := conn.recv()) is not None:
+        kind, warmup, numbers = task
+        for i in warmup:
+            service.search(makers[kind](i))
+        barrier.wait()
+        began = time.perf_counter()
+        cpu = time.process_time()
+        latencies = []
+        for i in numbers:
+            start = time.perf_counter()
+            service.search(makers[kind](i))
+            latencies.append((time.perf_counter() - start) * 1000)
+        conn.send((latencies, began, time.perf_counter(), time.process_time() - cpu))
+
+
+class ClientProcesses:
+    """``count`` closed-loop client processes (spawned, so no state is shared with this one) on one index."""
+
+    def __init__(self, count: int, setup: dict[str, Any]) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self.barrier = context.Barrier(count)
+        self.pipes = []
+        self.processes = []
+        for _ in range(count):
+            parent, child = context.Pipe()
+            process = context.Process(target=client_process, args=(child, self.barrier, setup), daemon=True)
+            process.start()
+            self.pipes.append(parent)
+            self.processes.append(process)
+
+    def run(self, kind: str, numbers: list[int], warmup: list[int]) -> tuple[list[float], float, float]:
+        """Every client warms up on ``warmup``, then they run ``numbers`` (split evenly) at the same time.
+
+        Returns:
+            The latencies (ms), the wall time from the first start to the last finish (s), and the clients'
+            CPU time (s) in all.
+        """
+        count = len(self.pipes)
+        for rank, pipe in enumerate(self.pipes):
+            pipe.send((kind, warmup[rank::count], numbers[rank::count]))
+        results = [pipe.recv() for pipe in self.pipes]
+        latencies = [ms for result in results for ms in result[0]]
+        wall = max(r[2] for r in results) - min(r[1] for r in results)
+        return latencies, wall, sum(r[3] for r in results)
+
+    def close(self) -> None:
+        for pipe in self.pipes:
+            pipe.send(None)
+        for process in self.processes:
+            process.join(timeout=30)
+
+
+def node_memory(client) -> dict[str, Any]:
+    """The node's JVM heap and, when the node runs on this machine and /proc is readable, its resident memory."""
+    stats = next(iter(client.nodes.stats(metric="jvm,process")["nodes"].values()))
+    info = next(iter(client.nodes.info(metric="process")["nodes"].values()))
+    rss = None
+    try:
+        status = Path(f"/proc/{info['process']['id']}/status").read_text()
+        rss = round(int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS"))) / 1024)
+    except (OSError, StopIteration, KeyError, ValueError):
+        pass  # a remote node: no resident size
+    return {
+        "heap_used_mb": round(stats["jvm"]["mem"]["heap_used_in_bytes"] / 2**20),
+        "heap_max_mb": round(stats["jvm"]["mem"]["heap_max_in_bytes"] / 2**20),
+        "process_virtual_mb": round(stats["process"]["mem"]["total_virtual_in_bytes"] / 2**20),
+        "process_rss_mb": rss,
+    }
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def ensure_latency_index(client, base: list[dict[str, Any]], encoder: Any, n: int, prefix: str, rebuild: bool) -> None:
+    """The replicated index of ``n`` equations behind ``<prefix>-equations``, built unless it exists."""
+    admin = IndexAdmin(client, prefix)
+    if admin.current("equations") is not None and not rebuild:
+        return
+    for version in admin.versions("equations"):
+        client.indices.delete(index=f"{prefix}-equations-v{version}")
+    docs, vectors = replicate(base, n)
+    options = IndexOptions(dims=vectors.shape[1], similarity=getattr(encoder, "similarity", "max_inner_product"))
+    name = f"{prefix}-equations-v1"
+    definition = index_definition("equations", options)
+    built = build_index(client, name, definition, docs, vectors, normalise=False, eq_ids=True)
+    client.indices.put_alias(index=name, name=f"{prefix}-equations")
+    emit(measure="build", n=n, **built, size_mb=round(index_size(client, name) / 2**20, 1))
+
+
+def cmd_latency(args: argparse.Namespace) -> None:
+    client, _ = client_from_env()
+    encoder = load_encoder_or_standin()
+    base = base_documents(client, args.prefix)
+    url = client.transport.node_pool.get().base_url
+    warmup_count = 4 * args.clients
+    formulas, keyword_queries = pick_queries(base, args.queries + warmup_count)
+    converter = CachedConverter.convert_all(formulas)
+    usable = [i for i, f in enumerate(formulas) if converter.cache[f].mathml is not None]
+    formulas = [formulas[i] for i in usable]
+    keyword_queries = [keyword_queries[i] for i in usable]
+    # measured queries are distinct, and distinct from the warm-up ones: no cache (query vectors, Elasticsearch's
+    # request cache, which size>0 searches skip anyway) sees a query twice
+    warmup = list(range(len(formulas) - warmup_count, len(formulas)))
+    numbers = list(range(len(formulas) - warmup_count))
+    kinds = args.kinds or list(query_makers(formulas, keyword_queries))
+    for n in args.n:
+        prefix = f"{args.prefix}-lat{n}"
+        ensure_latency_index(client, base, encoder, n, prefix, args.rebuild)
+        index = IndexAdmin(client, prefix).current("equations") or ""
+        options = service_options(args, service_classes(args)[0])
+        for clients in args.clients_list or [args.clients]:
+            setup = {
+                "url": url,
+                "prefix": prefix,
+                "conversions": converter.cache,
+                "formulas": formulas,
+                "keyword_queries": keyword_queries,
+                "service_options": options,
+                "service_file": args.service_file,
+            }
+            pool = ClientProcesses(clients, setup) if args.client_mode == "processes" else None
+            threaded = None
+            if pool is None:
+                from elasticsearch import Elasticsearch
+
+                http = Elasticsearch(url, connections_per_node=clients * 2, request_timeout=300)
+                service_class, query_class = service_classes(args)
+                threaded = service_class(http, encoder, converter, index_prefix=prefix, **options)
+            try:
+                for kind in kinds:
+                    node_cpu = node_cpu_ms(client)
+                    if pool is not None:
+                        latencies, wall, client_cpu = pool.run(kind, numbers, warmup)
+                    else:
+                        make = query_makers(formulas, keyword_queries, query_class)[kind]
+                        for i in warmup:
+                            threaded.search(make(i))  # type: ignore[union-attr]
+                        cpu = time.process_time()
+                        latencies, wall = run_threads(threaded, make, numbers, clients)  # type: ignore[arg-type]
+                        client_cpu = time.process_time() - cpu
+                    node_cpu = node_cpu_ms(client) - node_cpu
+                    emit(
+                        measure="latency",
+                        n=n,
+                        kind=kind,
+                        clients=clients,
+                        client_mode=args.client_mode,
+                        queries=len(latencies),
+                        qps=round(len(latencies) / wall, 1),
+                        latency_ms=percentiles(latencies),
+                        # CPU per query: the clients' (encoder, HTTP, JSON, fusion) and the node's (all its threads,
+                        # including anything else the shared node did meanwhile)
+                        client_cpu_ms=round(client_cpu * 1000 / len(latencies), 2),
+                        node_cpu_ms=round(node_cpu / len(latencies), 2),
+                        load=load_average(),
+                        **({"service_options": options} if options else {}),
+                    )
+            finally:
+                if pool is not None:
+                    pool.close()
+        emit(measure="memory", n=n, index_size_mb=round(index_size(client, index) / 2**20, 1), **node_memory(client))
+        if not args.keep:
+            for name in client.indices.get(index=f"{prefix}-*"):
+                client.indices.delete(index=name)
+
+
+# -- profile ---------------------------------------------------------------------------------------------------
+def node_cpu_ms(client) -> int:
+    """CPU time the Elasticsearch node's process has used so far (all its threads), in ms."""
+    nodes = client.nodes.stats(metric="process")["nodes"]
+    return int(next(iter(nodes.values()))["process"]["cpu"]["total_in_millis"])
+
+
+def shard_search_ms(client, index: str) -> dict[str, int]:
+    """The index's cumulative query-phase and fetch-phase times and counts (per shard request)."""
+    stats = client.indices.stats(index=index, metric="search")["indices"]
+    search = next(iter(stats.values()))["primaries"]["search"]
+    return {
+        key: int(search[key]) for key in ("query_total", "query_time_in_millis", "fetch_total", "fetch_time_in_millis")
+    }
+
+
+def measure_stage(client, index: str, run: Any, count: int, idle_ms_per_s: float) -> dict[str, float]:
+    """Run ``run(i)`` for i < count sequentially; per call: wall, this process's CPU, the node's CPU, shard times.
+
+    The node's CPU is net of its idle rate (``idle_ms_per_s``, measured before), so that background work and
+    other users of the shared node are not charged to the query (as far as they are steady).
+    """
+    cpu0, shards0, py0, wall0 = (
+        node_cpu_ms(client),
+        shard_search_ms(client, index),
+        time.process_time(),
+        time.perf_counter(),
+    )
+    latencies = []
+    for i in range(count):
+        began = time.perf_counter()
+        run(i)
+        latencies.append((time.perf_counter() - began) * 1000)
+    wall = time.perf_counter() - wall0
+    py = time.process_time() - py0
+    cpu1, shards1 = node_cpu_ms(client), shard_search_ms(client, index)
+    delta = {key: shards1[key] - shards0[key] for key in shards0}
+    return {
+        "wall_ms": round(wall * 1000 / count, 2),
+        "p50_ms": percentiles(latencies)["p50"],
+        "python_cpu_ms": round(py * 1000 / count, 2),
+        "es_cpu_ms": round((cpu1 - cpu0 - idle_ms_per_s * wall) / count, 2),
+        "shard_query_ms": round(delta["query_time_in_millis"] / count, 2),
+        "shard_fetch_ms": round(delta["fetch_time_in_millis"] / count, 2),
+        "shard_queries": round(delta["query_total"] / count, 2),
+        "shard_fetches": round(delta["fetch_total"] / count, 2),
+    }
+
+
+def idle_rate(client, seconds: float = 3.0) -> float:
+    """The node's CPU ms per second while this benchmark sends nothing."""
+    before = node_cpu_ms(client)
+    time.sleep(seconds)
+    return (node_cpu_ms(client) - before) / seconds
+
+
+def pick_queries(base: list[dict[str, Any]], count: int, seed: int = 3) -> tuple[list[str], list[str]]:
+    """Up to ``count`` distinct formulas (LaTeX under 300 characters) and ``count`` keyword pairs, drawn from the
+    base equations' text with its word frequencies (common words come up more often, as in real queries)."""
+    rng = random.Random(seed)
+    latexes = sorted({d["latex"] for d in base if len(d["latex"]) < 300})
+    formulas = rng.sample(latexes, min(count, len(latexes)))
+    words = [w for d in base for w in (d.get("title") or "").split() + (d.get("context") or "").split()[:30]]
+    words = [w.strip(".,;:()").lower() for w in words if w.isalpha() and len(w) > 4]
+    return formulas, [" ".join(rng.sample(words, 2)) for _ in range(count)]
+
+
+class RecordingClient:
+    """Passes every call to the real client and keeps the keyword arguments of its ``search`` and ``msearch`` calls,
+    so that the profile replays exactly the requests a `SearchService` (of any version) sends."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def search(self, **kwargs: Any) -> Any:
+        self.calls.append(("search", kwargs))
+        return self.client.search(**kwargs)
+
+    def msearch(self, **kwargs: Any) -> Any:
+        self.calls.append(("msearch", kwargs))
+        return self.client.msearch(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+def cmd_profile(args: argparse.Namespace) -> None:
+    """Where one query's CPU goes: each request kind alone, sequentially, on a kept ``latency`` index."""
+    import cProfile
+    import pstats
 
     client, _ = client_from_env()
     encoder = load_encoder_or_standin()
     base = base_documents(client, args.prefix)
-    for n in args.n:
-        prefix = f"{args.prefix}-lat{n}"
-        admin = IndexAdmin(client, prefix)
-        if admin.current("equations") is None or args.rebuild:
-            for index in admin.versions("equations"):
-                client.indices.delete(index=f"{prefix}-equations-v{index}")
-            docs, vectors = replicate(base, n)
-            options = IndexOptions(
-                dims=vectors.shape[1], similarity=getattr(encoder, "similarity", "max_inner_product")
-            )
-            name = f"{prefix}-equations-v1"
-            built = build_index(client, name, index_definition("equations", options), docs, vectors, normalise=False)
-            client.indices.put_alias(index=name, name=f"{prefix}-equations")
-            emit(measure="build", n=n, **built, size_mb=round(index_size(client, name) / 2**20, 1))
-        rng = random.Random(3)
-        formulas = [d["latex"] for d in rng.sample(base, min(200, len(base))) if len(d["latex"]) < 300]
-        words = [w for d in base for w in (d.get("title") or "").split() + (d.get("context") or "").split()[:30]]
-        words = [w.strip(".,;:()").lower() for w in words if w.isalpha() and len(w) > 4]
-        keyword_queries = [" ".join(rng.sample(words, 2)) for _ in range(200)]
-        with KatexConverter() as katex:
-            converter = CachedConverter(katex, formulas)
-            formulas = [f for f in formulas if converter.cache[f].mathml is not None]
-            http = Elasticsearch(client.transport.node_pool.get().base_url, connections_per_node=args.clients * 2)
-            service = SearchService(http, encoder, converter, index_prefix=prefix)
-            kinds = query_makers(formulas, keyword_queries)
-            for kind, make in kinds.items():
-                for i in range(20):  # warm-up
-                    service.search(make(i))
-                latencies, wall = run_clients(service, make, args.queries, args.clients)
-                emit(
-                    measure="latency",
-                    n=n,
-                    kind=kind,
-                    clients=args.clients,
-                    queries=len(latencies),
-                    qps=round(len(latencies) / wall, 1),
-                    latency_ms=percentiles(latencies),
-                )
-        node = client.nodes.stats(metric="jvm,os,process")["nodes"]
-        stats = next(iter(node.values()))
-        emit(
-            measure="memory",
-            n=n,
-            heap_used_mb=round(stats["jvm"]["mem"]["heap_used_in_bytes"] / 2**20),
-            heap_max_mb=round(stats["jvm"]["mem"]["heap_max_in_bytes"] / 2**20),
-            process_rss_mb=round(stats["process"]["mem"]["total_virtual_in_bytes"] / 2**20),
-            index_size_mb=round(index_size(client, admin.current("equations") or "") / 2**20, 1),
+    prefix = f"{args.prefix}-lat{args.n}"
+    index = IndexAdmin(client, prefix).current("equations")
+    if index is None:
+        sys.exit(f"no index for n={args.n}: run 'latency --n {args.n} --keep' first")
+    formulas, keyword_queries = pick_queries(base, args.queries)
+    converter = CachedConverter.convert_all(formulas)
+    keep = [i for i, f in enumerate(formulas) if converter.cache[f].mathml is not None]
+    formulas = [formulas[i] for i in keep]
+    keyword_queries = [keyword_queries[i] for i in keep]
+    count = len(formulas)
+    mathml = [converter.cache[f].mathml for f in formulas]
+    service_class, query_class = service_classes(args)
+    options = service_options(args, service_class)
+    service = service_class(client, encoder, converter, index_prefix=prefix, **options)
+    # one hybrid search per query through a recording client: its ranking and page requests, replayed below
+    recorder = RecordingClient(client)
+    recorded = service_class(recorder, encoder, converter, index_prefix=prefix, **options)
+    knn, text, both, fetch = [], [], [], []
+    for latex, keywords in zip(formulas, keyword_queries, strict=True):
+        recorder.calls.clear()
+        recorded.search(query_class(latex=latex, keywords=keywords))
+        (_, ranking), (_, page) = [c for c in recorder.calls if c[0] in ("msearch", "search")][:2]
+        searches = ranking["searches"]
+        knn.append({**{k: v for k, v in ranking.items() if k != "searches"}, "searches": searches[0:2]})
+        text.append({**{k: v for k, v in ranking.items() if k != "searches"}, "searches": searches[2:4]})
+        both.append(ranking)
+        fetch.append(page)
+    stages = {
+        "encode (python only)": lambda i: service._encode(mathml[i]),
+        "knn ranking": lambda i: client.msearch(**knn[i]),
+        "bm25 ranking": lambda i: client.msearch(**text[i]),
+        "msearch knn+bm25": lambda i: client.msearch(**both[i]),
+        "page fetch + highlight": lambda i: client.search(**fetch[i]),
+        "formula (search)": lambda i: service.search(query_class(latex=formulas[i])),
+        "keyword (search)": lambda i: service.search(query_class(keywords=keyword_queries[i])),
+        "hybrid (search)": lambda i: service.search(query_class(latex=formulas[i], keywords=keyword_queries[i])),
+    }
+    if "formula_cache_size" in options:
+        # the same hybrid queries again, their formulas already converted and encoded (e.g. the next page)
+        cached = service_class(
+            client, encoder, converter, index_prefix=prefix, **{**options, "formula_cache_size": count}
         )
-        if not args.keep:
-            for name in client.indices.get(index=f"{prefix}-*"):
-                client.indices.delete(index=name)
+        for latex in formulas:
+            cached._formula(latex)
+        stages["hybrid (search, formula cached)"] = lambda i: cached.search(
+            query_class(latex=formulas[i], keywords=keyword_queries[i])
+        )
+    for repeat in range(args.repeats):
+        idle = idle_rate(client)
+        for name, run in stages.items():
+            if args.stages and not any(name.startswith(wanted) for wanted in args.stages):
+                continue
+            for i in range(min(20, count)):
+                run(i)  # warm-up
+            emit(measure="profile", n=args.n, stage=name, repeat=repeat, queries=count, load=load_average(),
+                 idle_node_cpu_ms_per_s=round(idle, 1), **measure_stage(client, index, run, count, idle))  # fmt: skip
+    if args.cprofile:
+        # process_time as the timer: the profile shows CPU spent in this process, not the wait for Elasticsearch
+        profiler = cProfile.Profile(time.process_time)
+        profiler.enable()
+        for i in range(count):
+            service.search(query_class(latex=formulas[i], keywords=keyword_queries[i]))
+        profiler.disable()
+        totals: dict[str, float] = {}
+        for (filename, _, function), entry in pstats.Stats(profiler).stats.items():  # type: ignore[attr-defined]
+            name = f"{Path(filename).name}:{function}"
+            totals[name] = totals.get(name, 0.0) + entry[3]
+        top = sorted(totals.items(), key=lambda kv: -kv[1])[: args.cprofile]
+        emit(measure="profile-python", n=args.n, queries=count,
+             cumulative_cpu_ms_per_query={name: round(t * 1000 / count, 3) for name, t in top})  # fmt: skip
+    if args.es_profile:
+        es_profile(client, knn, text, fetch, min(args.es_profile, count))
+
+
+def es_profile(client, knn: list[Any], text: list[Any], fetch: list[Any], count: int) -> None:
+    """Elasticsearch's own profile of each recorded request kind, averaged over ``count`` queries: ms per part."""
+
+    def walk(node: dict[str, Any], into: dict[str, float], prefix: str) -> None:
+        name = f"{prefix}{node.get('type') or node.get('name')}"
+        into[name] = into.get(name, 0.0) + node.get("time_in_nanos", 0) / 1e6
+        for part, nanos in (node.get("breakdown") or {}).items():
+            if prefix.startswith("fetch") and not part.endswith("_count") and nanos:
+                into[f"{name} [{part}]"] = into.get(f"{name} [{part}]", 0.0) + nanos / 1e6
+        for child in node.get("children") or ():
+            walk(child, into, name + " > ")
+
+    def add(totals: dict[str, float], key: str, ms: float) -> None:
+        totals[key] = totals.get(key, 0.0) + ms
+
+    for label, requests in (("knn ranking", knn), ("bm25 ranking", text), ("page fetch + highlight", fetch)):
+        totals: dict[str, float] = {}
+        for i in range(count):
+            kwargs = requests[i]
+            if "searches" in kwargs:
+                header, body = kwargs["searches"]
+                response = client.search(index=header["index"], body={**body, "profile": True})
+            else:
+                response = client.search(index=kwargs["index"], body={**kwargs["body"], "profile": True})
+            shard = response["profile"]["shards"][0]
+            for search in shard.get("searches") or ():
+                for query in search.get("query") or ():
+                    walk(query, totals, "query: ")
+                add(totals, "collector", sum(c.get("time_in_nanos", 0) for c in search.get("collector") or ()) / 1e6)
+                add(totals, "rewrite", search.get("rewrite_time", 0) / 1e6)
+            for section in (shard.get("dfs") or {}).get("knn") or ():
+                for query in section.get("query") or ():
+                    walk(query, totals, "knn: ")
+                add(totals, "knn rewrite (the graph search)", section.get("rewrite_time", 0) / 1e6)
+            if shard.get("fetch"):
+                walk(shard["fetch"], totals, "fetch: ")
+            add(totals, "took (whole request)", response["took"])
+        top = sorted(totals.items(), key=lambda kv: -kv[1])[:16]
+        emit(measure="es-profile", request=label, queries=count, ms_per_query={k: round(v / count, 3) for k, v in top})
+
+
+def service_classes(args: argparse.Namespace) -> tuple[Any, Any]:
+    """`SearchService` and `HybridQuery`, from engine/search.py or from ``--service-file`` (another version of it,
+    e.g. ``git show REV:engine/search.py > old.py``, to compare two versions back to back on the same index)."""
+    if not getattr(args, "service_file", None):
+        return SearchService, HybridQuery
+    spec = importlib.util.spec_from_file_location("_service_under_test", args.service_file)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules["_service_under_test"] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.SearchService, module.HybridQuery
+
+
+def service_options(args: argparse.Namespace, service_class: Any = SearchService) -> dict[str, Any]:
+    """`SearchService` settings given on the command line (the service's defaults otherwise)."""
+    names = ("candidate_depth", "num_candidates_factor")
+    options = {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+    if "formula_cache_size" in inspect.signature(service_class).parameters:
+        # off unless asked for: every kind reuses the same formulas in the same client, so a cache would serve the
+        # hybrid queries the vectors the formula queries left (cached figures are measured apart, see profile)
+        options["formula_cache_size"] = getattr(args, "formula_cache_size", 0)
+    return options
+
+
+def add_service_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--service-file", help="engine/search.py of another version, to compare (see profile)")
+    parser.add_argument("--candidate-depth", type=int, help="SearchService candidate_depth (its default)")
+    parser.add_argument("--num-candidates-factor", type=int, help="SearchService num_candidates_factor")
+    parser.add_argument("--formula-cache-size", type=int, default=0, help="SearchService formula_cache_size (0)")
+
+
+# -- recall ----------------------------------------------------------------------------------------------------
+def cmd_recall(args: argparse.Namespace) -> None:
+    """recall@10 of formula search against exact (brute-force) inner product, per candidate depth and
+    ``num_candidates`` factor, on a kept ``latency`` index; and how far hybrid page 1 moves from the first setting."""
+    client, _ = client_from_env()
+    encoder = load_encoder_or_standin()
+    base = base_documents(client, args.prefix)
+    prefix = f"{args.prefix}-lat{args.n}"
+    if IndexAdmin(client, prefix).current("equations") is None:
+        sys.exit(f"no index for n={args.n}: run 'latency --n {args.n} --keep' first")
+    docs, vectors = replicate(base, args.n)  # the vectors the latency index holds (same seed)
+    row_of = {document_eq_id(entry): entry["i"] for entry in docs}
+    formulas, keyword_queries = pick_queries(base, args.queries)
+    converter = CachedConverter.convert_all(formulas)
+    usable = [i for i, f in enumerate(formulas) if converter.cache[f].mathml is not None]
+    formulas = [formulas[i] for i in usable]
+    keyword_queries = [keyword_queries[i] for i in usable]
+    reference = SearchService(client, encoder, converter, index_prefix=prefix)
+    query_vectors = np.array([reference._encode(converter.cache[f].mathml) for f in formulas])
+    truth = exact_top(vectors, query_vectors, 10, getattr(encoder, "similarity", "max_inner_product"))
+    first_pages: list[list[str]] | None = None
+    for depth in args.depths:
+        for factor in args.factors:
+            service = SearchService(
+                client, encoder, converter, index_prefix=prefix, candidate_depth=depth, num_candidates_factor=factor
+            )
+            recalls = []
+            for row, latex in enumerate(formulas):
+                hits = service.search(HybridQuery(latex=latex, size=10)).hits
+                recalls.append(len({row_of[h.eq_id] for h in hits} & truth[row]) / 10)
+            pages = [
+                [h.eq_id for h in service.search(HybridQuery(latex=latex, keywords=keywords, size=10)).hits]
+                for latex, keywords in zip(formulas, keyword_queries, strict=True)
+            ]
+            first_pages = first_pages or pages
+            overlap = [len(set(a) & set(b)) / max(1, len(a)) for a, b in zip(first_pages, pages, strict=True)]
+            emit(
+                measure="recall",
+                n=args.n,
+                candidate_depth=depth,
+                num_candidates=min(10_000, max(100, depth * factor)),
+                queries=len(formulas),
+                recall_at_10=round(statistics.fmean(recalls), 4),
+                hybrid_page1_overlap_with_first=round(statistics.fmean(overlap), 4),
+            )
+
+
+def document_eq_id(entry: dict[str, Any]) -> str:
+    """The ``eq_id`` `document` gives a replicated entry."""
+    return f"{entry['src']['paper_id']}-r{entry['copy']}:{entry['src']['number']}"
 
 
 def cmd_cleanup(args: argparse.Namespace) -> None:
@@ -455,10 +890,29 @@ def main() -> None:
     latency = commands.add_parser("latency", help="query latency with concurrent clients")
     latency.add_argument("--n", type=int, nargs="+", default=[100_000])
     latency.add_argument("--clients", type=int, default=8)
-    latency.add_argument("--queries", type=int, default=800)
+    latency.add_argument("--clients-list", type=int, nargs="+", metavar="C", help="several client counts in a row")
+    latency.add_argument("--client-mode", choices=("processes", "threads"), default="processes")
+    latency.add_argument("--kinds", nargs="+", choices=("formula", "keyword", "hybrid", "hybrid-grouped"))
+    latency.add_argument("--queries", type=int, default=800, help="distinct queries per kind (800)")
     latency.add_argument("--rebuild", action="store_true")
     latency.add_argument("--keep", action="store_true")
+    add_service_arguments(latency)
     latency.set_defaults(handler=cmd_latency)
+    profile = commands.add_parser("profile", help="CPU per query by request kind (Python vs Elasticsearch)")
+    profile.add_argument("--n", type=int, default=1_000_000, help="which kept latency index (1000000)")
+    profile.add_argument("--queries", type=int, default=200, help="distinct queries per stage (200)")
+    profile.add_argument("--repeats", type=int, default=3)
+    profile.add_argument("--cprofile", type=int, default=0, metavar="TOP", help="cProfile the hybrid stage, top N")
+    profile.add_argument("--es-profile", type=int, default=0, metavar="Q", help="ES profile API over Q queries")
+    profile.add_argument("--stages", nargs="+", help="only the stages whose names start with these")
+    add_service_arguments(profile)
+    profile.set_defaults(handler=cmd_profile)
+    recall = commands.add_parser("recall", help="recall@10 of formula search vs exact kNN, per candidate depth")
+    recall.add_argument("--n", type=int, default=1_000_000, help="which kept latency index (1000000)")
+    recall.add_argument("--queries", type=int, default=200)
+    recall.add_argument("--depths", type=int, nargs="+", default=[100, 50])
+    recall.add_argument("--factors", type=int, nargs="+", default=[3])
+    recall.set_defaults(handler=cmd_recall)
     cleanup = commands.add_parser("cleanup", help="delete every index of --prefix")
     cleanup.set_defaults(handler=cmd_cleanup)
     args = parser.parse_args()
