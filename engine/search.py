@@ -2,9 +2,10 @@
 
 A query's formula goes LaTeX -> MathML (`KatexConverter`) -> vector (`Encoder`) -> kNN on the equations index, with
 the filters as pre-filters inside ``knn.filter``; its keywords go to BM25 (`multi_match` over title, abstract and
-context). Both run as one ``_msearch`` and are fused here (`engine.fusion`: reciprocal rank fusion, or a normalised
-linear blend weighted by `HybridQuery.formula_weight`), so it works on any licence and on the minimal distribution.
-Each clause is named (``_name``) so that every hit says what matched it: the formula, the text, or both.
+context). Both run as one ``_msearch`` that returns ranked ids only, and are fused here (`engine.fusion`:
+reciprocal rank fusion, or a normalised linear blend weighted by `HybridQuery.formula_weight`), so it works on any
+licence and on the minimal distribution; a second request fetches the page's equations with highlights. Every hit
+says what matched it (the formula, the text, or both) from the lists it was found in.
 
 LaTeX that does not parse never fails the search: `SearchResults.latex_error` carries the converter's message and,
 when keywords were given, the keyword results still come back.
@@ -202,7 +203,22 @@ class EquationNotFoundError(EqsearchError):
 TEXT_FIELDS = ("title^2", "abstract", "section_title^1.5", "context")
 HIGHLIGHT_FIELDS = ("title", "abstract", "section_title", "context")
 ABSTRACT_SNIPPET = 300
+#: BM25 hits counted exactly for `SearchResults.total`: no page past the result window can be asked for, so a count
+#: beyond it tells nothing, and while hits must be counted Lucene cannot skip the ones that cannot reach the top k.
+#: (No measurable effect on the replicated benchmark corpus, whose ~185 copies of each text tie at the top score so
+#: that nothing can be skipped anyway; see benchmarks/search.md.)
+TEXT_COUNT_LIMIT = MAX_RESULT_WINDOW
 _SOURCE_EXCLUDES = [VECTOR_FIELD]
+_RANKING_FIELDS = ("eq_id", "paper_id")
+# Only what the client reads comes back: less for the node to serialise and for the client to parse.
+_RANKING_RESPONSE_FIELDS = [
+    "responses.status",  # keeps every response in the array: a filtered-out empty one would shift the others
+    "responses.hits.hits._score",
+    "responses.hits.hits.fields",
+    "responses.hits.total.value",
+    "responses.error",
+]
+_PAGE_RESPONSE_FIELDS = ["hits.hits._id", "hits.hits._source", "hits.hits.highlight"]
 
 
 class SearchService:
@@ -285,31 +301,17 @@ class SearchService:
             searches.append(("text", self._ranking_only(self._text_body(query.keywords or "", window, filters))))
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
-        lists, text_total = self._msearch(searches)
+        lists, paper_of, text_total = self._ranked_lists(searches)
         if query.fusion == "rrf":
             w = query.formula_weight
-            fused = reciprocal_rank_fusion(
-                {name: ranking for name, (ranking, _) in lists.items()},
-                k=self.rrf_k,
-                weights={"formula": 2 * w, "text": 2 * (1 - w)},
-            )
+            fused = reciprocal_rank_fusion(lists, k=self.rrf_k, weights={"formula": 2 * w, "text": 2 * (1 - w)})
         else:
-            fused = linear_fusion(
-                {name: ranking for name, (ranking, _) in lists.items()},
-                {"formula": query.formula_weight, "text": 1 - query.formula_weight},
-            )
-        ranked: dict[str, dict[str, Any]] = {}  # phase-1 hit per id: matched clauses and paper_id
-        for _, hits in lists.values():
-            for hit in hits:
-                seen = ranked.setdefault(hit["_id"], {"_id": hit["_id"], "matched_queries": [], "fields": {}})
-                seen["matched_queries"] = sorted({*seen["matched_queries"], *(hit.get("matched_queries") or ())})
-                seen["fields"] = hit.get("fields") or seen["fields"]
+            fused = linear_fusion(lists, {"formula": query.formula_weight, "text": 1 - query.formula_weight})
         start = (query.page - 1) * query.size
         if query.group_by_paper:
             papers: dict[str, list[Fused]] = {}
             for item in fused:
-                paper = (ranked[item.doc_id]["fields"].get("paper_id") or [""])[0]
-                papers.setdefault(paper, []).append(item)
+                papers.setdefault(paper_of.get(item.doc_id, ""), []).append(item)
             page_items = [item for members in list(papers.values())[start : start + query.size] for item in members]
             total = len(papers)
         else:
@@ -319,28 +321,32 @@ class SearchService:
             [item.doc_id for item in page_items], query.keywords if query.has_keywords else None
         )
         hits = [
-            self._hit(item, {**ranked[item.doc_id], **documents[item.doc_id]})
+            self._hit(item, documents[item.doc_id])
             for item in page_items
             if item.doc_id in documents  # deleted between the two requests: dropped, not an error
         ]
         groups = group_hits(hits) if query.group_by_paper else []
         return self._results(hits, groups, total, query, latex_error, warnings, began)
 
-    def _fetch_page(self, ids: list[str], keywords: str | None) -> dict[str, dict[str, Any]]:
-        """Sources (vector excluded) and, with keywords, highlights of the page's equations, in one request."""
-        if not ids:
+    def _fetch_page(self, eq_ids: list[str], keywords: str | None) -> dict[str, dict[str, Any]]:
+        """Sources (vector excluded) and, with keywords, highlights of the page's equations, in one request; by
+        ``eq_id``."""
+        if not eq_ids:
             return {}
         body: dict[str, Any] = {
-            "query": {"ids": {"values": ids}},
-            "size": len(ids),
+            "query": {"terms": {"eq_id": eq_ids}},
+            "size": len(eq_ids),
             "_source": {"excludes": _SOURCE_EXCLUDES},
             "track_total_hits": False,
         }
         if keywords:
-            text = self._text_body(keywords, len(ids), [])
+            text = self._text_body(keywords, len(eq_ids), [])
             body["highlight"] = {**text["highlight"], "highlight_query": text["query"]["bool"]["must"][0]}
-        response = self._call(self.client.search, index=self.equations_alias, body=body)
-        return {hit["_id"]: hit for hit in response["hits"]["hits"]}
+        response = self._call(
+            self.client.search, index=self.equations_alias, body=body, filter_path=_PAGE_RESPONSE_FIELDS
+        )
+        hits = (response.get("hits") or {}).get("hits") or []
+        return {hit["_source"]["eq_id"]: hit for hit in hits}
 
     def more_like_equation(self, eq_id: str, size: int = 10) -> SearchResults:
         """Equations nearest to a stored equation's vector, the equation itself excluded.
@@ -372,11 +378,11 @@ class SearchService:
             why = "no equation has that id" if not found else "it has no vector (its LaTeX did not convert)"
             raise EquationNotFoundError(f"cannot find equations like {eq_id!r}: {why}")
         body = self._knn_body(np.asarray(vector, dtype=np.float32), size, [], exclude=[eq_id])
-        lists, _ = self._msearch([("formula", body)])
-        ranking, hits_raw = lists["formula"]
-        by_id = {hit["_id"]: hit for hit in hits_raw}
-        hits = [self._hit(Fused(doc_id, score, {"formula": score}, {"formula": rank}), by_id[doc_id])
-                for rank, (doc_id, score) in enumerate(ranking, start=1)]  # fmt: skip
+        hits_raw = self._call(self.client.search, index=self.equations_alias, body=body)["hits"]["hits"]
+        hits = [
+            self._hit(Fused(raw["_id"], score, {"formula": score}, {"formula": rank}), raw)
+            for rank, (raw, score) in enumerate(((raw, float(raw["_score"] or 0.0)) for raw in hits_raw), start=1)
+        ]
         return self._results(hits, [], len(hits), query, None, [], began)
 
     def get_equation(self, eq_id: str) -> dict[str, Any] | None:
@@ -483,7 +489,6 @@ class SearchService:
             "query_vector": [float(x) for x in vector],
             "k": k,
             "num_candidates": min(10_000, max(100, k * self.num_candidates_factor)),
-            "_name": "formula",
         }
         if filters or exclude:
             knn["filter"] = pre_filter  # inside knn: a pre-filter, so k hits come back when k exist
@@ -491,19 +496,19 @@ class SearchService:
 
     @staticmethod
     def _ranking_only(body: dict[str, Any]) -> dict[str, Any]:
-        """The same search returning ids, scores, matched clauses and `paper_id` only (no source, no highlight).
+        """The same search returning scores and the ``eq_id`` and ``paper_id`` doc values only.
 
-        Fusion ranks up to `candidate_depth` candidates per list but a page shows a handful: loading sources
-        (MathML, abstracts) and highlighting every candidate cost several times the search itself.
+        Fusion ranks up to `candidate_depth` candidates per list but a page shows a handful, so the lists read no
+        stored field at all (``stored_fields: _none_``; not even ``_id``): stored fields are compressed in blocks
+        shared with the large ``_source`` (MathML), and decompressing one per candidate was most of the lists' cost
+        (see benchmarks/search.md). ``eq_id`` equals ``_id`` for every writer, and doc values are cheap to read.
         """
         light = {key: value for key, value in body.items() if key not in ("highlight", "_source")}
-        return {**light, "_source": False, "docvalue_fields": ["paper_id"]}
+        return {**light, "stored_fields": "_none_", "docvalue_fields": list(_RANKING_FIELDS)}
 
     @staticmethod
     def _text_body(keywords: str, size: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
-        match = {
-            "multi_match": {"query": keywords, "fields": list(TEXT_FIELDS), "type": "best_fields", "_name": "text"}
-        }
+        match = {"multi_match": {"query": keywords, "fields": list(TEXT_FIELDS), "type": "best_fields"}}
         return {
             "query": {"bool": {"must": [match], "filter": filters}},
             "size": size,
@@ -512,28 +517,40 @@ class SearchService:
                 "fields": {name: {"number_of_fragments": 2, "fragment_size": 150} for name in HIGHLIGHT_FIELDS},
                 "require_field_match": True,
             },
-            "track_total_hits": 10_000,
+            "track_total_hits": TEXT_COUNT_LIMIT,
         }
 
-    def _msearch(
+    def _ranked_lists(
         self, searches: list[tuple[str, dict[str, Any]]]
-    ) -> tuple[dict[str, tuple[list[tuple[str, float]], list[dict[str, Any]]]], int]:
+    ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, str], int]:
+        """Runs the ranking searches as one ``_msearch``.
+
+        Returns:
+            list name -> ranked ``(eq_id, score)``; eq_id -> paper_id; the text list's total (0 without one).
+        """
         lines: list[dict[str, Any]] = []
         for _, body in searches:
             lines.extend([{"index": self.equations_alias}, body])
-        responses = self._call(self.client.msearch, searches=lines)["responses"]
-        out = {}
+        responses = self._call(self.client.msearch, searches=lines, filter_path=_RANKING_RESPONSE_FIELDS)
+        lists: dict[str, list[tuple[str, float]]] = {}
+        paper_of: dict[str, str] = {}
         text_total = 0
-        for (name, _), response in zip(searches, responses, strict=True):
+        for (name, _), response in zip(searches, responses["responses"], strict=True):
             if "error" in response:
                 error = response["error"]
                 reason = error.get("reason") if isinstance(error, dict) else error
                 raise SearchError(f"the {name} search failed: {reason}")
-            hits = response["hits"]["hits"]
-            out[name] = ([(hit["_id"], float(hit["_score"] or 0.0)) for hit in hits], hits)
+            found = response.get("hits") or {}
+            ranking = []
+            for hit in found.get("hits") or ():
+                fields = hit["fields"]
+                eq_id = fields["eq_id"][0]
+                ranking.append((eq_id, float(hit["_score"] or 0.0)))
+                paper_of[eq_id] = (fields.get("paper_id") or [""])[0]
+            lists[name] = ranking
             if name == "text":
-                text_total = int((response["hits"].get("total") or {}).get("value", len(hits)))
-        return out, text_total
+                text_total = int((found.get("total") or {}).get("value", len(ranking)))
+        return lists, paper_of, text_total
 
     def _call(self, method: Any, **kwargs: Any) -> Any:
         try:
@@ -548,7 +565,7 @@ class SearchService:
     @staticmethod
     def _hit(item: Fused, raw: dict[str, Any]) -> EquationHit:
         source = raw.get("_source") or {}
-        named = set(raw.get("matched_queries") or ()) | set(item.sources)
+        named = set(item.sources)  # the lists it was found in: kNN (formula), BM25 (text) or both
         matched: Matched = "both" if {"formula", "text"} <= named else ("formula" if "formula" in named else "text")
         abstract = source.get("abstract") or ""
         if len(abstract) > ABSTRACT_SNIPPET:
