@@ -492,7 +492,9 @@ class SearchService:
         }
         if filters or exclude:
             knn["filter"] = pre_filter  # inside knn: a pre-filter, so k hits come back when k exist
-        return {"knn": knn, "size": k, "_source": {"excludes": _SOURCE_EXCLUDES}, "track_total_hits": False}
+        # a knn query, not the top-level knn section: the same per-shard search, without the extra DFS round that the
+        # top-level section takes (about 0.3 ms of the node's CPU per search here, see benchmarks/search.md)
+        return {"query": {"knn": knn}, "size": k, "_source": {"excludes": _SOURCE_EXCLUDES}, "track_total_hits": False}
 
     @staticmethod
     def _ranking_only(body: dict[str, Any]) -> dict[str, Any]:
