@@ -13,7 +13,9 @@ when keywords were given, the keyword results still come back.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -236,6 +238,9 @@ class SearchService:
         group_oversample: when grouping, how many equations to fetch per requested group.
         candidate_depth: the least number of candidates each list (kNN, BM25) contributes to fusion, whatever the
             page, so that consecutive pages are slices of one ranking.
+        formula_cache_size: how many converted and encoded query formulas to keep (least recently used dropped
+            first; 0 keeps none). The next page of a search, or a formula many people look up, then costs neither
+            KaTeX nor the encoder. Conversion failures are not kept.
     """
 
     def __init__(
@@ -249,6 +254,7 @@ class SearchService:
         rrf_k: int = 60,
         group_oversample: int = 5,
         candidate_depth: int = 100,
+        formula_cache_size: int = 1024,
     ) -> None:
         self.client = client
         self.encoder = encoder
@@ -259,7 +265,10 @@ class SearchService:
         self.rrf_k = rrf_k
         self.group_oversample = group_oversample
         self.candidate_depth = candidate_depth
+        self.formula_cache_size = formula_cache_size
         self._meta: dict[str, Any] | None = None
+        self._formulas: OrderedDict[str, tuple[ConversionResult, np.ndarray]] = OrderedDict()
+        self._formulas_lock = threading.Lock()  # web servers search from several threads
 
     # -- public ------------------------------------------------------------------------------------------------
     def search(self, query: HybridQuery) -> SearchResults:
@@ -279,13 +288,11 @@ class SearchService:
         latex_error = None
         vector = None
         if query.has_formula:
-            result = self.render(query.latex or "")
+            result, vector = self._formula(query.latex or "")
             if result.mathml is None:
                 latex_error = result.message or f"the LaTeX could not be converted ({result.reason})"
-            else:
-                if result.status == "approximate" and result.message:
-                    warnings.append(f"the formula was converted approximately: {result.message}")
-                vector = self._encode(result.mathml)
+            elif result.status == "approximate" and result.message:
+                warnings.append(f"the formula was converted approximately: {result.message}")
         # the candidate depth does not shrink with the page: every page is a slice of the same fused list
         window = max(
             self.candidate_depth, query.page * query.size * (self.group_oversample if query.group_by_paper else 1)
@@ -454,6 +461,25 @@ class SearchService:
                 return {}
             self._meta = next(iter(mappings.values()))["mappings"].get("_meta", {})
         return self._meta
+
+    def _formula(self, latex: str) -> tuple[ConversionResult, np.ndarray | None]:
+        """The conversion of a query's LaTeX and its vector (None when it did not convert), from the cache if there."""
+        with self._formulas_lock:
+            cached = self._formulas.get(latex)
+            if cached is not None:
+                self._formulas.move_to_end(latex)
+                return cached
+        result = self.render(latex)
+        if result.mathml is None:
+            return result, None
+        vector = self._encode(result.mathml)
+        vector.flags.writeable = False  # shared by every search of this formula
+        if self.formula_cache_size > 0:
+            with self._formulas_lock:
+                self._formulas[latex] = (result, vector)
+                while len(self._formulas) > self.formula_cache_size:
+                    self._formulas.popitem(last=False)
+        return result, vector
 
     def _encode(self, mathml: str) -> np.ndarray:
         vector = np.asarray(self.encoder.encode([mathml])[0], dtype=np.float32)
