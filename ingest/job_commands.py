@@ -29,7 +29,7 @@ def register_run(ingest_subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--job", help="job id (default: derived from the sources)")
     run.add_argument("--restart", action="store_true", help="forget the job's checkpoints and start again")
     run.add_argument(
-        "--kind", choices=("auto", "arxiv", "latex", "docstrings", "papers"), default="auto",
+        "--kind", choices=("auto", "arxiv", "latex", "docstrings", "papers", "html"), default="auto",
         help="how to read folders (see 'eqsearch ingest extract --help')",
     )  # fmt: skip
     run.add_argument("--workers", type=int, default=0, help="extraction processes (0 = in this process)")
