@@ -86,3 +86,12 @@ def test_extract_with_real_katex_conversion(tmp_path, capsys):
     assert "ℙ" in expectation["mathml"] or "P" in expectation["mathml"]  # the optional argument's default expanded
     stats = json.loads((out / "stats.json").read_text())
     assert stats["conversion_success_rate"] == 1.0 and stats["equations_converted"] == 18
+
+
+@pytest.mark.parametrize("command", [["ingest", "extract", "SRC", "--out", "OUT"], ["ingest", "run", "SRC"]])
+def test_every_source_kind_is_accepted_by_extract_and_run(command) -> None:
+    from eqsearch.ingest.sources import KINDS
+    from eqsearch.main import build_parser
+
+    for kind in KINDS:
+        assert build_parser().parse_args([*command, "--kind", kind]).kind == kind
