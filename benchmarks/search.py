@@ -23,6 +23,7 @@ import concurrent.futures
 import importlib.util
 import inspect
 import json
+import os
 import random
 import statistics
 import sys
@@ -479,6 +480,16 @@ def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def machine_cpu_s() -> float | None:
+    """CPU seconds this machine's cores have been busy so far (all processes), from /proc/stat; None elsewhere."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def ensure_latency_index(client, base: list[dict[str, Any]], encoder: Any, n: int, prefix: str, rebuild: bool) -> None:
     """The replicated index of ``n`` equations behind ``<prefix>-equations``, built unless it exists."""
     admin = IndexAdmin(client, prefix)
@@ -536,7 +547,7 @@ def cmd_latency(args: argparse.Namespace) -> None:
                 threaded = service_class(http, encoder, converter, index_prefix=prefix, **options)
             try:
                 for kind in kinds:
-                    node_cpu = node_cpu_ms(client)
+                    node_cpu, busy = node_cpu_ms(client), machine_cpu_s()
                     if pool is not None:
                         latencies, wall, client_cpu = pool.run(kind, numbers, warmup)
                     else:
@@ -547,6 +558,10 @@ def cmd_latency(args: argparse.Namespace) -> None:
                         latencies, wall = run_threads(threaded, make, numbers, clients)  # type: ignore[arg-type]
                         client_cpu = time.process_time() - cpu
                     node_cpu = node_cpu_ms(client) - node_cpu
+                    busy = None if busy is None else (machine_cpu_s() or 0.0) - busy
+                    # what else kept the cores busy meanwhile (other users of the machine): busy time not spent by
+                    # the clients or the node, in cores; the load average would count this benchmark's own clients
+                    others = None if busy is None else round((busy - client_cpu - node_cpu / 1000) / wall, 2)
                     emit(
                         measure="latency",
                         n=n,
@@ -560,6 +575,7 @@ def cmd_latency(args: argparse.Namespace) -> None:
                         # including anything else the shared node did meanwhile)
                         client_cpu_ms=round(client_cpu * 1000 / len(latencies), 2),
                         node_cpu_ms=round(node_cpu / len(latencies), 2),
+                        other_cores_busy=others,
                         load=load_average(),
                         **({"service_options": options} if options else {}),
                     )
