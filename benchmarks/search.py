@@ -48,29 +48,52 @@ def emit(**fields: Any) -> None:
     print(json.dumps(fields), flush=True)
 
 
-def load_encoder_or_standin(quiet: bool = False) -> Any:
-    """The installed model bundle's encoder, else the tests' hashing encoder with soft-normalised norms."""
-    try:
-        from eqsearch.engine.encoder import load_encoder
+def load_encoder_or_standin(bundle: str | None = None, quiet: bool = False) -> Any:
+    """The encoder of ``bundle`` (a model bundle directory; ``"standin"`` for the stand-in; None: the installed
+    bundle, else the tests' hashing encoder with soft-normalised norms).
 
-        return load_encoder()
-    except Exception as error:  # no bundle yet: the stand-in
-        spec = importlib.util.spec_from_file_location("_hashing_encoder", ROOT / "tests/hashing_encoder.py")
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        hashing = module.HashingEncoder()
+    Query vectors must come from the model that encoded the indexed equations (the base ingest's), so a bundle
+    that was asked for and does not load is an error, never a silent switch to the stand-in.
+    """
+    if bundle != "standin":
+        try:
+            from eqsearch.engine.encoder import load_encoder
 
-        class SoftNormHashing:
-            kind, dim, similarity = "hashing-standin", hashing.dim, "max_inner_product"
+            return load_encoder(bundle)
+        except Exception as error:
+            if bundle is not None:
+                raise
+            if not quiet:
+                emit(note="no model bundle, using the hashing stand-in", error=str(error)[:200])
+    spec = importlib.util.spec_from_file_location("_hashing_encoder", ROOT / "tests/hashing_encoder.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    hashing = module.HashingEncoder()
 
-            def encode(self, mathml: list[str]) -> np.ndarray:
-                unit = hashing.encode(mathml)
-                sizes = np.array([len(hashing._features(m)) for m in mathml], dtype=np.float32)
-                return unit * (sizes / (1.0 + sizes))[:, None] ** 0.5 * (0.5 + 0.5 * (sizes > 3))[:, None]
+    class SoftNormHashing:
+        kind, dim, similarity = "hashing-standin", hashing.dim, "max_inner_product"
 
-        if not quiet:
-            emit(note="no model bundle, using the hashing stand-in", error=str(error)[:200])
-        return SoftNormHashing()
+        def encode(self, mathml: list[str]) -> np.ndarray:
+            unit = hashing.encode(mathml)
+            sizes = np.array([len(hashing._features(m)) for m in mathml], dtype=np.float32)
+            return unit * (sizes / (1.0 + sizes))[:, None] ** 0.5 * (0.5 + 0.5 * (sizes > 3))[:, None]
+
+    return SoftNormHashing()
+
+
+def encoder_identity(encoder: Any) -> dict[str, str]:
+    """Which model made the query vectors: the bundle directory and the first digits of its ONNX file's sha256."""
+    manifest = getattr(encoder, "manifest", None)
+    if manifest is None:
+        return {"encoder": str(getattr(encoder, "kind", "?"))}
+    sha = ((manifest.raw.get("files") or {}).get("model.onnx") or {}).get("sha256", "")
+    return {"encoder": manifest.encoder, "bundle": str(manifest.path), "model_sha256": sha[:12]}
+
+
+def bundle_spec(encoder: Any) -> str:
+    """What a client process loads to get the same encoder as this one."""
+    manifest = getattr(encoder, "manifest", None)
+    return str(manifest.path) if manifest is not None else "standin"
 
 
 def client_from_env():
@@ -84,7 +107,8 @@ def cmd_ingest(args: argparse.Namespace) -> None:
     from eqsearch.ingest.job import IngestJob, IngestJobConfig
 
     client, info = client_from_env()
-    encoder = load_encoder_or_standin()
+    encoder = load_encoder_or_standin(args.bundle)
+    emit(measure="setup", command=args.command, **encoder_identity(encoder))
     prefix = BASE_INDEX.format(prefix=args.prefix)
     config = IngestJobConfig(sources=tuple(args.sources), index_prefix=prefix, workers=0, restart=True)
     with KatexConverter() as converter:
@@ -398,7 +422,7 @@ def client_process(conn: Any, barrier: Any, setup: dict[str, Any]) -> None:
     """One benchmark client: its own encoder, HTTP connection and service; runs the query numbers it is sent."""
     from elasticsearch import Elasticsearch
 
-    encoder = load_encoder_or_standin(quiet=True)
+    encoder = load_encoder_or_standin(setup["bundle"], quiet=True)
     client = Elasticsearch(setup["url"], request_timeout=300)
     converter = CachedConverter(setup["conversions"])
     service_class, query_class = service_classes(argparse.Namespace(service_file=setup["service_file"]))
@@ -508,7 +532,8 @@ def ensure_latency_index(client, base: list[dict[str, Any]], encoder: Any, n: in
 
 def cmd_latency(args: argparse.Namespace) -> None:
     client, _ = client_from_env()
-    encoder = load_encoder_or_standin()
+    encoder = load_encoder_or_standin(args.bundle)
+    emit(measure="setup", command=args.command, **encoder_identity(encoder))
     base = base_documents(client, args.prefix)
     url = client.transport.node_pool.get().base_url
     warmup_count = 4 * args.clients
@@ -536,6 +561,7 @@ def cmd_latency(args: argparse.Namespace) -> None:
                 "keyword_queries": keyword_queries,
                 "service_options": options,
                 "service_file": args.service_file,
+                "bundle": bundle_spec(encoder),
             }
             pool = ClientProcesses(clients, setup) if args.client_mode == "processes" else None
             threaded = None
@@ -681,7 +707,8 @@ def cmd_profile(args: argparse.Namespace) -> None:
     import pstats
 
     client, _ = client_from_env()
-    encoder = load_encoder_or_standin()
+    encoder = load_encoder_or_standin(args.bundle)
+    emit(measure="setup", command=args.command, **encoder_identity(encoder))
     base = base_documents(client, args.prefix)
     prefix = f"{args.prefix}-lat{args.n}"
     index = IndexAdmin(client, prefix).current("equations")
@@ -833,7 +860,8 @@ def cmd_recall(args: argparse.Namespace) -> None:
     """recall@10 of formula search against exact (brute-force) inner product, per candidate depth and
     ``num_candidates`` factor, on a kept ``latency`` index; and how far hybrid page 1 moves from the first setting."""
     client, _ = client_from_env()
-    encoder = load_encoder_or_standin()
+    encoder = load_encoder_or_standin(args.bundle)
+    emit(measure="setup", command=args.command, **encoder_identity(encoder))
     base = base_documents(client, args.prefix)
     prefix = f"{args.prefix}-lat{args.n}"
     if IndexAdmin(client, prefix).current("equations") is None:
@@ -891,6 +919,11 @@ def cmd_cleanup(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prefix", default="eqbench", help="index prefix of everything this makes (eqbench)")
+    parser.add_argument(
+        "--bundle",
+        help="model bundle to encode with (default: the installed one; 'standin': the hashing stand-in); it must be "
+        "the one the base ingest used, or query vectors and indexed vectors come from different models",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     ingest = commands.add_parser("ingest", help="end-to-end ingest of real sources; equations/s")
     ingest.add_argument("--sources", nargs="+", default=["py:sympy"])
