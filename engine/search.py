@@ -240,7 +240,7 @@ class SearchService:
         group_oversample: when grouping, how many equations to fetch per requested group.
         candidate_depth: the least number of candidates each list (kNN, BM25) contributes to fusion, whatever the
             page, so that consecutive pages (the first five, at 10 a page) are slices of one ranking. 50 rather
-            than 100 cost 13% less CPU per hybrid query and moved 0.45% of first-page hits (benchmarks/search.md).
+            than 100 cost 13% less CPU per hybrid query and moved 0.1% of first-page hits (benchmarks/search.md).
         formula_cache_size: how many converted and encoded query formulas to keep (least recently used dropped
             first; 0 keeps none). The next page of a search, or a formula many people look up, then costs neither
             KaTeX nor the encoder. Conversion failures are not kept.
