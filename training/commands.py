@@ -231,6 +231,52 @@ def _run_evaluate_labelled(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_evaluate_keywords(args: argparse.Namespace) -> int:
+    from functools import partial
+
+    from eqsearch.engine.featurize import featurize_mathml
+    from eqsearch.engine.latex import KatexConverter
+    from eqsearch.training.corpus import read_papers
+    from eqsearch.training.keyword_queries import (
+        DEFAULT_QUERY_SET,
+        build_collection,
+        keyword_study,
+        read_keyword_queries,
+    )
+    from tqdm import tqdm
+
+    if args.depth < 1:
+        args.parser.error(f"--depth must be positive, got {args.depth}")
+    if not Path(args.corpus).is_file():
+        args.parser.error(f"--corpus {args.corpus}: no such file (a papers JSONL from 'eqsearch ingest extract')")
+    path = Path(args.queries) if args.queries else DEFAULT_QUERY_SET
+    queries = read_keyword_queries(path)
+    encoder = _graph_encoder(args.bundle)
+    with tqdm(desc="reading the corpus", unit="eq", disable=args.quiet) as bar:
+        collection = build_collection(
+            read_papers(Path(args.corpus)),
+            partial(featurize_mathml, vocab=encoder.vocabulary),
+            progress=lambda n: bar.update(n - bar.n),
+        )
+    with KatexConverter() as converter:
+        report = keyword_study(queries, collection, encoder, converter, depth=args.depth)
+    skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(report.skipped.items())) or "none"
+    print(
+        f"{path}: {report.queries} queries, {report.evaluated} searched; {report.collection:,} equations of "
+        f"{args.corpus} searched (left out: {skipped})"
+    )
+    for failure in report.failures:
+        print(f"  not searched: {failure.id} (line {failure.line}): {failure.reason}: {failure.message}")
+    print(f"bundle: {encoder.manifest.path} ({encoder.kind}, {encoder.dim}-d, {encoder.similarity})")
+    print(report.table())
+    if args.per_query:
+        print()
+        print(report.query_table())
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_dict(), indent=1) + "\n")
+    return 0
+
+
 def _run_evaluate_trec(args: argparse.Namespace) -> int:
     from eqsearch.training.trec import MEASURES, evaluate_run, read_qrels, read_run, read_topics
 
@@ -339,6 +385,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     labelled.add_argument("--depth", type=int, default=1000, help="results per topic in the written runs (1000)")
     labelled.add_argument("--json", help="also write the figures to this JSON file")
     labelled.set_defaults(handler=_run_evaluate_labelled, parser=labelled)
+
+    keywords = kinds.add_parser(
+        "keywords",
+        help="the search-engine study of KDD'20 §6.3: formula queries over a corpus, judged by keywords",
+        description="Search every display equation of a papers JSONL with each query of a keyword query set, for "
+        "the model and the bag-of-words baseline; a result is relevant when one of the query's keywords occurs "
+        "around it (paper title, section title, context). Reports P@10, P@100, P@1000 and uMAP (the paper's "
+        "Table 3). Runs without torch. Format and heuristic: eqsearch/training/keyword_queries.py.",
+    )
+    keywords.add_argument(
+        "queries", nargs="?", help="keyword query set (default: the shipped set, training/data/keyword-queries.tsv)"
+    )
+    keywords.add_argument("--corpus", required=True, help="papers JSONL (.gz too) whose equations are searched")
+    keywords.add_argument("--bundle", help="model bundle directory (default: the installed one)")
+    keywords.add_argument("--depth", type=int, default=1000, help="results per query (1000, the paper's)")
+    keywords.add_argument("--per-query", action="store_true", help="also print P@100 per query (Table 4)")
+    keywords.add_argument("--quiet", action="store_true", help="no progress bar")
+    keywords.add_argument("--json", help="also write the figures to this JSON file")
+    keywords.set_defaults(handler=_run_evaluate_keywords, parser=keywords)
 
     trec = kinds.add_parser(
         "trec",

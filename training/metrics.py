@@ -10,7 +10,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -268,19 +270,27 @@ def levenshtein(a: str, b: str) -> int:
 
 
 def keyword_relevant(text: str, keywords: Sequence[str]) -> bool:
-    """The relevance heuristic of KDD'20 §6.3: a keyword occurs in the result's surrounding text; a keyword longer
-    than 10 characters also matches a substring at Levenshtein distance below 2."""
+    """The relevance heuristic of KDD'20 §6.3: a keyword occurs in the result's surrounding text (case-insensitive);
+    a keyword longer than 10 characters also matches a substring at Levenshtein distance below 2."""
     haystack = text.lower()
     for keyword in keywords:
         k = keyword.lower()
         if k in haystack:
             return True
-        if len(k) > 10:
-            for length in (len(k) - 1, len(k), len(k) + 1):
-                for start in range(0, max(0, len(haystack) - length) + 1):
-                    if levenshtein(haystack[start : start + length], k) < 2:
-                        return True
+        if len(k) > 10 and _one_edit_pattern(k).search(haystack):
+            return True
     return False
+
+
+@functools.lru_cache(maxsize=1024)
+def _one_edit_pattern(keyword: str) -> re.Pattern[str]:
+    """A regex matching exactly the strings at Levenshtein distance 1 from ``keyword``: one character substituted,
+    deleted or inserted. Equivalent to sliding `levenshtein` over every window of length len ± 1, in one pass."""
+    k, e = keyword, re.escape
+    variants = {e(k[:i]) + "." + e(k[i + 1 :]) for i in range(len(k))}  # substitution (same length)
+    variants |= {e(k[:i] + k[i + 1 :]) for i in range(len(k))}  # deletion (one shorter)
+    variants |= {e(k[:i]) + "." + e(k[i:]) for i in range(len(k) + 1)}  # insertion (one longer)
+    return re.compile("|".join(sorted(variants)), re.DOTALL)
 
 
 def precision_at(relevant: Sequence[bool], k: int) -> float:

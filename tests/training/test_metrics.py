@@ -126,3 +126,40 @@ def test_paired_bootstrap_rejects_bad_input() -> None:
         paired_bootstrap_difference(np.array([True]), np.array([True, False]), np.array([0, 0]))
     with pytest.raises(ValueError, match="0 < delta < 1"):
         paired_bootstrap_difference(np.array([True]), np.array([False]), np.array([0]), delta=1.5)
+
+
+def test_keyword_relevant_fuzzy_match_equals_brute_force_levenshtein() -> None:
+    """The one-regex fuzzy match agrees with sliding `levenshtein` over every window of length len(k) ± 1."""
+    from eqsearch.training.metrics import levenshtein
+
+    def brute(text: str, keyword: str) -> bool:
+        text, keyword = text.lower(), keyword.lower()
+        if keyword in text:
+            return True
+        if len(keyword) <= 10:
+            return False
+        return any(
+            levenshtein(text[start : start + length], keyword) < 2
+            for length in (len(keyword) - 1, len(keyword), len(keyword) + 1)
+            for start in range(0, max(0, len(text) - length) + 1)
+        )
+
+    rng = np.random.default_rng(7)
+    keyword = "gradient.descent"  # a literal '.' must stay literal
+    alphabet = list("gradientscox. ")
+    for _ in range(400):
+        word = list(keyword)
+        for _ in range(int(rng.integers(0, 3))):  # 0-2 random edits
+            op, at = int(rng.integers(3)), int(rng.integers(len(word) + 1))
+            char = str(rng.choice(alphabet))
+            if op == 0 and at < len(word):
+                word[at] = char
+            elif op == 1 and at < len(word):
+                del word[at]
+            else:
+                word.insert(at, char)
+        text = "see " + "".join(word) + " here"
+        assert keyword_relevant(text, [keyword]) == brute(text, keyword), text
+    assert not keyword_relevant("see gradientxdescent here", ["gradient.descent"]) or brute(
+        "see gradientxdescent here", "gradient.descent"
+    )
