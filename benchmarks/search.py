@@ -71,7 +71,7 @@ def load_encoder_or_standin(bundle: str | None = None, quiet: bool = False) -> A
     hashing = module.HashingEncoder()
 
     class SoftNormHashing:
-        kind, dim, similarity = "hashing-standin", hashing.dim, "max_inner_product"
+        kind, dim, similarity, identity = "hashing-standin", hashing.dim, "max_inner_product", "hashing-standin:1"
 
         def encode(self, mathml: list[str]) -> np.ndarray:
             unit = hashing.encode(mathml)

@@ -75,6 +75,12 @@ class BundleManifest:
     def vocabulary_path(self) -> Path:
         return self.path / self.raw["files"][VOCABULARY_NAME]["path"]
 
+    @property
+    def identity(self) -> str:
+        """What makes the bundle's vectors: ``<encoder kind>:<first 16 hex of model.onnx's SHA-256>``. Vectors of two
+        identities are not comparable, whatever their width (an index records the identity it was filled with)."""
+        return f"{self.encoder}:{self.raw['files'][MODEL_NAME]['sha256'][:16]}"
+
 
 def _require(manifest: dict[str, Any], key: str, kind: type | tuple[type, ...], where: Path) -> Any:
     if key not in manifest:

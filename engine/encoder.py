@@ -30,11 +30,14 @@ class Encoder(Protocol):
         kind: the encoder kind (the bundle manifest's ``encoder``).
         dim: the vector width.
         similarity: how vectors are compared (``max_inner_product`` or ``cosine``).
+        identity: what makes the vectors (kind + model checksum): an equations index records the identity that
+            filled it, and vectors of another identity are never mixed into it or compared with it.
     """
 
     kind: str
     dim: int
     similarity: str
+    identity: str
 
     def encode(self, mathml: Sequence[str]) -> np.ndarray:
         """Vectors of the equations, in order. Shapes: returns ``[len(mathml), dim]`` float32."""
@@ -71,6 +74,7 @@ class GraphEncoder:
         self.kind = manifest.encoder
         self.dim = manifest.embedding_dim
         self.similarity = manifest.similarity
+        self.identity = manifest.identity
         self.batch_size = batch_size
         self.vocabulary = load_bundle_vocabulary(manifest)
         options = ort.SessionOptions()

@@ -32,11 +32,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     create = commands.add_parser("create", help="create the first version of an index kind (or of all three)")
     create.add_argument("kinds", nargs="*", metavar="KIND", help="equations, papers or jobs (default: all three)")
-    create.add_argument("--dims", type=int, default=64, help="vector width (default 64)")
     create.add_argument(
-        "--similarity", choices=("max_inner_product", "cosine"), default="max_inner_product",
-        help="vector similarity (default max_inner_product; cosine for a bundle whose manifest says so)",
-    )  # fmt: skip
+        "--bundle", help="model bundle whose vectors the equations index will hold (default: the installed one)"
+    )
+    create.add_argument("--dims", type=int, help="vector width (default: the bundle's)")
+    create.add_argument(
+        "--similarity", choices=("max_inner_product", "cosine"), help="vector similarity (default: the bundle's)"
+    )
     create.add_argument("--index-type", choices=("hnsw", "int8_hnsw"), default="hnsw", help="(hnsw)")
     create.set_defaults(handler=_create, parser=create)
 
@@ -56,10 +58,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     migrate.add_argument("--index-type", choices=("int8_hnsw", "hnsw"), help="change the vector index type")
     migrate.add_argument("--quiet", action="store_true", help="no progress bar")
     migrate.add_argument(
+        "--reencode", action="store_true",
+        help="equations only: give every equation the vector of --bundle's model on the way (a model upgrade; "
+        "searches keep answering from the old vectors until the alias moves)",
+    )  # fmt: skip
+    migrate.add_argument("--bundle", help="with --reencode: the model bundle (default: the installed one)")
+    migrate.add_argument(
         "--take-over", action="store_true",
         help="clean up after a migration started on another machine whose process is gone, then migrate",
     )  # fmt: skip
-    migrate.set_defaults(handler=_migrate)
+    migrate.set_defaults(handler=_migrate, parser=migrate)
 
     delete = commands.add_parser("delete", help="delete one concrete index (not the one an alias points at)")
     delete.add_argument("index", help="the concrete name, e.g. eqsearch-equations-v1")
@@ -103,8 +111,16 @@ def _create(args: argparse.Namespace) -> int:
     unknown = [kind for kind in args.kinds if kind not in KINDS]
     if unknown:
         args.parser.error(f"unknown index kind {unknown[0]!r}; choose from {', '.join(KINDS)}")
+    from eqsearch.engine.encoder import load_encoder
+
+    encoder = load_encoder(args.bundle)
     admin = _admin()
-    options = replace(admin.default_options(dims=args.dims, similarity=args.similarity), index_type=args.index_type)
+    options = admin.default_options(
+        dims=args.dims or encoder.dim, similarity=args.similarity or encoder.similarity, encoder=encoder.identity
+    )
+    if (options.dims, options.similarity) != (encoder.dim, encoder.similarity):
+        options = replace(options, encoder=None)  # another shape than the bundle's: its vectors will not fit
+    options = replace(options, index_type=args.index_type)
     for kind in args.kinds or KINDS:
         name = admin.create(kind, options)
         print(f"created {name} behind {admin.alias(kind)} (analyzer {options.analyzer})")
@@ -141,10 +157,24 @@ def _migrate(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
+    if args.reencode and args.kind != "equations":
+        args.parser.error("--reencode applies to the equations index only (it holds the vectors)")
+    if args.bundle and not args.reencode:
+        args.parser.error("--bundle goes with --reencode")
     admin = _admin()
     options = admin.options_of(args.kind)
     if options is not None and args.index_type:
         options = replace(options, index_type=args.index_type)
+    rewrite = None
+    if args.reencode:
+        from eqsearch.engine.encoder import load_encoder
+        from eqsearch.engine.indices import reencode_vectors
+
+        encoder = load_encoder(args.bundle)
+        base = options or admin.default_options()
+        options = replace(base, dims=encoder.dim, similarity=encoder.similarity, encoder=encoder.identity)
+        rewrite = reencode_vectors(encoder)
+        print(f"re-encoding with {encoder.identity} ({encoder.dim}-d, {encoder.similarity})", file=sys.stderr)
     bar = None if args.quiet else tqdm(unit="doc", desc=f"migrating {args.kind}", file=sys.stderr)
 
     def progress(done: int, total: int) -> None:
@@ -160,6 +190,7 @@ def _migrate(args: argparse.Namespace) -> int:
             delete_old=args.delete_old,
             on_progress=progress,
             take_over=args.take_over,
+            rewrite=rewrite,
         )
     finally:
         if bar is not None:

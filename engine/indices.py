@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import itertools
 import os
 import socket
 import time
@@ -24,6 +25,7 @@ from eqsearch.engine.local_node import pid_alive
 from eqsearch.engine.mappings import (
     INDEX_KINDS,
     MAPPING_VERSIONS,
+    VECTOR_FIELD,
     IndexOptions,
     alias_name,
     index_definition,
@@ -200,6 +202,53 @@ def is_write_block_error(error: ApiError) -> bool:
     return error.meta.status == 403 and getattr(error, "error", "") == "cluster_block_exception"
 
 
+def _rewritten(
+    documents: Iterator[tuple[str, dict[str, Any]]],
+    rewrite: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None,
+    page: int,
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The documents, each page of ``page`` passed through ``rewrite`` (when given)."""
+    if rewrite is None:
+        yield from documents
+        return
+    while chunk := list(itertools.islice(documents, page)):
+        bodies = rewrite([body for _, body in chunk])
+        if len(bodies) != len(chunk):
+            raise MigrationError(f"the rewrite returned {len(bodies)} documents for a page of {len(chunk)}")
+        yield from ((doc_id, body) for (doc_id, _), body in zip(chunk, bodies, strict=True))
+
+
+def reencode_vectors(encoder: Any) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """A `IndexAdmin.migrate` rewrite that replaces each equation's vector with ``encoder``'s vector of its MathML.
+
+    An equation without MathML, or whose MathML the encoder refuses, loses its vector (as the ingest job leaves it):
+    it stays findable by text, never by a vector of another model.
+    """
+    from eqsearch.engine.featurize import MathMLError
+
+    def encode_one(mathml: str) -> list[float] | None:
+        try:
+            return [float(x) for x in encoder.encode([mathml])[0]]
+        except MathMLError:
+            return None
+
+    def rewrite(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        rows = [i for i, body in enumerate(bodies) if body.get("mathml")]
+        try:
+            vectors: list[list[float] | None] = (
+                [[float(x) for x in v] for v in encoder.encode([bodies[i]["mathml"] for i in rows])] if rows else []
+            )
+        except MathMLError:  # one bad equation in the page: encode the page one by one
+            vectors = [encode_one(bodies[i]["mathml"]) for i in rows]
+        out = [{k: v for k, v in body.items() if k != VECTOR_FIELD} for body in bodies]
+        for i, vector in zip(rows, vectors, strict=True):
+            if vector is not None:
+                out[i][VECTOR_FIELD] = vector
+        return out
+
+    return rewrite
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
@@ -368,9 +417,13 @@ class IndexAdmin:
         names = sorted(aliases)
         return names[-1] if names else None
 
-    def default_options(self, dims: int = 64, similarity: str = "max_inner_product") -> IndexOptions:
-        """Options for this cluster: its best text analyzer, and the given vector shape."""
-        return IndexOptions(dims=dims, similarity=similarity, analyzer=probe_text_analyzer(self.client))
+    def default_options(
+        self, dims: int = 64, similarity: str = "max_inner_product", encoder: str | None = None
+    ) -> IndexOptions:
+        """Options for this cluster: its best text analyzer, the given vector shape and encoder identity."""
+        return IndexOptions(
+            dims=dims, similarity=similarity, analyzer=probe_text_analyzer(self.client), encoder=encoder
+        )
 
     # -- create --------------------------------------------------------------------------------------------------
     def create(self, kind: str, options: IndexOptions, *, point_alias: bool = True) -> str:
@@ -490,6 +543,7 @@ class IndexAdmin:
             similarity=str(meta.get("similarity", "max_inner_product")),
             index_type=str(meta.get("index_type", "hnsw")),
             analyzer=str(meta.get("analyzer", "standard")),
+            encoder=meta.get("encoder"),
         )
 
     # -- migrate -------------------------------------------------------------------------------------------------
@@ -502,8 +556,12 @@ class IndexAdmin:
         delete_old: bool = False,
         on_progress: Callable[[int, int], None] | None = None,
         take_over: bool = False,
+        rewrite: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
     ) -> MigrationReport:
         """Move ``kind`` to a new version: create it, copy every document (vectors included), verify, swap.
+
+        With ``rewrite``, each page of documents is changed on its way (``eqsearch index migrate equations
+        --reencode`` puts vectors of a new model bundle into them): a model upgrade without stopping search.
 
         Searches keep going to the old index until the alias moves in one atomic ``_aliases`` call, so they never
         stop and never see a document twice (the alias always names one index). Ingest jobs may run meanwhile:
@@ -535,6 +593,8 @@ class IndexAdmin:
             delete_old: delete the old index after the swap.
             on_progress: called with ``(copied, total)``.
             take_over: clear the lock of another migration whose process is known to be gone.
+            rewrite: called with each page of document sources (at most ``batch_size``), returns them changed, in
+                the same order (ids stay).
 
         Raises:
             MigrationError: another migration is running, or the copy failed or the counts differ; the new index is
@@ -569,7 +629,10 @@ class IndexAdmin:
             with bulk_loading_settings(self.client, target, restore_to=current_load_settings(self.client, target)):
                 report = bulk_index(
                     self.client,
-                    ({"_index": target, "_id": doc_id, "_source": body} for doc_id, body in self.scan(source)),
+                    (
+                        {"_index": target, "_id": doc_id, "_source": body}
+                        for doc_id, body in _rewritten(self.scan(source, batch_size), rewrite, batch_size)
+                    ),
                     chunk_size=batch_size,
                     on_item=progress,
                 )

@@ -14,9 +14,12 @@ brute-force kNN as truth, 2 shared cores; full table in ``benchmarks/search.md``
     cosine (unit vecs)  int8_hnsw    0.384     5.0     24.0     92.8
     cosine (unit vecs)  hnsw         0.563     2.7      9.7     86.3
 
-* ``max_inner_product`` on the encoder's raw vectors: the KDD'20 model scores by inner product of softly normalised
-  vectors (the norm carries meaning), and cosine on pre-normalised vectors lost recall on the same data (the
-  normalised near-duplicates crowd together). A bundle whose manifest says ``cosine`` still gets cosine.
+* the similarity is the model bundle's (its manifest's ``similarity``), recorded with the encoder's identity in the
+  index's ``_meta``. The table above (replicated near-duplicates, stand-in encoder) favoured
+  ``max_inner_product``; on the shipped model's real vectors (the 24,015 display equations of the seven-set corpus,
+  300 of them as queries, hnsw, num_candidates 50/100/300) cosine has recall@10 0.907/0.909/0.910 against
+  0.861/0.892/0.923 for the inner product and answers in 2.6-3.6 vs 4.1-4.6 ms (p50), and it ranks better on every
+  quality measure of that model (benchmarks/encoder.md): the shipped bundle says ``cosine``.
 * ``hnsw`` (float) over ``int8_hnsw``: int8 lost 39 points of recall@10 here and was not faster; it saves off-heap
   memory (~130 vs ~320 B/vector), which matters only past ~10M equations: revisit there, and with the trained
   model's vectors, whose spread may quantise better than these near-duplicates.
@@ -58,6 +61,8 @@ class IndexOptions:
         analyzer: text analyzer for titles, abstracts and context (``english`` where the cluster has it).
         shards: primary shards of the equations index.
         replicas: replicas of every index.
+        encoder: the identity of the encoder whose vectors the equations index holds (`Encoder.identity`: kind +
+            model checksum), recorded in its ``_meta``; None for an index made before identities were recorded.
     """
 
     dims: int = DEFAULT_DIMS
@@ -68,6 +73,7 @@ class IndexOptions:
     analyzer: str = "standard"
     shards: int = 1
     replicas: int = 0
+    encoder: str | None = None
 
     def __post_init__(self) -> None:
         if self.dims < 1:
@@ -115,6 +121,7 @@ def _meta(kind: str, options: IndexOptions) -> dict[str, Any]:
         "dims": options.dims,
         "similarity": options.similarity,
         "index_type": options.index_type,
+        **({"encoder": options.encoder} if options.encoder else {}),
     }
 
 

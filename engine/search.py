@@ -35,6 +35,8 @@ Fusion = Literal["rrf", "linear"]
 Matched = Literal["formula", "text", "both"]
 
 MAX_PAGE_SIZE = 100
+#: How long the equations index's ``_meta`` (similarity, encoder) is trusted before it is read again.
+META_SECONDS = 30.0
 MAX_RESULT_WINDOW = 1000
 
 
@@ -270,6 +272,7 @@ class SearchService:
         self.candidate_depth = candidate_depth
         self.formula_cache_size = formula_cache_size
         self._meta: dict[str, Any] | None = None
+        self._meta_read = 0.0
         self._formulas: OrderedDict[str, tuple[ConversionResult, np.ndarray]] = OrderedDict()
         self._formulas_lock = threading.Lock()  # web servers search from several threads
 
@@ -296,6 +299,9 @@ class SearchService:
                 latex_error = result.message or f"the LaTeX could not be converted ({result.reason})"
             elif result.status == "approximate" and result.message:
                 warnings.append(f"the formula was converted approximately: {result.message}")
+            if vector is not None and (mismatch := self._encoder_mismatch()) is not None:
+                warnings.append(mismatch)
+                vector = None
         # the candidate depth does not shrink with the page: every page is a slice of the same fused list
         window = max(
             self.candidate_depth, query.page * query.size * (self.group_oversample if query.group_by_paper else 1)
@@ -457,13 +463,34 @@ class SearchService:
 
     # -- private -----------------------------------------------------------------------------------------------
     def _mapping_meta(self) -> dict[str, Any]:
-        if self._meta is None:
+        """The equations index's ``_meta``, re-read every `META_SECONDS`: a migration may move the alias."""
+        now = time.monotonic()
+        if self._meta is None or now - self._meta_read > META_SECONDS:
             try:
                 mappings = self.client.indices.get_mapping(index=self.equations_alias)
             except NotFoundError:
                 return {}
-            self._meta = next(iter(mappings.values()))["mappings"].get("_meta", {})
+            meta = next(iter(mappings.values()))["mappings"].get("_meta", {})
+            if self._meta is not None and meta != self._meta:
+                with self._formulas_lock:  # cached vectors were normalised for the index before
+                    self._formulas.clear()
+            self._meta, self._meta_read = meta, now
         return self._meta
+
+    def _encoder_mismatch(self) -> str | None:
+        """Why this service's vectors cannot be compared with the index's, or None when they can.
+
+        An index records the encoder that filled it; one made before identities were recorded is trusted.
+        """
+        recorded = self._mapping_meta().get("encoder")
+        identity = getattr(self.encoder, "identity", None)
+        if recorded is None or identity is None or recorded == identity:
+            return None
+        return (
+            f"formula search is off: the index holds vectors of the model {recorded}, but this server encodes "
+            f"formulas with {identity}; an administrator re-embeds the index with 'eqsearch index migrate "
+            "equations --reencode' (keyword search still works)"
+        )
 
     def _formula(self, latex: str) -> tuple[ConversionResult, np.ndarray | None]:
         """The conversion of a query's LaTeX and its vector (None when it did not convert), from the cache if there."""

@@ -335,6 +335,25 @@ class IngestJob:
         ids = [doc_id for doc_id, _ in self._scan(self.jobs_alias, query, "source")]
         self._bulk([{"_op_type": "delete", "_index": self.jobs_alias, "_id": i} for i in ids])
 
+    def _check_encoder_fits(self, index: str) -> None:
+        """Refuse to put this encoder's vectors beside another model's: kNN would compare the incomparable.
+
+        An index records the identity that filled it (`IndexOptions.encoder`); one made before identities were
+        recorded is accepted when width and similarity agree, since nothing else about its vectors is known.
+        """
+        existing = self.admin.options_of("equations")
+        if existing is None:
+            return
+        mine = (self.encoder.identity, self.encoder.dim, self.encoder.similarity)
+        theirs = (existing.encoder or self.encoder.identity, existing.dims, existing.similarity)
+        if mine != theirs:
+            raise IngestJobError(
+                f"{index} holds vectors of {theirs[0]} ({theirs[1]}-d, {theirs[2]}), but this job's encoder is "
+                f"{mine[0]} ({mine[1]}-d, {mine[2]}): vectors of two models cannot be searched together",
+                hint="re-embed the index with this bundle first ('eqsearch index migrate equations --reencode', "
+                "searches keep answering), or run the job with the bundle that filled it (--bundle)",
+            )
+
     # -- run -----------------------------------------------------------------------------------------------------
     def run(self) -> JobReport:
         """Run (or resume) the job to its end.
@@ -350,16 +369,12 @@ class IngestJob:
         began = time.perf_counter()
         options = IndexOptions(
             dims=self.encoder.dim,
-            similarity=getattr(self.encoder, "similarity", "max_inner_product"),
+            similarity=self.encoder.similarity,
             analyzer=probe_text_analyzer(self.client),
+            encoder=self.encoder.identity,
         )
         indices = self.admin.ensure(options)
-        existing = self.admin.options_of("equations")
-        if existing is not None and existing.dims != self.encoder.dim:
-            raise IngestJobError(
-                f"{indices['equations']} holds {existing.dims}-d vectors but the encoder makes {self.encoder.dim}-d",
-                hint="migrate the equations index to the new encoder's width, or use the matching model bundle",
-            )
+        self._check_encoder_fits(indices["equations"])
         previous = self._job_doc()
         if self.config.restart and previous is not None:
             self._forget_checkpoints()

@@ -24,8 +24,9 @@ class HashingEncoder:
     kind = "hashing-test"
     similarity = "max_inner_product"
 
-    def __init__(self, dim: int = 64) -> None:
+    def __init__(self, dim: int = 64, identity: str = "hashing-test:1") -> None:
         self.dim = dim
+        self.identity = identity  # another identity stands for another model (the same vectors, on purpose)
 
     def _features(self, mathml: str) -> list[str]:
         tokens = [f"{tag}:{text.strip()}" for tag, text in _TOKEN.findall(mathml) if tag not in ("math", "semantics")]

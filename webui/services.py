@@ -321,7 +321,7 @@ class WebServices:
             return existing
         try:
             encoder = self.encoder
-            return admin.default_options(dims=encoder.dim, similarity=encoder.similarity)
+            return admin.default_options(dims=encoder.dim, similarity=encoder.similarity, encoder=encoder.identity)
         except EqsearchError:  # no bundle: the engine's default vector shape
             return admin.default_options()
 

@@ -38,6 +38,8 @@ def _bundle(tmp_path: Path, **changes) -> Path:
 def test_a_good_manifest_reads(tmp_path: Path) -> None:
     manifest = read_manifest(_bundle(tmp_path), eqsearch_version="0.1.3")
     assert manifest.embedding_dim == 64 and manifest.model_path.name == "model.onnx"
+    # the identity names the model by its checksum: what an index records and a search compares
+    assert manifest.identity == "kdd20-gcn:" + sha256_file(tmp_path / "bundle" / "model.onnx")[:16]
 
 
 @pytest.mark.parametrize(

@@ -230,3 +230,23 @@ def test_a_migration_killed_mid_copy_is_cleaned_up_by_the_next(es_client, index_
     assert admin.migration_lock() is None and admin.current("equations") == f"{alias}-v2"
     assert bulk_index(es_client, _docs(alias, 301), refresh="wait_for").failed == 0
     assert es_client.count(index=alias)["count"] == 301
+
+
+def test_cli_create_takes_the_bundles_vectors_and_migrate_reencode_re_embeds(
+    es_client, index_name, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from eqsearch.engine.encoder import load_encoder
+    from eqsearch.main import main
+
+    monkeypatch.setenv("EQSEARCH_INDEX_PREFIX", index_name)
+    shipped = load_encoder()
+    assert main(["index", "create", "equations"]) == 0
+    admin = IndexAdmin(es_client, index_name)
+    options = admin.options_of("equations")
+    assert (options.encoder, options.dims, options.similarity) == (shipped.identity, 64, shipped.similarity)
+    with pytest.raises(SystemExit) as usage:
+        main(["index", "migrate", "papers", "--reencode"])
+    assert usage.value.code == 2 and "--reencode applies to the equations index only" in capsys.readouterr().err
+    assert main(["index", "migrate", "equations", "--reencode", "--quiet"]) == 0
+    assert admin.current("equations").endswith("-v2")
+    assert admin.options_of("equations").encoder == shipped.identity

@@ -28,6 +28,7 @@ from eqsearch.engine.indices import (
     current_load_settings,
     is_write_block,
 )
+from eqsearch.engine.mappings import IndexOptions
 from eqsearch.ingest.job import IngestJob, IngestJobConfig, IngestJobError
 
 pytestmark = pytest.mark.es
@@ -489,3 +490,54 @@ def test_a_job_stops_with_a_clear_error_when_a_migration_died_and_resumes_after_
     assert report.state == "finished" and report.counts["documents_failed"] == 0
     ids = equation_ids(es_client, index_name)
     assert len(ids) == len(set(ids)) == N_PAPERS * EQS_PER_PAPER
+
+
+def test_a_new_model_never_mixes_with_the_old_until_the_index_is_reencoded(es_client, index_name, tmp_path):
+    """Upgrade the model bundle: the job refuses to add the new model's vectors to the old model's index, searches
+    turn formula search off (keywords still answer), `migrate --reencode` swaps in the new vectors, and then both
+    the job and formula search go on."""
+    from eqsearch.engine.indices import reencode_vectors
+    from eqsearch.engine.latex import KatexConverter
+    from eqsearch.engine.search import HybridQuery, SearchService
+
+    old = hashing_encoder()
+    new = hashing_encoder()
+    new.identity = "hashing-test:2"
+    plain_encode = new.encode
+    new.encode = lambda mathml: -plain_encode(mathml)  # another model: other vectors, same shape
+    source = write_records(tmp_path / "papers.jsonl", [paper_record(p) for p in range(4)])
+    config = IngestJobConfig(sources=(str(source),), index_prefix=index_name, batch_equations=50)
+    assert IngestJob(es_client, old, config).run().state == "finished"
+    admin = IndexAdmin(es_client, index_name)
+    assert admin.options_of("equations").encoder == "hashing-test:1"
+
+    with pytest.raises(IngestJobError, match=r"(?s)hashing-test:1 .* hashing-test:2 .*--reencode"):
+        IngestJob(es_client, new, config).run()
+    query = HybridQuery(latex=r"x_{1}^{2} + \frac{a_2}{b_1} = 2 + 1", keywords="sums")
+    with KatexConverter() as converter:
+        stale = SearchService(es_client, new, converter, index_prefix=index_name).search(query)
+        assert any("formula search is off" in w and "--reencode" in w for w in stale.warnings)
+        assert stale.hits and {h.matched for h in stale.hits} == {"text"}  # keywords still answer
+
+        report = admin.migrate(
+            "equations",
+            IndexOptions(dims=new.dim, similarity=new.similarity, encoder=new.identity),
+            rewrite=reencode_vectors(new),
+            batch_size=7,  # pages that do not divide the 20 equations
+        )
+        assert report.copied == report.source_count == report.target_count == 20
+        assert admin.options_of("equations").encoder == "hashing-test:2"
+        stored = es_client.get(
+            index=f"{index_name}-equations", id="2401.00001v1:2", source_includes=["vector", "mathml"]
+        )["_source"]
+        assert stored["vector"] == pytest.approx(new.encode([stored["mathml"]])[0].tolist(), abs=1e-6)
+        unconverted = es_client.get(index=f"{index_name}-equations", id="2401.00003v1:4")["_source"]
+        assert "vector" not in unconverted  # no MathML: no vector, before as after
+
+        service = SearchService(es_client, new, converter, index_prefix=index_name)
+        fresh = service.search(query)
+        assert not any("formula search is off" in w for w in fresh.warnings)
+        assert "both" in {h.matched for h in fresh.hits}
+        formula_only = service.search(HybridQuery(latex=query.latex))
+        assert formula_only.hits[0].eq_id == "2401.00001v1:2"  # the same formula, found by the new vectors
+    assert IngestJob(es_client, new, config).run().state == "finished"
