@@ -37,6 +37,7 @@ def _run_export(args: argparse.Namespace) -> int:
         evaluation=evaluation,
         parity_graphs=parity,
         opset=args.opset,
+        similarity=args.similarity,
         overwrite=args.overwrite,
     )
     print(f"bundle written to {args.out}" + (f" (parity checked on {len(parity)} equations)" if parity else ""))
@@ -54,5 +55,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--checkpoint", type=Path, required=True, help="RUN_DIR/checkpoint-last.pt")
     export.add_argument("--out", required=True, help="bundle directory to write")
     export.add_argument("--opset", type=int, default=18)
+    export.add_argument(
+        "--similarity",
+        choices=("cosine", "max_inner_product"),
+        default="cosine",
+        help="how searches compare the vectors (default cosine: it ranks better, see benchmarks/encoder.md)",
+    )
     export.add_argument("--overwrite", action="store_true", help="replace an existing bundle directory")
     export.set_defaults(handler=_run_export)

@@ -42,7 +42,7 @@ def test_labelled_then_trec_run_end_to_end_without_torch(tmp_path: Path) -> None
     text = out.stdout
     assert "5 equations in 2 categories; 4 evaluated, 1 failed to convert" in text
     assert "not evaluated: euler-3 (line 5): parse-error" in text
-    assert "| model, as served (max_inner_product) |" in text and "| bag of words (§6.3), cosine |" in text
+    assert "| model, as served (cosine) |" in text and "| bag of words (§6.3), cosine |" in text
     assert "| euler | 2 |" in text  # --per-category
     assert "4 judged topics (relevant: grade >= 2; first 1000 results; unjudged results removed)" in text
     assert text.strip().endswith("torch imported: False")
