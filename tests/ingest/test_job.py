@@ -155,7 +155,7 @@ spec.loader.exec_module(module)
 inner = module.HashingEncoder()
 
 class SlowEncoder:
-    kind, dim, similarity = inner.kind, inner.dim, inner.similarity
+    kind, dim, similarity, identity = inner.kind, inner.dim, inner.similarity, inner.identity
     calls = 0
     def encode(self, mathml):  # one call per paper
         SlowEncoder.calls += 1
@@ -316,6 +316,7 @@ class GatedEncoder:
     def __init__(self) -> None:
         self.inner = hashing_encoder()
         self.kind, self.dim, self.similarity = self.inner.kind, self.inner.dim, self.inner.similarity
+        self.identity = self.inner.identity
         self.gate = threading.Event()
         self.gate.set()
 

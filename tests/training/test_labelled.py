@@ -112,7 +112,10 @@ def test_shipped_bundle_on_a_small_set_reports_failures_and_writes_trec_files(tm
     assert set(report.figures) == {"model", "model_cosine", "bag_of_words"}
     assert report.per_category["euler"]["equations"] == 2.0
     vectors = encoder.encode(_mathml(encoded.equations))  # the runtime path, MathML in
-    np.testing.assert_allclose(encoded.similarity["model"], vectors @ vectors.T, rtol=1e-6)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    served = vectors @ vectors.T if encoder.similarity == "max_inner_product" else unit @ unit.T
+    np.testing.assert_allclose(encoded.similarity["model"], served, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(encoded.similarity["model_cosine"], unit @ unit.T, rtol=1e-5, atol=1e-6)
 
     written = write_trec_files(encoded, tmp_path / "trec")
     assert [p.name for p in written] == [
