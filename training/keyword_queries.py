@@ -33,6 +33,7 @@ from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.graph import GraphArrays
 from eqsearch.training.baseline import bag_of_words
 from eqsearch.training.metrics import keyword_relevant, precision_at, unnormalized_average_precision
+from eqsearch.training.tsv_files import read_versioned_tsv
 
 if TYPE_CHECKING:
     from eqsearch.engine.encoder import GraphEncoder
@@ -81,35 +82,12 @@ def read_keyword_queries(path: str | Path = DEFAULT_QUERY_SET) -> list[KeywordQu
             id that is not a slug or repeats, an empty LaTeX field, or no keyword (path and line in the message).
     """
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise KeywordQueryError(f"cannot read the keyword query set {path}: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise KeywordQueryError(f"the keyword query set {path} is not UTF-8 text (byte {error.start})") from None
-    if not lines or lines[0].strip() != FORMAT_LINE:
-        found = lines[0][:80] if lines else "an empty file"
-        raise KeywordQueryError(
-            f"{path}:1: expected {FORMAT_LINE!r}, found {found!r}",
-            hint="see the format in eqsearch/training/keyword_queries.py (tab-separated id, latex, keywords, note)",
-        )
+    rows = read_versioned_tsv(
+        path, format_line=FORMAT_LINE, header=HEADER, what="the keyword query set", error=KeywordQueryError
+    )
     queries: list[KeywordQuery] = []
-    header_seen = False
     seen: dict[str, int] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = [f.strip() for f in line.split("\t")]
-        if not header_seen:
-            if tuple(fields) not in (HEADER, HEADER[:3]):
-                raise KeywordQueryError(f"{path}:{number}: expected the header {'<TAB>'.join(HEADER)!r}, got {line!r}")
-            header_seen = True
-            continue
-        if len(fields) not in (3, 4):
-            raise KeywordQueryError(
-                f"{path}:{number}: expected id<TAB>latex<TAB>keywords[<TAB>note], got {len(fields)} fields",
-                hint="LaTeX must not contain tabs; use spaces",
-            )
+    for number, fields in rows:
         query_id, latex, keywords = fields[0], fields[1], tuple(k.strip() for k in fields[2].split("|") if k.strip())
         if not _SLUG.fullmatch(query_id):
             raise KeywordQueryError(f"{path}:{number}: the id {query_id!r} is not a slug (lower-case, digits, '-')")

@@ -44,6 +44,7 @@ from eqsearch.training.metrics import (
     unnormalized_average_precision,
 )
 from eqsearch.training.trec import ARQMATH_DEPTH, Qrels, ordered, write_qrels, write_run
+from eqsearch.training.tsv_files import read_versioned_tsv
 
 if TYPE_CHECKING:
     from eqsearch.engine.encoder import GraphEncoder
@@ -99,38 +100,15 @@ def read_labelled_set(path: str | Path = DEFAULT_LABELLED_SET) -> list[LabelledE
             (path and line in the message).
     """
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise LabelledSetError(f"cannot read the labelled set {path}: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise LabelledSetError(f"the labelled set {path} is not UTF-8 text (byte {error.start})") from None
-    if not lines or lines[0].strip() != FORMAT_LINE:
-        found = lines[0][:80] if lines else "an empty file"
-        raise LabelledSetError(
-            f"{path}:1: expected {FORMAT_LINE!r}, found {found!r}",
-            hint="see the format in eqsearch/training/labelled.py (tab-separated category, latex, note)",
-        )
+    rows = read_versioned_tsv(
+        path, format_line=FORMAT_LINE, header=HEADER, what="the labelled set", error=LabelledSetError
+    )
     equations: list[LabelledEquation] = []
-    header_seen = False
     counts: dict[str, int] = {}
     first_line: dict[tuple[str, str], int] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.split("\t")
-        if not header_seen:
-            if tuple(f.strip() for f in fields) not in (HEADER, HEADER[:2]):
-                raise LabelledSetError(f"{path}:{number}: expected the header {'<TAB>'.join(HEADER)!r}, got {line!r}")
-            header_seen = True
-            continue
-        if len(fields) not in (2, 3):
-            raise LabelledSetError(
-                f"{path}:{number}: expected category<TAB>latex[<TAB>note], got {len(fields)} tab-separated fields",
-                hint="LaTeX must not contain tabs; use spaces",
-            )
-        category, latex = fields[0].strip(), fields[1].strip()
-        note = fields[2].strip() if len(fields) == 3 else ""
+    for number, fields in rows:
+        category, latex = fields[0], fields[1]
+        note = fields[2] if len(fields) == 3 else ""
         if not _CATEGORY.fullmatch(category):
             raise LabelledSetError(
                 f"{path}:{number}: the category {category!r} is not a slug (lower-case letters, digits, '-')"
