@@ -32,6 +32,7 @@ import numpy as np
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.graph import GraphArrays
 from eqsearch.training.baseline import bag_of_words
+from eqsearch.training.labelled import ConversionFailure, convert_and_featurize
 from eqsearch.training.metrics import keyword_relevant, precision_at, unnormalized_average_precision
 from eqsearch.training.tsv_files import read_versioned_tsv
 
@@ -176,16 +177,6 @@ def build_collection(
 
 
 @dataclass(frozen=True)
-class QueryFailure:
-    """A query that is not evaluated (KaTeX or the featurizer refused it)."""
-
-    id: str
-    line: int
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True)
 class StudyFigures:
     """Table 3 of KDD'20 for one representation: mean P@10, P@100, P@1000 and uMAP over the queries."""
 
@@ -212,7 +203,7 @@ class KeywordStudyReport:
 
     queries: int
     evaluated: int
-    failures: tuple[QueryFailure, ...]
+    failures: tuple[ConversionFailure, ...]
     collection: int
     skipped: dict[str, int]
     similarity_of_model: str
@@ -271,24 +262,11 @@ def keyword_study(
     Raises:
         KeywordQueryError: the collection is empty, or no query converted.
     """
-    from eqsearch.engine.featurize import MathMLError, featurize_mathml
-
     if not collection.graphs:
         raise KeywordQueryError("the corpus holds no display equation with MathML: nothing to search")
     vocab = encoder.vocabulary
-    kept: list[KeywordQuery] = []
-    graphs: list[GraphArrays] = []
-    failures: list[QueryFailure] = []
-    for query, result in zip(queries, converter.convert_many([(q.latex, "equation") for q in queries]), strict=True):
-        if result.mathml is None:
-            failures.append(QueryFailure(query.id, query.line, result.reason or "failed", result.message or ""))
-            continue
-        try:
-            graphs.append(featurize_mathml(result.mathml, vocab))
-        except MathMLError as error:
-            failures.append(QueryFailure(query.id, query.line, "featurize", error.message))
-            continue
-        kept.append(query)
+    converted = convert_and_featurize([(q.id, q.line, q.latex) for q in queries], vocab, converter)
+    kept, graphs, failures = [queries[i] for i in converted.kept], converted.graphs, converted.failures
     if not kept:
         raise KeywordQueryError(f"none of the {len(queries)} queries converted", hint=failures[0].message)
     sizes = (vocab.n_tags, vocab.n_attrs, vocab.n_chars)

@@ -29,10 +29,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.graph import GraphArrays
 from eqsearch.training.baseline import bag_of_words
 from eqsearch.training.metrics import (
     cosine_matrix,
@@ -147,6 +148,47 @@ class ConversionFailure:
 
 
 @dataclass(frozen=True)
+class Converted:
+    """Evaluation equations after KaTeX and the featurizer.
+
+    Attributes:
+        kept: positions (in the input) of the equations that converted and featurized.
+        graphs: their graph arrays, in the same order.
+        failures: the others, and why.
+        approximate: ids of kept equations that KaTeX converted only approximately.
+    """
+
+    kept: list[int]
+    graphs: list[GraphArrays]
+    failures: list[ConversionFailure]
+    approximate: list[str]
+
+
+def convert_and_featurize(
+    items: Sequence[tuple[str, int, str]], vocabulary: Any, converter: KatexConverter
+) -> Converted:
+    """Convert ``(id, line, latex)`` items (display equations) with KaTeX and featurize them with ``vocabulary``;
+    what fails is reported per item, never dropped silently."""
+    from eqsearch.engine.featurize import MathMLError, featurize_mathml
+
+    out = Converted([], [], [], [])
+    results = converter.convert_many([(latex, "equation") for _, _, latex in items])
+    for position, ((item_id, line, _), result) in enumerate(zip(items, results, strict=True)):
+        if result.mathml is None:
+            out.failures.append(ConversionFailure(item_id, line, result.reason or "failed", result.message or ""))
+            continue
+        try:
+            out.graphs.append(featurize_mathml(result.mathml, vocabulary))
+        except MathMLError as error:
+            out.failures.append(ConversionFailure(item_id, line, "featurize", error.message))
+            continue
+        out.kept.append(position)
+        if result.status == "approximate":
+            out.approximate.append(item_id)
+    return out
+
+
+@dataclass(frozen=True)
 class EncodedSet:
     """The converted equations of a labelled set and their pairwise similarities under each representation.
 
@@ -187,25 +229,10 @@ def encode_labelled_set(
         KatexNotInstalledError: Node.js or KaTeX is missing.
         LabelledSetError: fewer than two equations, or a single category, left after conversion.
     """
-    from eqsearch.engine.featurize import MathMLError, featurize_mathml
-
-    results = converter.convert_many([(e.latex, "equation") for e in equations])
-    kept, graphs, failures, approximate = [], [], [], []
+    converted = convert_and_featurize([(e.id, e.line, e.latex) for e in equations], encoder.vocabulary, converter)
+    kept = [equations[i] for i in converted.kept]
+    graphs, failures, approximate = converted.graphs, converted.failures, converted.approximate
     vocab = encoder.vocabulary
-    for equation, result in zip(equations, results, strict=True):
-        if result.mathml is None:
-            failures.append(
-                ConversionFailure(equation.id, equation.line, result.reason or "failed", result.message or "")
-            )
-            continue
-        try:
-            graphs.append(featurize_mathml(result.mathml, vocab))
-        except MathMLError as error:
-            failures.append(ConversionFailure(equation.id, equation.line, "featurize", error.message))
-            continue
-        kept.append(equation)
-        if result.status == "approximate":
-            approximate.append(equation.id)
     if len(kept) < 2 or len({e.category for e in kept}) < 2:
         raise LabelledSetError(
             f"only {len(kept)} of {len(equations)} equations converted, in {len({e.category for e in kept})} "
