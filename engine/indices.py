@@ -37,6 +37,10 @@ RETRY_STATUSES = (429, 502, 503, 504)
 
 #: Id of the migration lock in the jobs index. No job or checkpoint id contains ':' (job ids are [A-Za-z0-9._-]).
 MIGRATION_LOCK_ID = "eqsearch:migration"
+#: Id prefix of the record of each kind's last migration (``eqsearch:last-migration:equations``): how it ended.
+LAST_MIGRATION_ID = "eqsearch:last-migration:"
+#: The least time between two progress updates of a running migration's lock record.
+PROGRESS_SECONDS = 1.0
 
 
 class IndexOperationError(EqsearchError):
@@ -137,6 +141,8 @@ class MigrationLock:
         host: the machine it runs on.
         started_at: ISO 8601 time the migration took the lock.
         source_was_blocked: the source already had a write block (an abandoned migration leaves it in place).
+        copied: documents copied so far (as last recorded; not recorded while the jobs index itself is migrated).
+        total: documents to copy (None until the copy starts).
     """
 
     kind: str
@@ -146,6 +152,8 @@ class MigrationLock:
     host: str
     started_at: str
     source_was_blocked: bool = False
+    copied: int = 0
+    total: int | None = None
 
     def holder_alive(self) -> bool | None:
         """Whether the migrating process still runs: None when it runs on another machine (unknown)."""
@@ -189,6 +197,61 @@ class MigrationLock:
             host=str(record.get("host", "")),
             started_at=str(record.get("created_at", "")),
             source_was_blocked=bool(options.get("source_was_blocked", False)),
+            copied=int((record.get("counts") or {}).get("copied") or 0),
+            total=(record.get("counts") or {}).get("total"),
+        )
+
+
+@dataclass(frozen=True)
+class MigrationOutcome:
+    """How the last migration of one index kind ended, as recorded in the jobs index.
+
+    Args:
+        kind: the index kind.
+        state: ``finished`` (the alias moved) or ``failed`` (nothing changed).
+        source: the index the alias pointed at before.
+        target: the new index (deleted again when the migration failed).
+        finished_at: ISO 8601 time it ended.
+        copied: documents copied.
+        seconds: how long it ran.
+        message: one sentence for people: what happened, and for a failure, why.
+    """
+
+    kind: str
+    state: str
+    source: str
+    target: str
+    finished_at: str
+    copied: int
+    seconds: float
+    message: str
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "record": "migration-outcome",
+            "state": self.state,
+            "source": self.source,
+            "sources": [self.source, self.target],
+            "created_at": self.finished_at,
+            "updated_at": self.finished_at,
+            "finished_at": self.finished_at,
+            "message": self.message,
+            "counts": {"copied": self.copied},
+            "options": {"kind": self.kind, "target": self.target, "seconds": self.seconds},
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> MigrationOutcome:
+        options = record.get("options") or {}
+        return cls(
+            kind=str(options.get("kind", "")),
+            state=str(record.get("state", "")),
+            source=str(record.get("source", "")),
+            target=str(options.get("target", "")),
+            finished_at=str(record.get("finished_at", "")),
+            copied=int((record.get("counts") or {}).get("copied") or 0),
+            seconds=float(options.get("seconds") or 0.0),
+            message=str(record.get("message", "")),
         )
 
 
@@ -611,6 +674,7 @@ class IndexAdmin:
         lock = MigrationLock(
             kind, source, target, os.getpid(), socket.gethostname(), _now(), self.write_blocked(source)
         )
+        copied = 0
         self._take_lock(lock)
         try:
             self._create_index(kind, target, options, aliases=None)
@@ -618,13 +682,18 @@ class IndexAdmin:
             self.client.indices.add_block(index=source, block="write")
             self.client.indices.refresh(index=source)
             total = int(self.client.count(index=source)["count"])
-            copied = 0
+            recorded_at = 0.0
+            self._record_progress(lock, copied, total)
 
             def progress(ok: bool, item: dict[str, Any]) -> None:
-                nonlocal copied
+                nonlocal copied, recorded_at
                 copied += 1
-                if on_progress is not None and copied % batch_size == 0:
-                    on_progress(copied, total)
+                if copied % batch_size == 0:
+                    if on_progress is not None:
+                        on_progress(copied, total)
+                    if time.monotonic() - recorded_at >= PROGRESS_SECONDS:
+                        self._record_progress(lock, copied, total)
+                        recorded_at = time.monotonic()
 
             with bulk_loading_settings(self.client, target, restore_to=current_load_settings(self.client, target)):
                 report = bulk_index(
@@ -657,13 +726,19 @@ class IndexAdmin:
                     {"add": {"index": target, "alias": self.alias(kind), "is_write_index": True}},
                 ]
             )
-        except BaseException:
+        except BaseException as error:
             with contextlib.suppress(ApiError, EsConnectionError):
                 self._undo(lock)
+                if isinstance(error, Exception):  # not for Ctrl-C: the user saw it stop
+                    why = error.message if isinstance(error, EqsearchError) else str(error)
+                    self._record_outcome(lock, "failed", copied, began, f"failed, nothing changed: {why}")
             raise
         # A lock left here (connection lost) is harmless: its target is behind the alias, so it reads as finished.
         with contextlib.suppress(ApiError, EsConnectionError):
             self._drop_lock()
+            self._record_outcome(
+                lock, "finished", copied, began, f"{copied} documents copied; {self.alias(kind)} now reads {target}"
+            )
         if on_progress is not None:
             on_progress(copied, total)
         if delete_old:
@@ -682,6 +757,38 @@ class IndexAdmin:
         except NotFoundError:  # no lock, or no jobs index at all
             return None
         return MigrationLock.from_record(record)
+
+    def last_migrations(self) -> dict[str, MigrationOutcome]:
+        """How the last migration of each index kind ended (kinds never migrated are absent)."""
+        ids = [f"{LAST_MIGRATION_ID}{kind}" for kind in INDEX_KINDS]
+        try:
+            docs = self.client.mget(index=self.alias("jobs"), ids=ids)["docs"]
+        except NotFoundError:  # no jobs index yet
+            return {}
+        outcomes = [MigrationOutcome.from_record(doc["_source"]) for doc in docs if doc.get("found")]
+        return {outcome.kind: outcome for outcome in outcomes}
+
+    def _record_progress(self, lock: MigrationLock, copied: int, total: int) -> None:
+        """Best effort: the copy's progress in the lock record, for other processes to show (not when the jobs
+        index itself is migrated: the lock then lives in the write-blocked source)."""
+        if lock.kind == "jobs":
+            return
+        with contextlib.suppress(ApiError, EsConnectionError):
+            self.client.update(
+                index=self.alias("jobs"),
+                id=MIGRATION_LOCK_ID,
+                doc={"counts": {"copied": copied, "total": total}, "updated_at": _now()},
+            )
+
+    def _record_outcome(self, lock: MigrationLock, state: str, copied: int, began: float, message: str) -> None:
+        """Best effort: how the migration ended, in the jobs index (read by `last_migrations`)."""
+        outcome = MigrationOutcome(
+            lock.kind, state, lock.source, lock.target, _now(), copied, round(time.perf_counter() - began, 1), message
+        )
+        with contextlib.suppress(ApiError, EsConnectionError):
+            self.client.index(
+                index=self.alias("jobs"), id=f"{LAST_MIGRATION_ID}{lock.kind}", document=outcome.to_record()
+            )
 
     def migration_finished(self, lock: MigrationLock) -> bool:
         """Whether the lock's alias already points at its target (only the lock's removal was left to do)."""

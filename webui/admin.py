@@ -91,6 +91,7 @@ def indices():
         kinds=INDEX_KINDS,
         prefix=services().prefix,
         migration=services().migration(),
+        last_migrations=services().last_migrations(),
     )
 
 
@@ -112,7 +113,8 @@ def create_index():
 
 @bp.route("/kinds/<kind>/migrate", methods=["GET", "POST"])
 def migrate(kind: str):
-    """GET: what a migration of `kind` will do; POST (confirmed): copy into a new version and swap the alias."""
+    """GET: what a migration of `kind` will do; POST (confirmed): start copying into a new version (in the
+    background) and go back to the indices page, which follows it; the alias moves when the counts match."""
     current = [row for row in services().indices() if row.kind == kind and row.alias]
     if request.method == "GET":
         return render_template(
@@ -124,10 +126,10 @@ def migrate(kind: str):
         )
     if request.form.get("confirm") != "yes":
         raise InvalidRequestError("tick the confirmation box to migrate")
-    report = services().migrate(kind)
+    services().start_migration(kind)
     flash(
-        f"Migrated {kind}: {report.copied} documents copied from {report.source} to {report.target} "
-        f"in {report.seconds:.1f} s; {services().alias(kind)} now points at {report.target}.",
+        f"Migration of {kind} started: its documents are being copied into a new index; "
+        f"{services().alias(kind)} moves to it once the counts match. This page shows its progress.",
         "ok",
     )
     return redirect(url_for("admin.indices"))

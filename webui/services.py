@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from eqsearch.engine.errors import EqsearchError
@@ -31,7 +31,7 @@ from eqsearch.webui.config import WebConfig
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
     from eqsearch.engine.encoder import Encoder
-    from eqsearch.engine.indices import IndexAdmin, MigrationReport
+    from eqsearch.engine.indices import IndexAdmin
     from eqsearch.engine.latex import ConversionResult, KatexConverter
     from eqsearch.engine.search import SearchService
 
@@ -105,6 +105,7 @@ class WebServices:
         self._search: SearchService | None = None
         self._lock = threading.RLock()
         self._jobs: dict[str, threading.Thread] = {}
+        self._migrations: dict[str, threading.Thread] = {}  # kind -> the thread migrating it here
         self._starting: dict[str, list[str]] = {}  # job id -> sources, for jobs started here
 
     # -- resources ------------------------------------------------------------------------------------------
@@ -340,31 +341,69 @@ class WebServices:
         log.info("created index %s", name)
         return name
 
-    def migrate(self, kind: str) -> MigrationReport:
-        """Copy `kind`'s index into a new version with the code's mapping and swap the alias (the old one is kept).
+    def start_migration(self, kind: str, *, wait: bool = False) -> None:
+        """Migrate `kind` in a thread of this process: copy its index into a new version with the code's mapping and
+        swap the alias (the old index is kept). A migration of a large index takes minutes, longer than a web
+        request may (gunicorn stops a worker whose request runs past its timeout), so the page returns at once and
+        `migration` reports the copy's progress, to every worker, from the lock record in Elasticsearch;
+        `last_migrations` says how it ended.
 
         Running ingest jobs pause their writes for the copy and carry on into the new index (see
         `eqsearch.engine.indices.IndexAdmin.migrate`); searches keep answering from the old index until the swap.
 
+        Args:
+            kind: ``equations``, ``papers`` or ``jobs``.
+            wait: run to the end before returning (tests, scripts); a failure is then raised.
+
         Raises:
-            InvalidRequestError: unknown kind, no alias yet, another migration in progress, or the copy did not
-                verify (the alias did not move).
+            InvalidRequestError: unknown kind, no alias yet, or another migration in progress; with ``wait``, also
+                a copy that did not verify (the alias did not move).
         """
         from eqsearch.engine.mappings import INDEX_KINDS
 
         if kind not in INDEX_KINDS:
             raise InvalidRequestError(f"unknown index kind {kind!r}; choose one of {', '.join(INDEX_KINDS)}")
-        with self._elasticsearch("migrating"):
-            report = self.index_admin.migrate(kind)
-        log.info("migrated %s: %s -> %s (%d documents)", kind, report.source, report.target, report.copied)
-        return report
+        with self._elasticsearch("checking the index before migrating"):
+            if self.index_admin.current(kind) is None:
+                raise InvalidRequestError(f"{self.alias(kind)} does not exist yet: create the {kind} index first")
+        running = self.migration()
+        if running is not None and not running["stalled"]:
+            raise InvalidRequestError(f"another migration is in progress: {running['summary']}")
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                with self._elasticsearch("migrating"):
+                    report = self.index_admin.migrate(kind)
+                log.info("migrated %s: %s -> %s (%d documents)", kind, report.source, report.target, report.copied)
+            except Exception as error:  # recorded in the jobs index by the engine; the server carries on
+                failure.append(error)
+                log.warning("migration of %s failed: %s", kind, error)
+
+        with self._lock:
+            thread = self._migrations.get(kind)
+            if thread is not None and thread.is_alive():
+                raise InvalidRequestError(f"a migration of {kind} is already running in this server")
+            thread = threading.Thread(target=run, name=f"migrate-{kind}", daemon=True)
+            self._migrations[kind] = thread
+            thread.start()
+        if wait:
+            thread.join()
+            if failure:
+                raise failure[0]
+        else:  # a moment for the migration to take its lock, so that the page it returns to shows it
+            deadline = time.monotonic() + 3
+            while thread.is_alive() and time.monotonic() < deadline and self.migration() is None:
+                time.sleep(0.05)
 
     def migration(self) -> dict[str, Any] | None:
         """The migration in progress (or one whose process died and left its lock), for the admin pages; or None.
 
         Returns:
-            ``kind``, ``source``, ``target``, ``started_at``, ``host``, ``pid``, ``summary`` (one sentence) and
-            ``stalled`` (its process is gone: the next migration of that kind cleans up after it).
+            ``kind``, ``source``, ``target``, ``started_at``, ``host``, ``pid``, ``summary`` (one sentence),
+            ``copied`` and ``total`` (documents; ``total`` is None until the copy starts or when the jobs index is
+            migrated, whose lock cannot be updated) and ``stalled`` (its process is gone: the next migration of
+            that kind cleans up after it).
         """
         with self._elasticsearch("reading the migration lock"):
             admin = self.index_admin
@@ -379,8 +418,18 @@ class WebServices:
             "host": lock.host,
             "pid": lock.pid,
             "summary": lock.describe(),
+            "copied": lock.copied,
+            "total": lock.total,
             "stalled": lock.holder_alive() is False,
         }
+
+    def last_migrations(self) -> list[dict[str, Any]]:
+        """How the last migration of each index kind ended (``kind``, ``state``, ``source``, ``target``,
+        ``finished_at``, ``copied``, ``seconds``, ``message``), most recent first."""
+        with self._elasticsearch("reading past migrations"):
+            outcomes = self.index_admin.last_migrations()
+        rows = [asdict(outcome) for outcome in outcomes.values()]
+        return sorted(rows, key=lambda row: row["finished_at"], reverse=True)
 
     def delete_index(self, name: str) -> None:
         """Delete an index the alias does not point at.

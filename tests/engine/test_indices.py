@@ -150,6 +150,7 @@ def test_while_a_migration_copies_a_second_one_and_deleting_its_target_are_refus
         lock = admin.migration_lock()
         seen.append(lock)
         assert admin.write_blocked(lock.source) and lock.holder_alive()
+        assert (lock.copied, lock.total) == (0, 40)  # the lock record says how much there is to copy
         late = bulk_index(es_client, _docs(alias, 1), max_retries=0)  # a writer that missed the lock
         assert [is_write_block(f) for f in late.failures] == [True]
         with pytest.raises(MigrationError, match="still in progress"):
@@ -165,6 +166,9 @@ def test_while_a_migration_copies_a_second_one_and_deleting_its_target_are_refus
     assert bulk_index(es_client, _docs(alias, 41), refresh="wait_for").failed == 0  # writes go to the new index
     assert es_client.count(index=alias)["count"] == 41
     assert sorted(admin.versions("equations")) == [1, 2]  # the refused second migration left nothing behind
+    outcome = admin.last_migrations()["equations"]
+    assert (outcome.state, outcome.copied, outcome.source, outcome.target) == ("finished", 40, lock.source, lock.target)
+    assert outcome.message == f"40 documents copied; {alias} now reads {lock.target}"
 
 
 def test_a_failed_migration_lifts_its_block_and_drops_its_lock(es_client, index_name):
@@ -177,6 +181,9 @@ def test_a_failed_migration_lifts_its_block_and_drops_its_lock(es_client, index_
     assert admin.current("equations") == f"{alias}-v1" and admin.versions("equations") == [1]
     assert not admin.write_blocked(alias) and admin.migration_lock() is None
     assert bulk_index(es_client, _docs(alias, 21), refresh="wait_for").failed == 0
+    outcome = admin.last_migrations()["equations"]
+    assert outcome.state == "failed" and outcome.target == f"{alias}-v2"
+    assert outcome.message.startswith("failed, nothing changed: 20 documents failed to copy")
 
 
 MIGRATOR = """

@@ -179,7 +179,11 @@ def test_start_an_ingest_job_watch_it_and_migrate(admin_server, page):
     page.check("input[name=confirm]")
     page.click("#confirm-migrate")
     page.wait_for_selector(".flash.ok")
-    assert "12 documents copied" in page.inner_text(".flash.ok")
+    assert "Migration of equations started" in page.inner_text(".flash.ok")
+    # the page follows the copy (it reloads itself while the lock stands) until the outcome shows
+    finished = page.wait_for_selector("#last-migrations tr[data-kind=equations][data-state=finished]", timeout=60_000)
+    assert "12 documents copied" in finished.inner_text()
+    assert page.locator("#migration-in-progress").count() == 0
     live = page.locator("tr", has=page.locator("td a", has_text=re.compile(r"-equations-v2$")))
     assert live.locator(".alias").count() == 1 and live.locator(".docs").inner_text() == "12"
     screenshot(page, "16-admin-migrated")

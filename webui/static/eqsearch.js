@@ -1,4 +1,4 @@
-// eqsearch front end: the live LaTeX preview, the balance read-out, and live ingest job progress.
+// eqsearch front end: the live LaTeX preview, the balance read-out, and live ingest job and migration progress.
 // No framework, nothing fetched from elsewhere. Server answers are inserted as text, or (MathML) parsed as XML
 // and adopted only when the root is a MathML <math> element: no HTML element can come in that way.
 "use strict";
@@ -96,6 +96,12 @@ function setupSearchForm() {
   });
 }
 
+// The indices page while a migration copies: reload it every 2 s (progress from the lock record) until it ends.
+function setupMigration() {
+  const running = document.querySelector("#migration-in-progress[data-running]");
+  if (running) setTimeout(() => window.location.reload(), 2000);
+}
+
 function setupJob() {
   const job = document.getElementById("job");
   if (!job) return;
@@ -175,4 +181,5 @@ document.addEventListener("DOMContentLoaded", () => {
   setupBalance();
   setupSearchForm();
   setupJob();
+  setupMigration();
 });
