@@ -6,6 +6,7 @@ Run from the repository root against a running node (``eqsearch es start``); eve
     .venv/bin/python benchmarks/search.py ingest --sources py:sympy py:mpmath   # end-to-end ingest eq/s
     .venv/bin/python benchmarks/search.py decide --n 100000                    # similarity / index type / grouping
     .venv/bin/python benchmarks/search.py latency --n 100000 --clients 8       # p50/p95/p99, size, memory
+    .venv/bin/python benchmarks/search.py replay --n 100000 --clients 8        # the same, Elasticsearch alone
     .venv/bin/python benchmarks/search.py cleanup
 
 Data: real equations, extracted from installed packages' docstrings by the real ingest job (KaTeX conversion
@@ -444,9 +445,13 @@ def client_process(conn: Any, barrier: Any, setup: dict[str, Any]) -> None:
 
 
 class ClientProcesses:
-    """``count`` closed-loop client processes (spawned, so no state is shared with this one) on one index."""
+    """``count`` closed-loop client processes (spawned, so no state is shared with this one) on one index.
 
-    def __init__(self, count: int, setup: dict[str, Any]) -> None:
+    ``target`` is what each process runs: `client_process` (a `SearchService`) or `replay_process` (recorded HTTP
+    requests); both take the same ``(kind, warmup, numbers)`` tasks and answer the same way.
+    """
+
+    def __init__(self, count: int, setup: dict[str, Any], target: Any = None) -> None:
         import multiprocessing
 
         context = multiprocessing.get_context("spawn")
@@ -455,7 +460,7 @@ class ClientProcesses:
         self.processes = []
         for _ in range(count):
             parent, child = context.Pipe()
-            process = context.Process(target=client_process, args=(child, self.barrier, setup), daemon=True)
+            process = context.Process(target=target or client_process, args=(child, self.barrier, setup), daemon=True)
             process.start()
             self.pipes.append(parent)
             self.processes.append(process)
@@ -612,6 +617,120 @@ def cmd_latency(args: argparse.Namespace) -> None:
         if not args.keep:
             for name in client.indices.get(index=f"{prefix}-*"):
                 client.indices.delete(index=name)
+
+
+# -- replay ----------------------------------------------------------------------------------------------------
+def recording_node_class() -> tuple[type, list[tuple[str, str, bytes | None, dict[str, str]]]]:
+    """An elastic_transport HTTP node class (for ``Elasticsearch(node_class=...)``) and the list it records
+    ``(method, target, body, headers)`` into."""
+    from elastic_transport import Urllib3HttpNode
+
+    sent: list[tuple[str, str, bytes | None, dict[str, str]]] = []
+
+    class RecordingNode(Urllib3HttpNode):
+        def perform_request(self, method: str, target: str, body: bytes | None = None, headers: Any = None,
+                            **kwargs: Any) -> Any:  # fmt: skip
+            sent.append((method, target, body, dict(headers or {})))
+            return super().perform_request(method, target, body=body, headers=headers, **kwargs)
+
+    return RecordingNode, sent
+
+
+def replay_process(conn: Any, barrier: Any, setup: dict[str, Any]) -> None:
+    """One replay client: sends each query's recorded requests, one after the other, over one keep-alive
+    `http.client` connection; nothing else runs in it (no encoder, no JSON, no fusion)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(setup["url"])
+    http_conn = http.client.HTTPConnection(parts.hostname, parts.port or 9200, timeout=300)
+    recorded = setup["requests"]
+
+    def send(number: int) -> None:
+        for method, target, body, headers in recorded[number]:
+            http_conn.request(method, target, body=body, headers=headers)
+            response = http_conn.getresponse()
+            payload = response.read()
+            if response.status != 200:
+                raise RuntimeError(f"{method} {target} answered {response.status}: {payload[:300]!r}")
+
+    while (task := conn.recv()) is not None:
+        _, warmup, numbers = task
+        for i in warmup:
+            send(i)
+        barrier.wait()
+        began = time.perf_counter()
+        cpu = time.process_time()
+        latencies = []
+        for i in numbers:
+            start = time.perf_counter()
+            send(i)
+            latencies.append((time.perf_counter() - start) * 1000)
+        conn.send((latencies, began, time.perf_counter(), time.process_time() - cpu))
+
+
+def cmd_replay(args: argparse.Namespace) -> None:
+    """Elasticsearch's share of the query latency: the requests `SearchService` sent for each query, recorded
+    once (sequentially), then replayed by closed-loop client processes that do nothing else.
+
+    The difference with ``latency`` on the same queries is what the Python side (encoder, client library, JSON,
+    fusion) adds, on top of the CPU it takes from the node on a shared machine. Each query has run once before it
+    is replayed (its page fetch depends on the fused ranking), so Elasticsearch has seen its pages already.
+    """
+    from elasticsearch import Elasticsearch
+
+    client, _ = client_from_env()
+    encoder = load_encoder_or_standin(args.bundle)
+    emit(measure="setup", command=args.command, **encoder_identity(encoder))
+    base = base_documents(client, args.prefix)
+    prefix = f"{args.prefix}-lat{args.n}"
+    if IndexAdmin(client, prefix).current("equations") is None:
+        sys.exit(f"no index for n={args.n}: run 'latency --n {args.n} --keep' first")
+    warmup_count = 4 * args.clients
+    formulas, keyword_queries = pick_queries(base, args.queries + warmup_count)
+    converter = CachedConverter.convert_all(formulas)
+    usable = [i for i, f in enumerate(formulas) if converter.cache[f].mathml is not None]
+    formulas = [formulas[i] for i in usable]
+    keyword_queries = [keyword_queries[i] for i in usable]
+    url = client.transport.node_pool.get().base_url
+    node_class, sent = recording_node_class()
+    recording = Elasticsearch(url, node_class=node_class, request_timeout=300)
+    service_class, query_class = service_classes(args)
+    options = service_options(args, service_class)
+    service = service_class(recording, encoder, converter, index_prefix=prefix, **options)
+    service.search(query_class(keywords="warm up"))  # reads the index's _meta: not part of any query
+    makers = query_makers(formulas, keyword_queries, query_class)
+    warmup = list(range(len(formulas) - warmup_count, len(formulas)))
+    numbers = list(range(len(formulas) - warmup_count))
+    for kind in args.kinds:
+        requests = []
+        for i in range(len(formulas)):
+            sent.clear()
+            service.search(makers[kind](i))
+            requests.append([entry for entry in sent if entry[1].split("?")[0].endswith(("_search", "_msearch"))])
+        pool = ClientProcesses(args.clients, {"url": url, "requests": requests}, target=replay_process)
+        try:
+            node_cpu, busy = node_cpu_ms(client), machine_cpu_s()
+            latencies, wall, client_cpu = pool.run(kind, numbers, warmup)
+            node_cpu = node_cpu_ms(client) - node_cpu
+            busy = None if busy is None else (machine_cpu_s() or 0.0) - busy
+        finally:
+            pool.close()
+        emit(
+            measure="replay",
+            n=args.n,
+            kind=kind,
+            clients=args.clients,
+            queries=len(latencies),
+            requests_per_query=round(statistics.fmean(len(r) for r in requests), 2),
+            qps=round(len(latencies) / wall, 1),
+            latency_ms=percentiles(latencies),
+            client_cpu_ms=round(client_cpu * 1000 / len(latencies), 2),
+            node_cpu_ms=round(node_cpu / len(latencies), 2),
+            other_cores_busy=None if busy is None else round((busy - client_cpu - node_cpu / 1000) / wall, 2),
+            load=load_average(),
+            **({"service_options": options} if options else {}),
+        )
 
 
 # -- profile ---------------------------------------------------------------------------------------------------
@@ -956,6 +1075,17 @@ def main() -> None:
     profile.add_argument("--stages", nargs="+", help="only the stages whose names start with these")
     add_service_arguments(profile)
     profile.set_defaults(handler=cmd_profile)
+    replay = commands.add_parser(
+        "replay", help="Elasticsearch's share of the latency: recorded requests replayed by bare HTTP clients"
+    )
+    replay.add_argument("--n", type=int, default=1_000_000, help="which kept latency index (1000000)")
+    replay.add_argument("--clients", type=int, default=8)
+    replay.add_argument("--queries", type=int, default=800, help="distinct queries per kind (800)")
+    replay.add_argument(
+        "--kinds", nargs="+", default=["hybrid"], choices=("formula", "keyword", "hybrid", "hybrid-grouped")
+    )
+    add_service_arguments(replay)
+    replay.set_defaults(handler=cmd_replay)
     recall = commands.add_parser("recall", help="recall@10 of formula search vs exact kNN, per candidate depth")
     recall.add_argument("--n", type=int, default=1_000_000, help="which kept latency index (1000000)")
     recall.add_argument("--queries", type=int, default=200)
