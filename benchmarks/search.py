@@ -707,7 +707,8 @@ def cmd_replay(args: argparse.Namespace) -> None:
         for i in range(len(formulas)):
             sent.clear()
             service.search(makers[kind](i))
-            requests.append([entry for entry in sent if entry[1].split("?")[0].endswith(("_search", "_msearch"))])
+            searches = [entry for entry in sent if entry[1].split("?")[0].endswith(("_search", "_msearch"))]
+            requests.append(searches[:1] if args.ranking_only else searches)
         pool = ClientProcesses(args.clients, {"url": url, "requests": requests}, target=replay_process)
         try:
             node_cpu, busy = node_cpu_ms(client), machine_cpu_s()
@@ -723,6 +724,7 @@ def cmd_replay(args: argparse.Namespace) -> None:
             clients=args.clients,
             queries=len(latencies),
             requests_per_query=round(statistics.fmean(len(r) for r in requests), 2),
+            ranking_only=args.ranking_only,
             qps=round(len(latencies) / wall, 1),
             latency_ms=percentiles(latencies),
             client_cpu_ms=round(client_cpu * 1000 / len(latencies), 2),
@@ -1083,6 +1085,11 @@ def main() -> None:
     replay.add_argument("--queries", type=int, default=800, help="distinct queries per kind (800)")
     replay.add_argument(
         "--kinds", nargs="+", default=["hybrid"], choices=("formula", "keyword", "hybrid", "hybrid-grouped")
+    )
+    replay.add_argument(
+        "--ranking-only",
+        action="store_true",
+        help="replay only each query's first request (the ranked lists), not the page fetch: what the ranking costs",
     )
     add_service_arguments(replay)
     replay.set_defaults(handler=cmd_replay)
