@@ -16,7 +16,11 @@ new documents are acknowledged, the job looks up every equation document with it
 with ``search_after``: the minimal distribution has no ``_delete_by_query``) and deletes those its new version no
 longer has (count ``equations_stale_deleted``), before the paper's checkpoint. A crash before the deletes leaves
 the paper's old equations next to the new ones until the resumed job does them; never a paper without equations.
-A paper whose own document Elasticsearch refused keeps its old equations, as its old paper document stands. The
+A paper whose own document Elasticsearch refused keeps its old equations, as its old paper document stands.
+Two jobs ingesting the same paper at once never delete each other's equations: a job keeps (count
+``equations_stale_kept``, and its record says so) the equations another running job wrote, and prunes nothing of a
+paper whose paper document another job has written since; ingesting that paper again afterwards removes what is
+left of the older version. The
 ids about to be deleted are recorded first (a ``pruning`` record, which the checkpoint then replaces), so a job
 killed among the deletes still counts them when it resumes. With refresh off during the load, a paper's new
 version and its deletions become searchable at the same refresh, so searches see one version of it (after a crash,
@@ -66,6 +70,7 @@ from eqsearch.engine.indices import (
     probe_text_analyzer,
     retrying,
 )
+from eqsearch.engine.local_node import pid_alive
 from eqsearch.engine.mappings import VECTOR_FIELD, IndexOptions
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.pipeline import WorkerPool, process_task
@@ -87,6 +92,7 @@ COUNT_NAMES = (
     "equations_unencoded",
     "documents_failed",
     "equations_stale_deleted",
+    "equations_stale_kept",
 )
 
 #: Times one write is sent again after a write block (each time after a migration ended, or the block was gone).
@@ -416,6 +422,11 @@ class IngestJob:
                 self._ingest(todo)
             self._refresh_cited_by()
             state = STATE_FINISHED
+            if self.counts["equations_stale_kept"]:
+                message = (
+                    f"{self.counts['equations_stale_kept']} equations of earlier versions were kept because another "
+                    "job was ingesting the same papers; ingest those papers again once it has finished to remove them"
+                )
         except KeyboardInterrupt:
             state, message = STATE_INTERRUPTED, "interrupted by the user"
             raise
@@ -573,7 +584,7 @@ class IngestJob:
         failed_by_paper: dict[int, list[BulkFailure]] = {}
         for failure in report.failures:
             failed_by_paper.setdefault(owner.get(failure.doc_id, -1), []).append(failure)
-        stale = self._stale_equations(batch, failed_by_paper)
+        stale, kept = self._stale_equations(batch, failed_by_paper)
         prune_failed = self._delete_stale(batch, stale)
         checkpoints = []
         for position, (source, paper, actions, counts, errors) in enumerate(batch):
@@ -590,6 +601,8 @@ class IngestJob:
             not_deleted = prune_failed.get(position, [])
             if position in stale:
                 counts["equations_stale_deleted"] += len(stale[position]) - len(not_deleted)
+            if kept.get(position):
+                counts["equations_stale_kept"] += kept[position]
             counts["documents_failed"] += len(failures) + len(not_deleted)
             for failure in failures:
                 errors[f"index:{failure.error_type}"] += 1
@@ -626,8 +639,11 @@ class IngestJob:
                 JobProgress(self.job_id, self.papers_done, self.papers_total, dict(self.counts), self.papers_done)
             )
 
-    def _stale_equations(self, batch: Batch, failed_by_paper: dict[int, list[BulkFailure]]) -> dict[int, list[str]]:
-        """Batch position -> ids of that paper's equation documents which its new version no longer has."""
+    def _stale_equations(
+        self, batch: Batch, failed_by_paper: dict[int, list[BulkFailure]]
+    ) -> tuple[dict[int, list[str]], dict[int, int]]:
+        """Batch position -> ids of that paper's equation documents which its new version no longer has; and batch
+        position -> how many such documents are kept because another job may be writing that paper now."""
         prunable: dict[str, int] = {}
         for position, (_, paper, actions, _, _) in enumerate(batch):
             refused = {f.doc_id for f in failed_by_paper.get(position, [])}
@@ -635,17 +651,27 @@ class IngestJob:
             if actions and actions[0]["_id"] not in refused:
                 prunable[paper.id] = position
         if not prunable:
-            return {}
+            return {}, {}
         equations = self.admin.alias("equations")
         if not prunable.keys().isdisjoint(self._written_papers):
             # an earlier flush of this run wrote one of these papers, with refresh off: make it searchable first
             retrying(self.client).indices.refresh(index=equations)
         keep = {action["_id"] for position in prunable.values() for action in batch[position][2][1:]}
+        # Another job may be ingesting some of these papers right now: its equations are not this job's to delete,
+        # and a paper whose document it wrote after this job's is its to prune.
+        superseded = self._papers_written_by_others(list(prunable))
+        others = self._other_running_jobs()
         stale: dict[int, set[str]] = {}
+        kept: Counter[int] = Counter()
         query = {"terms": {"paper_id": list(prunable)}}
-        for doc_id, source in self.admin.scan(equations, query=query, source=["paper_id"]):
-            position = prunable.get(source.get("paper_id", ""))
-            if position is not None and doc_id not in keep:
+        for doc_id, source in self.admin.scan(equations, query=query, source=["paper_id", "job_id"]):
+            paper_id = source.get("paper_id", "")
+            position = prunable.get(paper_id)
+            if position is None or doc_id in keep:
+                continue
+            if paper_id in superseded or source.get("job_id") in others:
+                kept[position] += 1
+            else:
                 stale.setdefault(position, set()).add(doc_id)
         if self._resumed:  # a killed run may have deleted some already: its pruning records name them
             by_source = {batch[position][0]: position for position in prunable.values()}
@@ -655,7 +681,36 @@ class IngestJob:
                 if record and record.get("record") == "pruning" and record.get("source") in by_source:
                     recorded = set((record.get("options") or {}).get("stale_ids") or ()) - keep
                     stale.setdefault(by_source[record["source"]], set()).update(recorded)
-        return {position: sorted(ids) for position, ids in stale.items() if ids}
+        return {position: sorted(ids) for position, ids in stale.items() if ids}, dict(kept)
+
+    def _papers_written_by_others(self, paper_ids: list[str]) -> set[str]:
+        """The papers among ``paper_ids`` whose paper document another job has written since this one (a real-time
+        read: no refresh needed)."""
+        docs = self.client.mget(index=self.admin.alias("papers"), ids=paper_ids, source=["job_id"])["docs"]
+        return {
+            doc["_id"] for doc in docs if doc.get("found") and (doc.get("_source") or {}).get("job_id") != self.job_id
+        }
+
+    def _other_running_jobs(self) -> set[str]:
+        """Ids of the deployment's other jobs that are running: their record says so and, on this machine, their
+        process is alive (a job on another machine is trusted; one in this process is another thread's)."""
+        query = {
+            "bool": {
+                "filter": [{"term": {"record": "job"}}, {"term": {"state": STATE_RUNNING}}],
+                "must_not": [{"term": {"job_id": self.job_id}}],
+            }
+        }
+        try:
+            hits = self.client.search(index=self.jobs_alias, query=query, size=1000, source=["job_id", "pid", "host"])
+        except NotFoundError:
+            return set()
+        running = set()
+        for hit in hits["hits"]["hits"]:
+            record = hit["_source"]
+            pid = int(record.get("pid") or 0)
+            if record.get("host") != socket.gethostname() or pid == os.getpid() or (pid > 0 and pid_alive(pid)):
+                running.add(str(record.get("job_id")))
+        return running
 
     def _delete_stale(self, batch: Batch, stale: dict[int, list[str]]) -> dict[int, list[BulkFailure]]:
         """Delete the stale equation documents; batch position -> the deletes Elasticsearch refused."""

@@ -83,6 +83,8 @@ def _run(args: argparse.Namespace) -> int:
           f"{counts['documents_failed']:,} documents failed, {report.equations_per_second:.0f} eq/s"
           + (f", {counts['equations_stale_deleted']:,} equations of earlier versions deleted"
              if counts.get("equations_stale_deleted") else "")
+          + (f", {counts['equations_stale_kept']:,} kept because another job was ingesting the same papers "
+             "(ingest them again once it has finished)" if counts.get("equations_stale_kept") else "")
           + (f", resumed after {report.resumed_from:,} papers" if report.resumed_from else ""))  # fmt: skip
     for reason, count in sorted(report.errors_by_reason.items(), key=lambda kv: -kv[1])[:10]:
         print(f"  {count:>8,}  {reason}")

@@ -267,6 +267,45 @@ def test_reingesting_changed_papers_deletes_their_stale_equations(es_client, ind
     assert set(equation_ids(es_client, index_name)) == expected
 
 
+def test_two_jobs_on_the_same_paper_never_delete_each_others_equations(es_client, index_name, tmp_path, monkeypatch):
+    def run(name: str, records: list[dict], **options) -> object:
+        source = write_records(tmp_path / f"{name}.jsonl", records)
+        config = IngestJobConfig(sources=(str(source),), index_prefix=index_name, job_id=name, **options)
+        return IngestJob(es_client, hashing_encoder(), config).run()
+
+    run("a", [paper_record(p) for p in range(3)])
+    # Job b wrote paper 0's version 2 (pruning version 1) and is still running: its record says so, its process lives.
+    run("b", [paper_record(0, version=2, equations=3)])
+    jobs = f"{index_name}-jobs"
+    es_client.update(index=jobs, id="b", doc={"state": "running", "pid": os.getpid(), "host": socket.gethostname()})
+    es_client.indices.refresh(index=jobs)
+    c = run("c", [paper_record(0, version=3, equations=2)])
+    assert c.counts["equations_stale_kept"] == 3 and c.counts["equations_stale_deleted"] == 0
+    assert set(equation_ids(es_client, index_name)) >= ids_of(0, 2, 3) | ids_of(0, 3, 2)  # b's equations stand
+    assert "another job was ingesting the same papers" in es_client.get(index=jobs, id="c")["_source"]["message"]
+    # Once b has ended, ingesting the paper again removes what is left of the older version.
+    es_client.update(index=jobs, id="b", doc={"state": "finished"})
+    es_client.indices.refresh(index=jobs)
+    again = run("c", [paper_record(0, version=3, equations=2)], restart=True)
+    assert again.counts["equations_stale_deleted"] == 3 and again.counts["equations_stale_kept"] == 0
+    assert {i for i in equation_ids(es_client, index_name) if i.startswith("2401.00000")} == ids_of(0, 3, 2)
+
+    # Job d writes paper 1's version 2; before it prunes, another job ("e") writes paper 1's document: d leaves the
+    # paper to e and deletes none of its equations.
+    real_bulk = IngestJob._bulk
+
+    def bulk_then_overtaken(self, actions, **kwargs):
+        report = real_bulk(self, actions, **kwargs)
+        if self.job_id == "d" and any(a["_index"].endswith("-papers") for a in actions):
+            es_client.update(index=f"{index_name}-papers", id="2401.00001", doc={"job_id": "e"})
+        return report
+
+    monkeypatch.setattr(IngestJob, "_bulk", bulk_then_overtaken)
+    d = run("d", [paper_record(1, version=2, equations=2)])
+    assert d.counts["equations_stale_kept"] == EQS_PER_PAPER and d.counts["equations_stale_deleted"] == 0
+    assert set(equation_ids(es_client, index_name)) >= ids_of(1, 1, EQS_PER_PAPER) | ids_of(1, 2, 2)
+
+
 class Crash(Exception):
     """Stands for a kill at one point of the job (the documents and records written so far stay, as after kill -9)."""
 
