@@ -429,17 +429,23 @@ def client_process(conn: Any, barrier: Any, setup: dict[str, Any]) -> None:
     service_class, query_class = service_classes(argparse.Namespace(service_file=setup["service_file"]))
     service = service_class(client, encoder, converter, index_prefix=setup["prefix"], **setup["service_options"])
     makers = query_makers(setup["formulas"], setup["keyword_queries"], query_class)
+    serve_tasks(conn, barrier, lambda kind, i: service.search(makers[kind](i)))
+
+
+def serve_tasks(conn: Any, barrier: Any, run: Any) -> None:
+    """A client process's loop: for each ``(kind, warmup, numbers)`` task, ``run(kind, i)`` the warm-up numbers,
+    wait for every client, run the measured ones, and answer ``(latencies ms, began, ended, CPU s)``."""
     while (task := conn.recv()) is not None:
         kind, warmup, numbers = task
         for i in warmup:
-            service.search(makers[kind](i))
+            run(kind, i)
         barrier.wait()
         began = time.perf_counter()
         cpu = time.process_time()
         latencies = []
         for i in numbers:
             start = time.perf_counter()
-            service.search(makers[kind](i))
+            run(kind, i)
             latencies.append((time.perf_counter() - start) * 1000)
         conn.send((latencies, began, time.perf_counter(), time.process_time() - cpu))
 
@@ -542,11 +548,7 @@ def cmd_latency(args: argparse.Namespace) -> None:
     base = base_documents(client, args.prefix)
     url = client.transport.node_pool.get().base_url
     warmup_count = 4 * args.clients
-    formulas, keyword_queries = pick_queries(base, args.queries + warmup_count)
-    converter = CachedConverter.convert_all(formulas)
-    usable = [i for i, f in enumerate(formulas) if converter.cache[f].mathml is not None]
-    formulas = [formulas[i] for i in usable]
-    keyword_queries = [keyword_queries[i] for i in usable]
+    formulas, keyword_queries, converter = usable_queries(base, args.queries + warmup_count)
     # measured queries are distinct, and distinct from the warm-up ones: no cache (query vectors, Elasticsearch's
     # request cache, which size>0 searches skip anyway) sees a query twice
     warmup = list(range(len(formulas) - warmup_count, len(formulas)))
@@ -646,7 +648,7 @@ def replay_process(conn: Any, barrier: Any, setup: dict[str, Any]) -> None:
     http_conn = http.client.HTTPConnection(parts.hostname, parts.port or 9200, timeout=300)
     recorded = setup["requests"]
 
-    def send(number: int) -> None:
+    def send(_: str, number: int) -> None:
         for method, target, body, headers in recorded[number]:
             http_conn.request(method, target, body=body, headers=headers)
             response = http_conn.getresponse()
@@ -654,19 +656,7 @@ def replay_process(conn: Any, barrier: Any, setup: dict[str, Any]) -> None:
             if response.status != 200:
                 raise RuntimeError(f"{method} {target} answered {response.status}: {payload[:300]!r}")
 
-    while (task := conn.recv()) is not None:
-        _, warmup, numbers = task
-        for i in warmup:
-            send(i)
-        barrier.wait()
-        began = time.perf_counter()
-        cpu = time.process_time()
-        latencies = []
-        for i in numbers:
-            start = time.perf_counter()
-            send(i)
-            latencies.append((time.perf_counter() - start) * 1000)
-        conn.send((latencies, began, time.perf_counter(), time.process_time() - cpu))
+    serve_tasks(conn, barrier, send)
 
 
 def cmd_replay(args: argparse.Namespace) -> None:
@@ -679,19 +669,9 @@ def cmd_replay(args: argparse.Namespace) -> None:
     """
     from elasticsearch import Elasticsearch
 
-    client, _ = client_from_env()
-    encoder = load_encoder_or_standin(args.bundle)
-    emit(measure="setup", command=args.command, **encoder_identity(encoder))
-    base = base_documents(client, args.prefix)
-    prefix = f"{args.prefix}-lat{args.n}"
-    if IndexAdmin(client, prefix).current("equations") is None:
-        sys.exit(f"no index for n={args.n}: run 'latency --n {args.n} --keep' first")
+    client, encoder, base, prefix, _ = kept_index(args)
     warmup_count = 4 * args.clients
-    formulas, keyword_queries = pick_queries(base, args.queries + warmup_count)
-    converter = CachedConverter.convert_all(formulas)
-    usable = [i for i, f in enumerate(formulas) if converter.cache[f].mathml is not None]
-    formulas = [formulas[i] for i in usable]
-    keyword_queries = [keyword_queries[i] for i in usable]
+    formulas, keyword_queries, converter = usable_queries(base, args.queries + warmup_count)
     url = client.transport.node_pool.get().base_url
     node_class, sent = recording_node_class()
     recording = Elasticsearch(url, node_class=node_class, request_timeout=300)
@@ -791,6 +771,28 @@ def idle_rate(client, seconds: float = 3.0) -> float:
     return (node_cpu_ms(client) - before) / seconds
 
 
+def kept_index(args: argparse.Namespace) -> tuple[Any, Any, list[dict[str, Any]], str, str]:
+    """The common start of the commands that work on a kept ``latency`` index: a client, the encoder (announced),
+    the base documents, the index prefix and the concrete index; exits when the index was not kept."""
+    client, _ = client_from_env()
+    encoder = load_encoder_or_standin(args.bundle)
+    emit(measure="setup", command=args.command, **encoder_identity(encoder))
+    base = base_documents(client, args.prefix)
+    prefix = f"{args.prefix}-lat{args.n}"
+    index = IndexAdmin(client, prefix).current("equations")
+    if index is None:
+        sys.exit(f"no index for n={args.n}: run 'latency --n {args.n} --keep' first")
+    return client, encoder, base, prefix, index
+
+
+def usable_queries(base: list[dict[str, Any]], count: int) -> tuple[list[str], list[str], CachedConverter]:
+    """`pick_queries`, converted once, keeping those whose formula converts: formulas, keywords, the converter."""
+    formulas, keyword_queries = pick_queries(base, count)
+    converter = CachedConverter.convert_all(formulas)
+    usable = [i for i, f in enumerate(formulas) if converter.cache[f].mathml is not None]
+    return [formulas[i] for i in usable], [keyword_queries[i] for i in usable], converter
+
+
 def pick_queries(base: list[dict[str, Any]], count: int, seed: int = 3) -> tuple[list[str], list[str]]:
     """Up to ``count`` distinct formulas (LaTeX under 300 characters) and ``count`` keyword pairs, drawn from the
     base equations' text with its word frequencies (common words come up more often, as in real queries)."""
@@ -827,19 +829,8 @@ def cmd_profile(args: argparse.Namespace) -> None:
     import cProfile
     import pstats
 
-    client, _ = client_from_env()
-    encoder = load_encoder_or_standin(args.bundle)
-    emit(measure="setup", command=args.command, **encoder_identity(encoder))
-    base = base_documents(client, args.prefix)
-    prefix = f"{args.prefix}-lat{args.n}"
-    index = IndexAdmin(client, prefix).current("equations")
-    if index is None:
-        sys.exit(f"no index for n={args.n}: run 'latency --n {args.n} --keep' first")
-    formulas, keyword_queries = pick_queries(base, args.queries)
-    converter = CachedConverter.convert_all(formulas)
-    keep = [i for i, f in enumerate(formulas) if converter.cache[f].mathml is not None]
-    formulas = [formulas[i] for i in keep]
-    keyword_queries = [keyword_queries[i] for i in keep]
+    client, encoder, base, prefix, index = kept_index(args)
+    formulas, keyword_queries, converter = usable_queries(base, args.queries)
     count = len(formulas)
     mathml = [converter.cache[f].mathml for f in formulas]
     service_class, query_class = service_classes(args)
@@ -980,20 +971,10 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
 def cmd_recall(args: argparse.Namespace) -> None:
     """recall@10 of formula search against exact (brute-force) inner product, per candidate depth and
     ``num_candidates`` factor, on a kept ``latency`` index; and how far hybrid page 1 moves from the first setting."""
-    client, _ = client_from_env()
-    encoder = load_encoder_or_standin(args.bundle)
-    emit(measure="setup", command=args.command, **encoder_identity(encoder))
-    base = base_documents(client, args.prefix)
-    prefix = f"{args.prefix}-lat{args.n}"
-    if IndexAdmin(client, prefix).current("equations") is None:
-        sys.exit(f"no index for n={args.n}: run 'latency --n {args.n} --keep' first")
+    client, encoder, base, prefix, _ = kept_index(args)
     docs, vectors = replicate(base, args.n)  # the vectors the latency index holds (same seed)
     row_of = {document_eq_id(entry): entry["i"] for entry in docs}
-    formulas, keyword_queries = pick_queries(base, args.queries)
-    converter = CachedConverter.convert_all(formulas)
-    usable = [i for i, f in enumerate(formulas) if converter.cache[f].mathml is not None]
-    formulas = [formulas[i] for i in usable]
-    keyword_queries = [keyword_queries[i] for i in usable]
+    formulas, keyword_queries, converter = usable_queries(base, args.queries)
     reference = SearchService(client, encoder, converter, index_prefix=prefix)
     query_vectors = np.array([reference._encode(converter.cache[f].mathml) for f in formulas])
     truth = exact_top(vectors, query_vectors, 10, getattr(encoder, "similarity", "max_inner_product"))
