@@ -41,6 +41,8 @@ MIGRATION_LOCK_ID = "eqsearch:migration"
 LAST_MIGRATION_ID = "eqsearch:last-migration:"
 #: The least time between two progress updates of a running migration's lock record.
 PROGRESS_SECONDS = 1.0
+#: How long a read waits for the shard of an index that is being created to start (it answers 503 until then).
+SHARD_START_SECONDS = 5.0
 
 
 class IndexOperationError(EqsearchError):
@@ -737,7 +739,7 @@ class IndexAdmin:
         with contextlib.suppress(ApiError, EsConnectionError):
             self._drop_lock()
             self._record_outcome(
-                lock, "finished", copied, began, f"{copied} documents copied; {self.alias(kind)} now reads {target}"
+                lock, "finished", copied, began, f"{copied:,} documents copied; {self.alias(kind)} now reads {target}"
             )
         if on_progress is not None:
             on_progress(copied, total)
@@ -750,13 +752,22 @@ class IndexAdmin:
     def migration_lock(self) -> MigrationLock | None:
         """The lock of the migration in progress (or of one that died), or None.
 
-        A real-time get: it sees a lock the moment it is taken, without a refresh.
+        A real-time get: it sees a lock the moment it is taken, without a refresh. A jobs index that another thread
+        or process is creating at this very moment (a first migration creates it) exists before its shard has
+        started, and answers 503 for that moment: asked again for up to `SHARD_START_SECONDS`.
         """
-        try:
-            record = self.client.get(index=self.alias("jobs"), id=MIGRATION_LOCK_ID)["_source"]
-        except NotFoundError:  # no lock, or no jobs index at all
-            return None
-        return MigrationLock.from_record(record)
+        deadline = time.monotonic() + SHARD_START_SECONDS
+        while True:
+            try:
+                record = self.client.get(index=self.alias("jobs"), id=MIGRATION_LOCK_ID)["_source"]
+            except NotFoundError:  # no lock, or no jobs index at all
+                return None
+            except ApiError as error:
+                if error.meta.status != 503 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+                continue
+            return MigrationLock.from_record(record)
 
     def last_migrations(self) -> dict[str, MigrationOutcome]:
         """How the last migration of each index kind ended (kinds never migrated are absent)."""

@@ -22,7 +22,7 @@ from eqsearch.engine.indices import (
     current_load_settings,
     is_write_block,
 )
-from eqsearch.engine.mappings import IndexOptions
+from eqsearch.engine.mappings import IndexOptions, index_definition
 
 pytestmark = pytest.mark.es
 
@@ -184,6 +184,24 @@ def test_a_failed_migration_lifts_its_block_and_drops_its_lock(es_client, index_
     outcome = admin.last_migrations()["equations"]
     assert outcome.state == "failed" and outcome.target == f"{alias}-v2"
     assert outcome.message.startswith("failed, nothing changed: 20 documents failed to copy")
+
+
+def test_the_lock_is_read_while_the_jobs_index_is_still_starting(es_client, index_name):
+    # The moment after a first migration created the jobs index, before its shard started (a web page polling the
+    # lock saw 503 then): here a shard that cannot start until its allocation filter is lifted.
+    name, definition = f"{index_name}-jobs-v1", index_definition("jobs", IndexOptions())
+    waiting = {**definition["settings"], "index.routing.allocation.require._name": "not-yet"}
+    es_client.indices.create(
+        index=name, settings=waiting, mappings=definition["mappings"], aliases={f"{index_name}-jobs": {}},
+        wait_for_active_shards="0",
+    )  # fmt: skip
+    lift = {"index.routing.allocation.require._name": None}
+    start = threading.Timer(0.5, lambda: es_client.indices.put_settings(index=name, settings=lift))
+    start.start()
+    try:
+        assert IndexAdmin(es_client, index_name).migration_lock() is None
+    finally:
+        start.join()
 
 
 MIGRATOR = """
