@@ -248,7 +248,7 @@ def _search(args: argparse.Namespace) -> int:
     for rank, hit in enumerate(results.hits, start=first + 1):
         year = f" ({hit.year})" if hit.year else ""
         print(f"{rank:3}. [{hit.matched:7}] {hit.score:.4f}  {hit.eq_id}  {hit.title}{year}")
-        print(f"      {hit.latex[:150]}")
+        print(f"      {' '.join(hit.latex.split())[:150]}")  # on one line, whatever the source's layout
         if hit.section_title:
             print(f"      section: {hit.section_title}")
     print(f"{results.total:,} matches, page {results.page}, {results.took_ms:.0f} ms, analyzer {results.analyzer}",
