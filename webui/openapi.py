@@ -221,7 +221,12 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                 "SearchResults": {
                     "type": "object",
                     "properties": {
-                        "total": {"type": "integer"},
+                        "total": {
+                            "type": "integer",
+                            "description": "Equations (papers when grouped) matched, as far as the fused candidate "
+                            "lists reach: a formula search ranks its nearest candidates, not the whole index, and "
+                            "keyword matches are counted up to 1,000.",
+                        },
                         "page": {"type": "integer"},
                         "size": {"type": "integer"},
                         "hits": {"type": "array", "items": {"$ref": "#/components/schemas/EquationHit"}},
