@@ -12,19 +12,18 @@ the checkpointed papers; papers in flight are indexed again (same ids), and the 
 checkpoints, so nothing is lost and nothing counted twice.
 
 A paper indexed again (a new arXiv version, an edited source) may now have fewer or other equations. Once a paper's
-new documents are acknowledged, the job looks up every equation document with its ``paper_id`` (a point in time
-with ``search_after``: the minimal distribution has no ``_delete_by_query``) and deletes those its new version no
-longer has (count ``equations_stale_deleted``), before the paper's checkpoint. A crash before the deletes leaves
-the paper's old equations next to the new ones until the resumed job does them; never a paper without equations.
-A paper whose own document Elasticsearch refused keeps its old equations, as its old paper document stands.
-Two jobs ingesting the same paper at once never delete each other's equations: a job keeps (count
-``equations_stale_kept``, and its record says so) the equations another running job wrote, and prunes nothing of a
-paper whose paper document another job has written since; ingesting that paper again afterwards removes what is
-left of the older version. The
-ids about to be deleted are recorded first (a ``pruning`` record, which the checkpoint then replaces), so a job
-killed among the deletes still counts them when it resumes. With refresh off during the load, a paper's new
-version and its deletions become searchable at the same refresh, so searches see one version of it (after a crash,
-or once a migration has moved an index mid-job, both can show until the paper's deletes are done and refreshed).
+new documents are acknowledged, the job looks up every equation document with its ``paper_id`` (a point in time with
+``search_after``: the minimal distribution has no ``_delete_by_query``) and deletes those its new version no longer
+has (count ``equations_stale_deleted``), before the paper's checkpoint. A crash before the deletes leaves the
+paper's old equations next to the new ones until the resumed job does them; never a paper without equations. A paper
+whose own document Elasticsearch refused keeps its old equations, as its old paper document stands. The ids about to
+be deleted are recorded first (a ``pruning`` record, which the checkpoint then replaces), so a job killed among the
+deletes still counts them when it resumes. Two jobs ingesting the same paper at once never delete each other's
+equations: a job keeps (count ``equations_stale_kept``, and its record says so) the equations another running job
+wrote, and prunes nothing of a paper whose paper document another job has written since; ingesting that paper again
+afterwards removes what is left of the older version. With refresh off during the load, a paper's new version and
+its deletions become searchable at the same refresh, so searches see one version of it (after a crash, or once a
+migration has moved an index mid-job, both can show until the paper's deletes are done and refreshed).
 
 While loading, the equations and papers indices run with ``refresh_interval: -1`` and no replicas; the previous
 settings (recorded in the job document, so that a resumed job restores the right ones) come back when the job
@@ -686,7 +685,7 @@ class IngestJob:
     def _papers_written_by_others(self, paper_ids: list[str]) -> set[str]:
         """The papers among ``paper_ids`` whose paper document another job has written since this one (a real-time
         read: no refresh needed)."""
-        docs = self.client.mget(index=self.admin.alias("papers"), ids=paper_ids, source=["job_id"])["docs"]
+        docs = retrying(self.client).mget(index=self.admin.alias("papers"), ids=paper_ids, source=["job_id"])["docs"]
         return {
             doc["_id"] for doc in docs if doc.get("found") and (doc.get("_source") or {}).get("job_id") != self.job_id
         }
@@ -701,7 +700,9 @@ class IngestJob:
             }
         }
         try:
-            hits = self.client.search(index=self.jobs_alias, query=query, size=1000, source=["job_id", "pid", "host"])
+            hits = retrying(self.client).search(
+                index=self.jobs_alias, query=query, size=1000, source=["job_id", "pid", "host"]
+            )
         except NotFoundError:
             return set()
         running = set()
