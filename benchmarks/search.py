@@ -111,13 +111,14 @@ def cmd_ingest(args: argparse.Namespace) -> None:
     encoder = load_encoder_or_standin(args.bundle)
     emit(measure="setup", command=args.command, **encoder_identity(encoder))
     prefix = BASE_INDEX.format(prefix=args.prefix)
-    config = IngestJobConfig(sources=tuple(args.sources), index_prefix=prefix, workers=0, restart=True)
+    config = IngestJobConfig(sources=tuple(args.sources), index_prefix=prefix, workers=args.workers, restart=True)
     with KatexConverter() as converter:
         report = IngestJob(client, encoder, config, converter=converter).run()
     emit(
         measure="ingest",
         es=info.version,
         sources=args.sources,
+        workers=args.workers,
         papers=report.counts["papers"],
         equations=report.counts["equations"],
         indexed=report.counts["equations_indexed"],
@@ -1029,6 +1030,9 @@ def main() -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     ingest = commands.add_parser("ingest", help="end-to-end ingest of real sources; equations/s")
     ingest.add_argument("--sources", nargs="+", default=["py:sympy"])
+    ingest.add_argument(
+        "--workers", type=int, default=0, help="extraction processes (0: in the job's process, one KaTeX worker)"
+    )
     ingest.set_defaults(handler=cmd_ingest)
     decide = commands.add_parser("decide", help="recall/latency/size of the vector mapping variants")
     decide.add_argument("--n", type=int, default=100_000)
