@@ -656,22 +656,24 @@ class IngestJob:
             # an earlier flush of this run wrote one of these papers, with refresh off: make it searchable first
             retrying(self.client).indices.refresh(index=equations)
         keep = {action["_id"] for position in prunable.values() for action in batch[position][2][1:]}
-        # Another job may be ingesting some of these papers right now: its equations are not this job's to delete,
-        # and a paper whose document it wrote after this job's is its to prune.
-        superseded = self._papers_written_by_others(list(prunable))
-        others = self._other_running_jobs()
+        query = {"terms": {"paper_id": list(prunable)}}
+        candidates = [
+            (doc_id, source.get("paper_id", ""), source.get("job_id"))
+            for doc_id, source in self.admin.scan(equations, query=query, source=["paper_id", "job_id"])
+            if source.get("paper_id", "") in prunable and doc_id not in keep
+        ]
         stale: dict[int, set[str]] = {}
         kept: Counter[int] = Counter()
-        query = {"terms": {"paper_id": list(prunable)}}
-        for doc_id, source in self.admin.scan(equations, query=query, source=["paper_id", "job_id"]):
-            paper_id = source.get("paper_id", "")
-            position = prunable.get(paper_id)
-            if position is None or doc_id in keep:
-                continue
-            if paper_id in superseded or source.get("job_id") in others:
-                kept[position] += 1
-            else:
-                stale.setdefault(position, set()).add(doc_id)
+        if candidates:  # only then (a paper indexed before): the lookups below cost two requests per flush
+            # Another job may be ingesting some of these papers right now: its equations are not this job's to
+            # delete, and a paper whose document it wrote after this job's is its to prune.
+            superseded = self._papers_written_by_others(sorted({paper_id for _, paper_id, _ in candidates}))
+            others = self._other_running_jobs()
+            for doc_id, paper_id, job_id in candidates:
+                if paper_id in superseded or job_id in others:
+                    kept[prunable[paper_id]] += 1
+                else:
+                    stale.setdefault(prunable[paper_id], set()).add(doc_id)
         if self._resumed:  # a killed run may have deleted some already: its pruning records name them
             by_source = {batch[position][0]: position for position in prunable.values()}
             ids = [self._checkpoint_id(source) for source in by_source]

@@ -341,7 +341,7 @@ class WebServices:
         log.info("created index %s", name)
         return name
 
-    def start_migration(self, kind: str, *, wait: bool = False) -> None:
+    def start_migration(self, kind: str) -> None:
         """Migrate `kind` in a thread of this process: copy its index into a new version with the code's mapping and
         swap the alias (the old index is kept). A migration of a large index takes minutes, longer than a web
         request may (gunicorn stops a worker whose request runs past its timeout), so the page returns at once and
@@ -353,11 +353,9 @@ class WebServices:
 
         Args:
             kind: ``equations``, ``papers`` or ``jobs``.
-            wait: run to the end before returning (tests, scripts); a failure is then raised.
 
         Raises:
-            InvalidRequestError: unknown kind, no alias yet, or another migration in progress; with ``wait``, also
-                a copy that did not verify (the alias did not move).
+            InvalidRequestError: unknown kind, no alias yet, or another migration in progress.
         """
         from eqsearch.engine.mappings import INDEX_KINDS
 
@@ -369,7 +367,6 @@ class WebServices:
         running = self.migration()
         if running is not None and not running["stalled"]:
             raise InvalidRequestError(f"another migration is in progress: {running['summary']}")
-        failure: list[BaseException] = []
 
         def run() -> None:
             try:
@@ -377,7 +374,6 @@ class WebServices:
                     report = self.index_admin.migrate(kind)
                 log.info("migrated %s: %s -> %s (%d documents)", kind, report.source, report.target, report.copied)
             except Exception as error:  # recorded in the jobs index by the engine; the server carries on
-                failure.append(error)
                 log.warning("migration of %s failed: %s", kind, error)
 
         with self._lock:
@@ -387,14 +383,10 @@ class WebServices:
             thread = threading.Thread(target=run, name=f"migrate-{kind}", daemon=True)
             self._migrations[kind] = thread
             thread.start()
-        if wait:
-            thread.join()
-            if failure:
-                raise failure[0]
-        else:  # a moment for the migration to take its lock, so that the page it returns to shows it
-            deadline = time.monotonic() + 3
-            while thread.is_alive() and time.monotonic() < deadline and self.migration() is None:
-                time.sleep(0.05)
+        # a moment for the migration to take its lock, so that the page it returns to shows it
+        deadline = time.monotonic() + 3
+        while thread.is_alive() and time.monotonic() < deadline and self.migration() is None:
+            time.sleep(0.05)
 
     def migration(self) -> dict[str, Any] | None:
         """The migration in progress (or one whose process died and left its lock), for the admin pages; or None.
