@@ -2,8 +2,8 @@
 #   make run    install everything, start Elasticsearch (a local node unless EQSEARCH_ES_URL is set), index a real
 #               corpus, serve the search UI
 #   make test   install everything, start the local node, run every test tier, stop the node
-#   make bundle download the real corpus, extract it, retrain and re-export engine/data/default-bundle (GPU: minutes)
-# Everything installs into .venv (Python) and engine/katex/node_modules (KaTeX); the Elasticsearch distribution
+#   make bundle download the real corpus, extract it, retrain and re-export engine/model/default-bundle (GPU: minutes)
+# Everything installs into .venv (Python) and engine/latex/katex/node_modules (KaTeX); the Elasticsearch distribution
 # and its data live outside the repository (see `eqsearch es --help`).
 
 SHELL := /bin/bash
@@ -28,9 +28,9 @@ $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $@
 
-engine/katex/node_modules/.package-lock.json: engine/katex/package-lock.json
+engine/latex/katex/node_modules/.package-lock.json: engine/latex/katex/package-lock.json
 	@command -v npm >/dev/null || { echo "eqsearch needs Node.js 18+ and npm for KaTeX (apt-get install nodejs npm)"; exit 1; }
-	cd engine/katex && npm ci --no-audit --no-fund --loglevel=error
+	cd engine/latex/katex && npm ci --no-audit --no-fund --loglevel=error
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -40,7 +40,7 @@ $(CHROMIUM):
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "the browser tests need Chromium at $(CHROMIUM): apt-get install chromium (as root), or CHROMIUM=/path"; exit 1; fi
 
-setup: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)) engine/katex/node_modules/.package-lock.json  ## install Python and Node dependencies
+setup: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)) engine/latex/katex/node_modules/.package-lock.json  ## install Python and Node dependencies
 
 # The demo corpus `make run` indexes: real math from Debian's documentation packages, SageMath's reference manual
 # (HTML + MathJax, with its bibliography), 25 Sphinx manuals (scipy, statsmodels, scikit-learn, ...) and the gretl
@@ -73,7 +73,7 @@ test: setup $(CHROMIUM)  ## the whole test suite against a real local Elasticsea
 	if [ -z "$$EQSEARCH_ES_URL" ] && [ "$$was_running" = 0 ]; then $(BIN)/eqsearch es stop; fi; \
 	exit $$rc
 
-# The default encoder bundle: the real math of CORPUS_SETS (see ingest/corpus.py: TeX Live manuals, gretl, 236 R
+# The default encoder bundle: the real math of CORPUS_SETS (see ingest/fetch_corpus.py: TeX Live manuals, gretl, 236 R
 # packages' vignettes, 51 Python packages' docstrings, SageMath, deal.II and 25 Sphinx manuals; ~1.6 GB of downloads)
 # downloaded into CORPUS_DIR (the same cache `make run` uses), extracted to CORPUS_DIR/real-latex/papers.jsonl (~6 min
 # with 2 workers), then the KDD'20 encoder trained with TRAIN_CONFIG and exported with its held-out evaluation.
@@ -82,7 +82,7 @@ test: setup $(CHROMIUM)  ## the whole test suite against a real local Elasticsea
 # in ~20 min, 1/30 of the optimizer steps). Reruns reuse the download; the extraction is redone
 # (--overwrite) so the corpus matches the current extractor.
 CORPUS_SETS ?= texlive gretl rvignettes docstrings sagemath dealii sphinx
-BUNDLE_DIR ?= engine/data/default-bundle
+BUNDLE_DIR ?= engine/model/default-bundle
 TRAIN_CONFIG ?= training/configs/gpu.toml
 
 bundle: setup apt-lists  ## fetch + extract the real corpus, retrain and re-export the default encoder bundle
@@ -103,4 +103,4 @@ format:  ## ruff: fix and format
 	$(BIN)/ruff format .
 
 clean:  ## remove the virtualenv and node_modules (not the Elasticsearch node: eqsearch es stop)
-	rm -rf $(VENV) engine/katex/node_modules
+	rm -rf $(VENV) engine/latex/katex/node_modules

@@ -123,8 +123,8 @@ def _node_baseline(pairs: list[tuple[str, str]], repeats: int) -> float:
     import subprocess
     import tempfile
 
-    from eqsearch.engine.latex import DEFAULT_KATEX_DIR
-    from eqsearch.engine.latex_preprocess import preprocess_latex
+    from eqsearch.engine.latex.converter import DEFAULT_KATEX_DIR
+    from eqsearch.engine.latex.preprocess import preprocess_latex
 
     texts = [preprocess_latex(body, env) for body, env in pairs]
     with tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8") as handle:
@@ -141,8 +141,8 @@ def _node_baseline(pairs: list[tuple[str, str]], repeats: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from eqsearch.engine.featurize import build_vocabulary, featurize_many, featurize_mathml
-    from eqsearch.engine.latex import KatexConfig, KatexConverter
+    from eqsearch.engine.latex.converter import KatexConfig, KatexConverter
+    from eqsearch.engine.model.featurize import build_vocabulary, featurize_many, featurize_mathml
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packages", nargs="*", default=list(DEFAULT_PACKAGES))

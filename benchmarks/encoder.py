@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from eqsearch.engine.bundle import default_bundle_path
-from eqsearch.engine.encoder import GraphEncoder, load_encoder
-from eqsearch.engine.featurize import featurize_mathml
+from eqsearch.engine.model.bundle import default_bundle_path
+from eqsearch.engine.model.encoder import GraphEncoder, load_encoder
+from eqsearch.engine.model.featurize import featurize_mathml
 
 
 def flops_per_node(hidden: int, n_convs: int) -> float:
@@ -93,7 +93,7 @@ def main() -> None:
         "peak_gflops": args.peak_gflops,
         "ceiling_eq_per_s": ceiling,
         "featurize_eq_per_s": len(mathml) / featurize_s,
-        "threads": 1,  # the encoder runs one intra-op thread (scatter-add races; see engine/encoder.py)
+        "threads": 1,  # the encoder runs one intra-op thread (scatter-add races; see engine/model/encoder.py)
         "repeats": args.repeats,
         "rows": rows,
     }

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from eqsearch.engine.graph import concatenate_graphs
+from eqsearch.engine.model.graph import concatenate_graphs
 from eqsearch.training.batching import AugmentSettings, TripletBatches, graph_tensors, triplet_loader
 from eqsearch.training.config import TrainConfig
 from eqsearch.training.loop import model_config_for, prepare_data, resolve_device, seed_everything, train_step
@@ -151,8 +151,8 @@ def torch_encoding_throughput(
 def onnxruntime_cuda_throughput(bundle: Path, graphs: list, batch_size: int, repeats: int) -> dict[str, Any] | None:
     """Equations/s of the engine's onnxruntime encoder with the CUDA provider, or None without onnxruntime-gpu."""
     import onnxruntime as ort
-    from eqsearch.engine.bundle import read_manifest
-    from eqsearch.engine.encoder import GraphEncoder
+    from eqsearch.engine.model.bundle import read_manifest
+    from eqsearch.engine.model.encoder import GraphEncoder
 
     if "CUDAExecutionProvider" not in ort.get_available_providers():
         return None
@@ -256,7 +256,7 @@ def main() -> None:
             row["device_tflop_per_s"] = row["device_eq_per_s"] * eq_flops / 1e12
             encoding.append(row)
             print(json.dumps(row), flush=True)
-        from eqsearch.engine.bundle import default_bundle_path
+        from eqsearch.engine.model.bundle import default_bundle_path
 
         ort_row = onnxruntime_cuda_throughput(
             Path(args.bundle) if args.bundle else default_bundle_path(), graphs, batch_size, args.repeats

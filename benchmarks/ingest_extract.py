@@ -3,7 +3,7 @@
 Stages, each timed on its own:
 1. discover: listing the documents (parent process).
 2. read+extract: unpacking, main file, inputs, macros, displays, sections, context, citations (one process).
-3. convert: LaTeX -> MathML with one KaTeX worker (`eqsearch.engine.latex.KatexConverter`), per paper.
+3. convert: LaTeX -> MathML with one KaTeX worker (`eqsearch.engine.latex.converter.KatexConverter`), per paper.
 4. pipeline: the whole command with N worker processes (wall clock), written to a temporary folder.
 
 Usage:

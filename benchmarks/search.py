@@ -35,11 +35,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from eqsearch.engine.config import EsConfig
-from eqsearch.engine.es_client import connect
-from eqsearch.engine.indices import IndexAdmin, bulk_index
-from eqsearch.engine.mappings import IndexOptions, index_definition
-from eqsearch.engine.search import HybridQuery, SearchService
+from eqsearch.engine.es.client import connect
+from eqsearch.engine.es.config import EsConfig
+from eqsearch.engine.index.admin import IndexAdmin, bulk_index
+from eqsearch.engine.index.mappings import IndexOptions, index_definition
+from eqsearch.engine.search.service import HybridQuery, SearchService
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_INDEX = "{prefix}-base"  # the ingest command's deployment prefix
@@ -58,7 +58,7 @@ def load_encoder_or_standin(bundle: str | None = None, quiet: bool = False) -> A
     """
     if bundle != "standin":
         try:
-            from eqsearch.engine.encoder import load_encoder
+            from eqsearch.engine.model.encoder import load_encoder
 
             return load_encoder(bundle)
         except Exception as error:
@@ -104,8 +104,8 @@ def client_from_env():
 
 # -- ingest ----------------------------------------------------------------------------------------------------
 def cmd_ingest(args: argparse.Namespace) -> None:
-    from eqsearch.engine.latex import KatexConverter
-    from eqsearch.ingest.job import IngestJob, IngestJobConfig
+    from eqsearch.engine.latex.converter import KatexConverter
+    from eqsearch.ingest.jobs.job import IngestJob, IngestJobConfig
 
     client, info = client_from_env()
     encoder = load_encoder_or_standin(args.bundle)
@@ -365,7 +365,7 @@ class CachedConverter:
 
     @classmethod
     def convert_all(cls, latexes: list[str]) -> CachedConverter:
-        from eqsearch.engine.latex import KatexConverter
+        from eqsearch.engine.latex.converter import KatexConverter
 
         with KatexConverter() as katex:
             return cls({latex: katex.convert(latex, "equation", ()) for latex in latexes})
@@ -939,8 +939,9 @@ def es_profile(client, knn: list[Any], text: list[Any], fetch: list[Any], count:
 
 
 def service_classes(args: argparse.Namespace) -> tuple[Any, Any]:
-    """`SearchService` and `HybridQuery`, from engine/search.py or from ``--service-file`` (another version of it,
-    e.g. ``git show REV:engine/search.py > old.py``, to compare two versions back to back on the same index)."""
+    """`SearchService` and `HybridQuery`, from engine/search/service.py or from ``--service-file`` (another version
+    of it, e.g. ``git show REV:engine/search/service.py > old.py``, to compare two versions back to back on the same
+    index)."""
     if not getattr(args, "service_file", None):
         return SearchService, HybridQuery
     spec = importlib.util.spec_from_file_location("_service_under_test", args.service_file)
@@ -962,7 +963,7 @@ def service_options(args: argparse.Namespace, service_class: Any = SearchService
 
 
 def add_service_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--service-file", help="engine/search.py of another version, to compare (see profile)")
+    parser.add_argument("--service-file", help="engine/search/service.py of another version, to compare (see profile)")
     parser.add_argument("--candidate-depth", type=int, help="SearchService candidate_depth (its default)")
     parser.add_argument("--num-candidates-factor", type=int, help="SearchService num_candidates_factor")
     parser.add_argument("--formula-cache-size", type=int, default=0, help="SearchService formula_cache_size (0)")

@@ -15,13 +15,15 @@ from eqsearch import __version__
 from eqsearch.engine.errors import EqsearchError
 
 COMMAND_MODULES = (
-    "eqsearch.engine.commands",
-    "eqsearch.engine.commands_katex",
-    "eqsearch.engine.index_commands",
-    "eqsearch.ingest.commands",
-    "eqsearch.training.commands",
-    "eqsearch.export.commands",
-    "eqsearch.webui.commands",
+    "eqsearch.commands.es",
+    "eqsearch.commands.setup",
+    "eqsearch.commands.index",
+    "eqsearch.commands.search",
+    "eqsearch.commands.ingest",
+    "eqsearch.commands.train",
+    "eqsearch.commands.evaluate",
+    "eqsearch.commands.export",
+    "eqsearch.commands.serve",
 )
 
 

@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from eqsearch.engine.bundle import (
+from eqsearch.engine.checksums import sha256_file
+from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.model.bundle import (
     BUNDLE_FORMAT,
     BUNDLE_VERSION,
     GRAPH_INPUTS,
@@ -22,9 +24,7 @@ from eqsearch.engine.bundle import (
     VOCABULARY_NAME,
     read_manifest,
 )
-from eqsearch.engine.checksums import sha256_file
-from eqsearch.engine.errors import EqsearchError
-from eqsearch.engine.graph import GraphArrays, concatenate_graphs
+from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
 from eqsearch.export.onnx_export import DEFAULT_OPSET, OUTPUT_NAME, export_onnx
 from eqsearch.training.evaluate import embed_graphs
 from eqsearch.training.model import FormulaEncoder
@@ -57,7 +57,7 @@ def check_parity(
 
     Batches of several sizes are compared, so a dynamic dimension that silently specialised would show.
     """
-    from eqsearch.engine.encoder import GraphEncoder
+    from eqsearch.engine.model.encoder import GraphEncoder
 
     encoder = GraphEncoder(read_manifest(bundle), prefer_gpu=False)
     worst = 0.0
@@ -99,7 +99,7 @@ def write_bundle(
 
     Args:
         model: the trained encoder.
-        vocabulary: the `engine.featurize.Vocabulary` it was trained with.
+        vocabulary: the `engine.model.featurize.Vocabulary` it was trained with.
         out_dir: the bundle directory to create.
         training_config: recorded in the manifest; its ``corpus`` path is reduced to the file name (a path on the
             training machine means nothing elsewhere; the data summary says what the corpus held).

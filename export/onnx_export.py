@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from eqsearch.engine.bundle import GRAPH_INPUTS
-from eqsearch.engine.graph import GraphArrays, concatenate_graphs
+from eqsearch.engine.model.bundle import GRAPH_INPUTS
+from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
 from eqsearch.training.batching import graph_tensors
 from eqsearch.training.model import FormulaEncoder
 
@@ -41,7 +41,7 @@ def example_batch() -> GraphArrays:
 def export_onnx(model: FormulaEncoder, path: Path, opset: int = DEFAULT_OPSET) -> Path:
     """Write the encoder (eval mode: running batch-norm and norm statistics) as ONNX.
 
-    Inputs are the `engine.graph` arrays plus ``graph_sizes`` (nodes per equation); the node, edge and equation
+    Inputs are the `engine.model.graph` arrays plus ``graph_sizes`` (nodes per equation); the node, edge and equation
     counts are dynamic dimensions. Uses the dynamo-based exporter (``torch.export``); neighbourhood sums become
     ``ScatterND(reduction="add")``.
 

@@ -1,4 +1,4 @@
-"""The conversion stage: each extracted equation's LaTeX -> MathML through `eqsearch.engine.latex`.
+"""The conversion stage: each extracted equation's LaTeX -> MathML through `eqsearch.engine.latex.converter`.
 
 The converter belongs to the engine (KaTeX in long-lived Node workers); this stage only feeds it one paper at a
 time with that paper's macros and writes the results back onto the equations.
@@ -25,10 +25,10 @@ def open_converter() -> Any:
     """Start a `KatexConverter` (entered; close it with ``__exit__``).
 
     Raises:
-        ConverterUnavailableError: `eqsearch.engine.latex` is missing or fails to start.
+        ConverterUnavailableError: `eqsearch.engine.latex.converter` is missing or fails to start.
     """
     try:
-        from eqsearch.engine.latex import KatexConverter
+        from eqsearch.engine.latex.converter import KatexConverter
     except ImportError as error:
         raise ConverterUnavailableError(
             f"the LaTeX -> MathML converter is not available ({error})",

@@ -7,6 +7,7 @@ import posixpath
 import re
 import time
 
+from eqsearch.engine.latex.scan import document_body, read_argument, read_optional, strip_comments
 from eqsearch.ingest.citations import (
     bib_files,
     citations_from_bib,
@@ -22,7 +23,6 @@ from eqsearch.ingest.macros import MacroTable, expand_shortcuts, extract_macros
 from eqsearch.ingest.mathenv import DisplayMath, find_displays, labels_in
 from eqsearch.ingest.plaintext import first_words, last_words, latex_to_text
 from eqsearch.ingest.records import STATUS_FAILED, Equation, Paper, Section
-from eqsearch.ingest.texscan import document_body, read_argument, read_optional, strip_comments
 
 SECTION_LEVELS = {"part": 0, "chapter": 1, "section": 2, "subsection": 3, "subsubsection": 4}
 _HEADING = re.compile(r"\\(part|chapter|section|subsection|subsubsection)(\*?)(?![A-Za-z@])")

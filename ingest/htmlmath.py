@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
-from eqsearch.engine.macros import MacroDef
+from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.ingest.citations import find_arxiv_ids
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.errors import DocumentTooLargeError, IngestError

@@ -7,10 +7,10 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from eqsearch.engine.latex.scan import document_body, strip_comments, strip_sweave, verbatim_environments
 from eqsearch.ingest.errors import DocumentTooLargeError, NoMainFileError, TimeBudgetError
 from eqsearch.ingest.files import SourceFiles, decode_text, is_tex_name, normalize_member
 from eqsearch.ingest.records import Issue
-from eqsearch.ingest.texscan import document_body, strip_comments, strip_sweave, verbatim_environments
 
 _DOCUMENTCLASS = re.compile(r"\\document(?:class|style)\b")
 _BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")

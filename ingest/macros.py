@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from eqsearch.engine.macros import MacroDef
+from eqsearch.engine.latex.macros import MacroDef
+from eqsearch.engine.latex.scan import read_argument, read_optional
 from eqsearch.ingest.records import Issue
-from eqsearch.ingest.texscan import read_argument, read_optional
 
 _DEFINER = re.compile(
     r"\\(?:(?P<cmd>newcommand|renewcommand|providecommand)(?P<cstar>\*?)"

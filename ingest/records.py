@@ -1,11 +1,17 @@
-"""The records extraction produces: papers -> sections -> equations, and their JSON form (ingest/FORMAT.md)."""
+"""The records extraction produces: papers -> sections -> equations, their JSON form (ingest/FORMAT.md), and the
+reader of papers JSONL files that training and the evaluations share."""
 
 from __future__ import annotations
 
+import gzip
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from eqsearch.engine.macros import MacroDef
+from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.latex.macros import MacroDef
 
 FORMAT_VERSION = 1
 
@@ -238,3 +244,22 @@ class Paper:
                 number += 1
             paper.sections.append(section)
         return paper
+
+
+def read_papers(path: Path) -> Iterator[dict[str, Any]]:
+    """Yield the paper records of a JSONL file, plain or gzip-compressed (``.gz``); blank lines are skipped and a
+    broken line raises with its number."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise EqsearchError(
+                    f"{path}:{line_no}: not valid JSON ({error.msg})", hint="see ingest/FORMAT.md"
+                ) from error
+            record.setdefault("_line", line_no)
+            yield record

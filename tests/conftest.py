@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from eqsearch.engine.config import EsConfig
+from eqsearch.engine.es.config import EsConfig
+from tiny_papers import random_graph, write_papers
 
 ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -34,7 +36,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def es_config() -> EsConfig:
     """The configuration of the real Elasticsearch the suite uses (checked once)."""
     from eqsearch.engine.errors import EqsearchError
-    from eqsearch.engine.es_client import check_cluster
+    from eqsearch.engine.es.client import check_cluster
 
     config = EsConfig.from_env()
     try:
@@ -49,7 +51,7 @@ def es_config() -> EsConfig:
 
 @pytest.fixture(scope="session")
 def es_client(es_config: EsConfig):
-    from eqsearch.engine.es_client import connect
+    from eqsearch.engine.es.client import connect
 
     client, _ = connect(es_config)
     yield client
@@ -64,3 +66,15 @@ def index_name(es_client) -> Iterator[str]:
     existing = es_client.indices.get(index=f"{name}*", expand_wildcards="all", ignore_unavailable=True)
     for index in existing:
         es_client.indices.delete(index=index, ignore_unavailable=True)
+
+
+@pytest.fixture
+def papers_jsonl(tmp_path: Path) -> Path:
+    """A papers JSONL of tiny hand-written papers (tests/tiny_papers.py)."""
+    return write_papers(tmp_path / "papers.jsonl")
+
+
+@pytest.fixture
+def make_graph():
+    """A random tree of `GraphArrays` (a function of its size and seed)."""
+    return random_graph

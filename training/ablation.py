@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from eqsearch.evaluation.metrics import PairedBootstrap, RankingScore
 from eqsearch.training.config import TrainConfig
 from eqsearch.training.evaluate import evaluate_held_out
-from eqsearch.training.metrics import PairedBootstrap, RankingScore
 
 VARIANTS = (
     ("Full Model", {}),

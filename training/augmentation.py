@@ -7,7 +7,7 @@ permutation of the character vocabulary built from Poisson(32) random transposit
 from __future__ import annotations
 
 import numpy as np
-from eqsearch.engine.graph import GraphArrays
+from eqsearch.engine.model.graph import GraphArrays
 
 
 def random_character_permutation(n_chars: int, mean_swaps: float, rng: np.random.Generator) -> np.ndarray:

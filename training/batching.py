@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from eqsearch.engine.graph import GraphArrays, concatenate_graphs
+from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
 from eqsearch.training.augmentation import permute_identifiers
 from eqsearch.training.triplets import Triplets
 from torch import Tensor

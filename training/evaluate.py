@@ -1,7 +1,7 @@
 """Held-out evaluation (KDD'20 §5-6): the encoder against the bag-of-words baseline on the same triplets, with the
 eq. 9 / Theorem 5.1 bounds on each score and a paper-clustered bootstrap interval of their difference.
 
-The labelled-set evaluation (§6.1) is `eqsearch.training.labelled`, which needs no torch.
+The labelled-set evaluation (§6.1) is `eqsearch.evaluation.labelled`, which needs no torch.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from eqsearch.engine.graph import GraphArrays, concatenate_graphs
-from eqsearch.training.baseline import bag_of_words
+from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
+from eqsearch.evaluation.baseline import bag_of_words
+from eqsearch.evaluation.metrics import PairedBootstrap, RankingScore, paired_bootstrap_difference, ranking_score
 from eqsearch.training.batching import graph_tensors
-from eqsearch.training.corpus import Corpus
-from eqsearch.training.metrics import PairedBootstrap, RankingScore, paired_bootstrap_difference, ranking_score
+from eqsearch.training.dataset import Corpus
 from eqsearch.training.model import FormulaEncoder
 from eqsearch.training.triplets import Triplets
 

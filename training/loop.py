@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import torch
 from eqsearch.engine.errors import EqsearchError
+from eqsearch.ingest.records import read_papers
 from eqsearch.training.batching import AugmentSettings, TripletBatches, triplet_loader
 from eqsearch.training.config import TrainConfig
-from eqsearch.training.corpus import Corpus, build_corpus, load_corpus, read_papers, save_corpus, split_papers
+from eqsearch.training.dataset import Corpus, build_corpus, load_corpus, save_corpus, split_papers
 from eqsearch.training.model import FormulaEncoder, MaskingHeads, ModelConfig
 from eqsearch.training.objective import training_losses
 from eqsearch.training.triplets import Triplets, TripletSampler
@@ -30,7 +31,7 @@ CHECKPOINT_FORMAT = 1
 class PreparedData:
     """Everything a run trains and evaluates on; deterministic given the config and the corpus file."""
 
-    vocabulary: Any  # eqsearch.engine.featurize.Vocabulary
+    vocabulary: Any  # eqsearch.engine.model.featurize.Vocabulary
     train: Corpus
     test: Corpus
     train_triplets: Triplets
@@ -51,7 +52,7 @@ def prepare_data(config: TrainConfig, log: Callable[[str], None] = print) -> Pre
     The vocabulary is built from the TRAINING papers only when none is given, so that nothing about the held-out
     papers leaks into the model.
     """
-    from eqsearch.engine.featurize import Vocabulary, build_vocabulary, featurize_mathml
+    from eqsearch.engine.model.featurize import Vocabulary, build_vocabulary, featurize_mathml
 
     corpus_path = Path(config.corpus)
     if not corpus_path.is_file():

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-from eqsearch.training.corpus import Corpus
+from eqsearch.training.dataset import Corpus
 
 SOURCES = ("section", "paper", "citation")
 

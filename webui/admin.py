@@ -80,7 +80,7 @@ def logout():
 @bp.get("/")
 def indices():
     """Indices and aliases with their document counts and mapping versions."""
-    from eqsearch.engine.mappings import INDEX_KINDS
+    from eqsearch.engine.index.mappings import INDEX_KINDS
 
     listed = services().indices()
     aliased = {row.kind for row in listed if row.alias}

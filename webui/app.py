@@ -6,8 +6,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from eqsearch.engine.config import EsConfig
 from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.es.config import EsConfig
 from eqsearch.webui.config import WebConfig
 from eqsearch.webui.sanitize import sanitize_highlight, sanitize_mathml
 from eqsearch.webui.security import AdminRefused, csrf_token
@@ -98,7 +98,7 @@ def create_app(test_config: Mapping[str, object] | None = None) -> Flask:
 
     @app.get("/healthz")
     def healthz():
-        from eqsearch.engine.es_client import check_cluster
+        from eqsearch.engine.es.client import check_cluster
 
         try:
             info = check_cluster(config.es)

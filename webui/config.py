@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eqsearch.engine.config import EsConfig
+from eqsearch.engine.es.config import EsConfig
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """Everything the web app asks of the engine and of ingest, in one place.
 
-Views call `WebServices` and nothing else: search (`engine.search.SearchService`), LaTeX previews
-(`engine.latex.KatexConverter`), indices (`engine.indices.IndexAdmin`) and ingest jobs (`ingest.job.IngestJob`, run in
-a thread of the web process). Resources are created on first use (the Elasticsearch client, the KaTeX workers, the
-ONNX encoder) and closed by `close`, which `init_app` registers for process exit.
+Views call `WebServices` and nothing else: search (`engine.search.service.SearchService`), LaTeX previews
+(`engine.latex.converter.KatexConverter`), indices (`engine.index.admin.IndexAdmin`) and ingest jobs
+(`ingest.jobs.job.IngestJob`, run in a thread of the web process). Resources are created on first use (the Elasticsearch
+client, the KaTeX workers, the ONNX encoder) and closed by `close`, which `init_app` registers for process exit.
 
 Engine errors are translated here into the four the pages know: `BackendUnavailableError` (503), `NotFoundError`
 (404), `InvalidRequestError` (400 in the API, a flashed message in admin) and `NotIndexedError` (503 with its own
@@ -24,16 +24,16 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from eqsearch.engine.errors import EqsearchError
-from eqsearch.engine.local_node import pid_alive
-from eqsearch.engine.search import HybridQuery, SearchResults
+from eqsearch.engine.es.local_node import pid_alive
+from eqsearch.engine.search.service import HybridQuery, SearchResults
 from eqsearch.webui.config import WebConfig
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
-    from eqsearch.engine.encoder import Encoder
-    from eqsearch.engine.indices import IndexAdmin
-    from eqsearch.engine.latex import ConversionResult, KatexConverter
-    from eqsearch.engine.search import SearchService
+    from eqsearch.engine.index.admin import IndexAdmin
+    from eqsearch.engine.latex.converter import ConversionResult, KatexConverter
+    from eqsearch.engine.model.encoder import Encoder
+    from eqsearch.engine.search.service import SearchService
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class WebServices:
             BackendUnavailableError: the cluster does not answer, refuses the credentials or has the wrong major.
         """
         if self._client is None:
-            from eqsearch.engine.es_client import connect
+            from eqsearch.engine.es.client import connect
 
             with self._lock:
                 if self._client is None:
@@ -132,7 +132,7 @@ class WebServices:
     def converter(self) -> KatexConverter:
         """The KaTeX converter (workers start on the first conversion)."""
         if self._converter is None:
-            from eqsearch.engine.latex import KatexConfig, KatexConverter
+            from eqsearch.engine.latex.converter import KatexConfig, KatexConverter
 
             with self._lock:
                 if self._converter is None:
@@ -144,10 +144,10 @@ class WebServices:
         """The formula encoder of the model bundle (loaded and checked on first use).
 
         Raises:
-            eqsearch.engine.bundle.BundleError: the bundle is missing or does not match this eqsearch.
+            eqsearch.engine.model.bundle.BundleError: the bundle is missing or does not match this eqsearch.
         """
         if self._encoder is None:
-            from eqsearch.engine.encoder import load_encoder
+            from eqsearch.engine.model.encoder import load_encoder
 
             with self._lock:
                 if self._encoder is None:
@@ -156,12 +156,12 @@ class WebServices:
 
     @property
     def index_admin(self) -> IndexAdmin:
-        from eqsearch.engine.indices import IndexAdmin
+        from eqsearch.engine.index.admin import IndexAdmin
 
         return IndexAdmin(self.client, self.prefix)
 
     def _search_service(self, encoder: Any) -> SearchService:
-        from eqsearch.engine.search import SearchService
+        from eqsearch.engine.search.service import SearchService
 
         if self._search is None or self._search.client is not self.client or self._search.encoder is not encoder:
             self._search = SearchService(self.client, encoder, self.converter, index_prefix=self.prefix)
@@ -181,8 +181,8 @@ class WebServices:
         import elastic_transport
         from elasticsearch import ApiError
         from elasticsearch import NotFoundError as EsNotFound
-        from eqsearch.engine.indices import IndexOperationError
-        from eqsearch.engine.search import EquationNotFoundError, SearchError
+        from eqsearch.engine.index.admin import IndexOperationError
+        from eqsearch.engine.search.service import EquationNotFoundError, SearchError
 
         try:
             yield
@@ -213,7 +213,7 @@ class WebServices:
 
     def alias(self, kind: str) -> str:
         """The alias searches read for `kind` (``equations``, ``papers``, ``jobs``)."""
-        from eqsearch.engine.mappings import alias_name
+        from eqsearch.engine.index.mappings import alias_name
 
         return alias_name(self.prefix, kind)
 
@@ -238,7 +238,7 @@ class WebServices:
             BackendUnavailableError: Elasticsearch does not answer.
             NotIndexedError: nothing is indexed yet.
         """
-        from eqsearch.engine.bundle import BundleError
+        from eqsearch.engine.model.bundle import BundleError
 
         encoder: Any = None
         warning = None
@@ -257,7 +257,7 @@ class WebServices:
 
     def similar(self, eq_id: str, size: int = 8) -> SearchResults:
         """Equations nearest to a stored one (the equation itself excluded); none when it has no vector."""
-        from eqsearch.engine.search import EquationNotFoundError
+        from eqsearch.engine.search.service import EquationNotFoundError
 
         with self._elasticsearch("finding similar equations"):
             try:
@@ -279,7 +279,7 @@ class WebServices:
 
     def indices(self) -> list[IndexRow]:
         """The deployment's versioned indices with their alias, counts and mapping version."""
-        from eqsearch.engine.mappings import MAPPING_VERSIONS
+        from eqsearch.engine.index.mappings import MAPPING_VERSIONS
 
         with self._elasticsearch("listing indices"):
             listed = self.index_admin.list()
@@ -332,7 +332,7 @@ class WebServices:
         Raises:
             InvalidRequestError: `kind` is unknown, or the alias already exists (migrate instead).
         """
-        from eqsearch.engine.mappings import INDEX_KINDS
+        from eqsearch.engine.index.mappings import INDEX_KINDS
 
         if kind not in INDEX_KINDS:
             raise InvalidRequestError(f"unknown index kind {kind!r}; choose one of {', '.join(INDEX_KINDS)}")
@@ -349,7 +349,7 @@ class WebServices:
         `last_migrations` says how it ended.
 
         Running ingest jobs pause their writes for the copy and carry on into the new index (see
-        `eqsearch.engine.indices.IndexAdmin.migrate`); searches keep answering from the old index until the swap.
+        `eqsearch.engine.index.admin.IndexAdmin.migrate`); searches keep answering from the old index until the swap.
 
         Args:
             kind: ``equations``, ``papers`` or ``jobs``.
@@ -357,7 +357,7 @@ class WebServices:
         Raises:
             InvalidRequestError: unknown kind, no alias yet, or another migration in progress.
         """
-        from eqsearch.engine.mappings import INDEX_KINDS
+        from eqsearch.engine.index.mappings import INDEX_KINDS
 
         if kind not in INDEX_KINDS:
             raise InvalidRequestError(f"unknown index kind {kind!r}; choose one of {', '.join(INDEX_KINDS)}")
@@ -439,7 +439,7 @@ class WebServices:
 
     def jobs(self, size: int = 50) -> list[dict[str, Any]]:
         """Recent ingest jobs, newest first, each with ``live`` and ``resumable`` added."""
-        from eqsearch.ingest.job import job_records
+        from eqsearch.ingest.jobs.job import job_records
 
         with self._elasticsearch("listing jobs"):
             records = job_records(self.client, self.prefix, size)
@@ -535,7 +535,7 @@ class WebServices:
             InvalidRequestError: the path is not absolute, outside the ingest folder or missing; or that job is
                 already running; or no model bundle can be loaded.
         """
-        from eqsearch.ingest.job import IngestJobConfig
+        from eqsearch.ingest.jobs.job import IngestJobConfig
 
         config = IngestJobConfig(
             sources=(self._check_path(raw_path),),
@@ -552,7 +552,7 @@ class WebServices:
             NotFoundError: no job has that id.
             InvalidRequestError: the job is running or finished.
         """
-        from eqsearch.ingest.job import IngestJobConfig
+        from eqsearch.ingest.jobs.job import IngestJobConfig
 
         record = self.job(job_id)
         if not record["resumable"]:
@@ -566,7 +566,7 @@ class WebServices:
         return self._launch(config, wait)
 
     def _launch(self, config: Any, wait: bool) -> dict[str, Any]:
-        from eqsearch.ingest.job import IngestJob
+        from eqsearch.ingest.jobs.job import IngestJob
 
         try:
             encoder = self.encoder

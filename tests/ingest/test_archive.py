@@ -10,8 +10,7 @@ from eqsearch.ingest.archive import unpack_source
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.errors import ArchiveLimitError, CorruptArchiveError
 from eqsearch.ingest.files import decode_text
-
-from .conftest import tar_bytes
+from source_archives import tar_bytes
 
 CONFIG = ExtractConfig()
 

@@ -7,8 +7,7 @@ from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.extract import extract_latex_paper
 from eqsearch.ingest.files import FolderFiles, MemoryFiles
 from eqsearch.ingest.includes import find_main_file
-
-from .conftest import FIXTURES
+from source_archives import FIXTURES
 
 
 def extract(folder: Path, **kwargs):

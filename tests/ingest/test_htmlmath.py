@@ -8,12 +8,11 @@ import subprocess
 
 import pytest
 from eqsearch.ingest.config import ExtractConfig
-from eqsearch.ingest.corpus import HtmlManual, _fetch_manual
+from eqsearch.ingest.fetch_corpus import HtmlManual, _fetch_manual
 from eqsearch.ingest.htmlmath import citation_entries, extract_html_paper, mathjax_macros, parse_html, split_display
 from eqsearch.ingest.pipeline import process_task
 from eqsearch.ingest.sources import discover, load_paper
-
-from .conftest import FIXTURES
+from source_archives import FIXTURES
 
 DOCS = FIXTURES / "html_docs"
 CONFIG = ExtractConfig(convert=False)

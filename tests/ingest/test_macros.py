@@ -1,4 +1,4 @@
-from eqsearch.engine.macros import MacroDef
+from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.ingest.macros import expand_shortcuts, extract_macros
 
 

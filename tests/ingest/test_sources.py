@@ -13,8 +13,7 @@ from eqsearch.ingest.errors import DocumentTooLargeError, IngestError, SourceNot
 from eqsearch.ingest.metadata import apply_metadata, load_metadata
 from eqsearch.ingest.pipeline import process_task
 from eqsearch.ingest.sources import discover, load_paper
-
-from .conftest import FIXTURES, folder_members, tar_bytes
+from source_archives import FIXTURES, folder_members, tar_bytes
 
 CONFIG = ExtractConfig()
 DOC = b"\\documentclass{article}\\begin{document}\\section{S}\\[ x^2 \\]\\end{document}"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from eqsearch.evaluation.metrics import PairedBootstrap, RankingScore
 from eqsearch.training.ablation import format_table
 from eqsearch.training.config import TrainConfig
-from eqsearch.training.metrics import PairedBootstrap, RankingScore
 
 
 def _score(score: float) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn.functional as F
-from eqsearch.engine.graph import GraphArrays
+from eqsearch.engine.model.graph import GraphArrays
 from eqsearch.training.augmentation import permute_identifiers, random_character_permutation
 from eqsearch.training.batching import AugmentSettings, TripletBatches, build_batch
 from eqsearch.training.model import FormulaEncoder, MaskingHeads, ModelConfig

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from eqsearch.engine.featurize import build_vocabulary, featurize_mathml
-from eqsearch.training.corpus import build_corpus, load_corpus, read_papers, save_corpus, split_papers
+from eqsearch.engine.model.featurize import build_vocabulary, featurize_mathml
+from eqsearch.ingest.records import read_papers
+from eqsearch.training.dataset import build_corpus, load_corpus, save_corpus, split_papers
 from eqsearch.training.triplets import SOURCES, TripletSampler
 
 
@@ -69,7 +70,7 @@ def test_triplets_follow_the_paper(corpus) -> None:
 
 
 def test_citation_source_is_dropped_without_citations(corpus) -> None:
-    from eqsearch.training.corpus import Paper
+    from eqsearch.training.dataset import Paper
 
     corpus.papers = [Paper(p.id, p.sections, ()) for p in corpus.papers]
     assert TripletSampler(corpus).sources == ("section", "paper")

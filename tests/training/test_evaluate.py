@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from eqsearch.engine.graph import GraphArrays
-from eqsearch.training.corpus import Corpus, Paper
+from eqsearch.engine.model.graph import GraphArrays
+from eqsearch.training.dataset import Corpus, Paper
 from eqsearch.training.evaluate import held_out_report
 from eqsearch.training.triplets import SOURCES, Triplets
 

@@ -91,7 +91,7 @@ def test_ablation_switches_run(papers_jsonl: Path, tmp_path: Path) -> None:
 
 def test_commands_module_imports_no_torch() -> None:
     code = (
-        "import sys, eqsearch.training.commands, eqsearch.export.commands, eqsearch.main as m; m.build_parser(); "
+        "import sys, eqsearch.commands.train, eqsearch.commands.export, eqsearch.main as m; m.build_parser(); "
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

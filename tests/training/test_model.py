@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from eqsearch.engine.graph import concatenate_graphs
+from eqsearch.engine.model.graph import concatenate_graphs
 from eqsearch.training.batching import graph_tensors
 from eqsearch.training.model import FormulaEncoder, MaskingHeads, ModelConfig
 

@@ -1,11 +1,10 @@
 """Fixtures of the web tests: an app over a real index built by a real ingest job, a live server, a browser.
 
-The corpus (`corpus/papers.jsonl`: four papers, one of them hostile; `corpus/latex/`: one LaTeX paper) goes through
-the same ingest job the admin pages start (`ingest.job.IngestJob`): KaTeX converts it, Elasticsearch indexes it under
-a prefix of its own, deleted afterwards. The formula encoder is the tests' `HashingEncoder` (tests/hashing_encoder.py),
-a stand-in for the model with the same `Encoder` protocol, so that exact rankings do not move when the shipped bundle
-is retrained: identical formulas get identical vectors, formulas sharing symbols get close ones.
-"""
+The corpus (`corpus/papers.jsonl`: four papers, one of them hostile; `corpus/latex/`: one LaTeX paper) goes through the
+same ingest job the admin pages start (`ingest.jobs.job.IngestJob`): KaTeX converts it, Elasticsearch indexes it under a
+prefix of its own, deleted afterwards. The formula encoder is the tests' `HashingEncoder` (tests/hashing_encoder.py), a
+stand-in for the model with the same `Encoder` protocol, so that exact rankings do not move when the shipped bundle is
+retrained: identical formulas get identical vectors, formulas sharing symbols get close ones."""
 
 from __future__ import annotations
 

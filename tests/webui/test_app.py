@@ -7,7 +7,7 @@ import uuid
 from dataclasses import replace
 
 import pytest
-from eqsearch.engine.config import EsConfig
+from eqsearch.engine.es.config import EsConfig
 from eqsearch.webui import create_app
 
 from .conftest import ADMIN_TOKEN, CORPUS, csrf_of, drop_prefix, login, make_app
@@ -325,7 +325,7 @@ def test_a_failed_job_resumes_from_its_checkpoints(fresh_app, es_client):
 
 def test_the_web_app_never_loads_torch():
     code = (
-        "import sys; from eqsearch.webui import create_app; import eqsearch.webui.commands, eqsearch.ingest.job; "
+        "import sys; from eqsearch.webui import create_app; import eqsearch.commands.serve, eqsearch.ingest.jobs.job; "
         "create_app({'TESTING': True}); assert 'torch' not in sys.modules, 'torch was imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import replace
 
 import pytest
-from eqsearch.engine.config import EsConfig
+from eqsearch.engine.es.config import EsConfig
 from eqsearch.webui import create_app
 from playwright.sync_api import expect
 

@@ -1,0 +1,168 @@
+"""`eqsearch es ...`: the managed local Elasticsearch node, and a check of the configured cluster."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from eqsearch.engine.es.config import EsConfig, LocalNodeConfig
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `es` command group."""
+    es = subparsers.add_parser(
+        "es",
+        help="manage the local Elasticsearch node, or check the configured cluster",
+        description=(
+            "With no EQSEARCH_ES_URL set, eqsearch uses a managed local Elasticsearch node: a pinned 9.x "
+            "distribution on 127.0.0.1, single node, security off (loopback only). When run as root, the node runs "
+            "as the unprivileged account EQSEARCH_ES_USER (default 'eqsearch', created if missing). Its files live "
+            "in EQSEARCH_HOME/es (default /var/lib/eqsearch/es as root, ~/.cache/eqsearch/es otherwise)."
+        ),
+    )
+    commands = es.add_subparsers(dest="es_command", metavar="ACTION", required=True)
+
+    def node_options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--port", type=int, help="HTTP port on 127.0.0.1 (default 9200, or EQSEARCH_ES_PORT)")
+        parser.add_argument("--home", type=Path, help="the node's directory (default: see 'eqsearch es --help')")
+
+    install = commands.add_parser(
+        "install",
+        help="download, verify and unpack the pinned Elasticsearch distribution",
+        description=(
+            "Downloads the pinned Elasticsearch distribution from Maven Central (or EQSEARCH_MAVEN_REPOSITORY), checks "
+            "its SHA-256, and unpacks it under the node's home. --archive installs a file you already have instead "
+            "(e.g. an official elasticsearch-9.x-linux-x86_64.tar.gz) and --sha256 gives its checksum."
+        ),
+    )
+    node_options(install)
+    install.add_argument("--archive", type=Path, help="install this zip or tar.gz instead of downloading")
+    install.add_argument("--sha256", help="expected SHA-256 of --archive")
+    install.set_defaults(handler=_install)
+
+    start = commands.add_parser("start", help="start the node and wait until it answers healthy (harmless if running)")
+    node_options(start)
+    start.add_argument("--heap", help="JVM heap, e.g. 512m or 2g (default 1g, or EQSEARCH_ES_HEAP)")
+    start.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for health (default 180)")
+    start.set_defaults(handler=_start)
+
+    stop = commands.add_parser("stop", help="stop the node cleanly (harmless if stopped)")
+    node_options(stop)
+    stop.set_defaults(handler=_stop)
+
+    status = commands.add_parser("status", help="is the node installed and running; version, health, heap")
+    node_options(status)
+    status.set_defaults(handler=_status)
+
+    logs = commands.add_parser("logs", help="print the end of the node's log")
+    node_options(logs)
+    logs.add_argument("-n", "--lines", type=int, default=50, help="how many lines (default 50)")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until Ctrl-C")
+    logs.set_defaults(handler=_logs)
+
+    check = commands.add_parser(
+        "check",
+        help="check the configured cluster: reachable, credentials, version",
+        description="Contacts EQSEARCH_ES_URL (or the managed local node) once and reports what it found.",
+    )
+    check.set_defaults(handler=_check)
+
+
+def _node(args: argparse.Namespace):
+    from eqsearch.engine.es.local_node import LocalNode
+
+    config = LocalNodeConfig.from_env()
+    changes = {}
+    if getattr(args, "port", None):
+        changes["port"] = args.port
+    if getattr(args, "home", None):
+        changes["home"] = args.home
+    if getattr(args, "heap", None):
+        changes["heap"] = args.heap
+    if getattr(args, "timeout", None):
+        changes["startup_timeout"] = args.timeout
+    if getattr(args, "archive", None):
+        changes["archive"] = args.archive
+        changes["archive_sha256"] = args.sha256
+    return LocalNode(replace(config, **changes))
+
+
+def _progress_bar(description: str):
+    from tqdm import tqdm
+
+    bar: dict[str, tqdm] = {}
+
+    def update(done: int, total: int | None) -> None:
+        if "bar" not in bar:
+            bar["bar"] = tqdm(total=total, unit="B", unit_scale=True, desc=description, file=sys.stderr)
+        bar["bar"].update(done - bar["bar"].n)
+
+    return update, bar
+
+
+def _install(args: argparse.Namespace) -> int:
+    node = _node(args)
+    update, bar = _progress_bar(f"Elasticsearch {node.version}")
+    path = node.install(update)
+    if "bar" in bar:
+        bar["bar"].close()
+    print(f"Elasticsearch {node.version} installed in {path}")
+    return 0
+
+
+def _start(args: argparse.Namespace) -> int:
+    node = _node(args)
+    already = node.read_pid() is not None
+    update, bar = _progress_bar(f"Elasticsearch {node.version}")
+    began = time.monotonic()
+    if not already:
+        print(f"starting Elasticsearch {node.version} on {node.url} ...", file=sys.stderr)
+    status = node.start(update)
+    if "bar" in bar:
+        bar["bar"].close()
+    word = "already running" if already else f"started in {time.monotonic() - began:.1f} s"
+    print(f"Elasticsearch {status.version} {word} at {status.url} (pid {status.pid}, health {status.health})")
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    node = _node(args)
+    print("stopped" if node.stop() else "not running")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    status = _node(args).status()
+    print("\n".join(status.lines()))
+    return 0 if status.running else 3
+
+
+def _logs(args: argparse.Namespace) -> int:
+    node = _node(args)
+    lines = node.logs(args.lines)
+    if not lines:
+        print(f"no log yet in {node.log_file.parent}", file=sys.stderr)
+    print("\n".join(lines))
+    if args.follow:
+        seen = len(node.logs(10_000))
+        while True:
+            time.sleep(1.0)
+            current = node.logs(10_000)
+            for line in current[seen:]:
+                print(line, flush=True)
+            seen = len(current)
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from eqsearch.engine.es.client import connect
+
+    config = EsConfig.from_env()
+    client, info = connect(config)
+    health = client.cluster.health()
+    print(f"Elasticsearch {info.version} ({info.build_flavor}) at {info.url}, cluster '{info.cluster_name}', "
+          f"health {health['status']}")  # fmt: skip
+    return 0

@@ -1,0 +1,309 @@
+"""`eqsearch evaluate held-out|labelled|keywords|trec`: the encoder's and the search's figures.
+
+Imports nothing heavy at module level. `held-out` needs torch (extra `train`); `labelled`, `keywords` and `trec` run
+on the runtime install (ONNX bundle, KaTeX, numpy) through `eqsearch.evaluation`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from eqsearch.commands.train import need_torch
+from eqsearch.engine.errors import EqsearchError
+
+
+def _graph_encoder(bundle: str | None) -> Any:
+    """The bundle's encoder, which must be a graph encoder: the evaluations featurize once for it and for the bag of
+    words."""
+    from eqsearch.engine.model.encoder import GraphEncoder, load_encoder
+
+    encoder = load_encoder(bundle)
+    if not isinstance(encoder, GraphEncoder):
+        raise EqsearchError(
+            f"the bundle {bundle or 'shipped with eqsearch'} holds a '{encoder.kind}' encoder; these evaluations "
+            "need a graph encoder (kdd20-gcn)"
+        )
+    return encoder
+
+
+def _held_out_data_for_bundle(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The ONNX encoder of a bundle and the held-out split and triplets its training config draws from a corpus."""
+    from eqsearch.training.config import config_field_names, load_train_config
+    from eqsearch.training.loop import prepare_data
+
+    encoder = _graph_encoder(args.bundle)
+    recorded = encoder.manifest.raw.get("training")
+    if not isinstance(recorded, dict):
+        raise EqsearchError(
+            f"the bundle {args.bundle} records no training config: its held-out split cannot be rebuilt",
+            hint="evaluate the training checkpoint instead (--checkpoint)",
+        )
+    known = set(config_field_names())
+    values = {k: v for k, v in recorded.items() if k in known}
+    # The bundle's own vocabulary, so that the featurization is the one its ONNX model was exported with.
+    values.update(corpus=args.corpus, run_dir=args.run_dir, vocabulary=str(encoder.manifest.vocabulary_path))
+    data = prepare_data(load_train_config(None, values))
+    recorded_data = encoder.manifest.raw.get("data") or {}
+    expected = recorded_data.get("test")
+    if isinstance(expected, dict):
+        found = {k: data.corpus_summary["test"].get(k) for k in ("papers", "sections", "equations")}
+        wanted = {k: expected.get(k) for k in found}
+        if found != wanted:
+            print(
+                f"warning: this corpus gives a held-out split of {found}, the bundle was evaluated on {wanted}: "
+                "the corpus file differs from the one it was trained on, so these figures are not the manifest's",
+                file=sys.stderr,
+            )
+        elif data.corpus_summary["eval_triplet_sources"] != recorded_data.get("eval_triplet_sources"):
+            # Same held-out split, other triplets: the sampler indexes papers in file order, so the same corpus
+            # written in another order (a parallel extraction) gives another draw with the same seed.
+            print(
+                "note: the held-out split matches the bundle's evaluation but the triplets do not (the corpus lists "
+                "its papers in another order?): these figures are another draw from the same papers",
+                file=sys.stderr,
+            )
+    return encoder, data
+
+
+def _run_evaluate_held_out(args: argparse.Namespace) -> int:
+    if (args.bundle is None) != (args.corpus is None):
+        args.parser.error("--bundle and --corpus go together (a checkpoint's config names its corpus)")
+    if args.resamples < 1 or not 0.0 < args.delta < 1.0:
+        args.parser.error(f"need --resamples >= 1 and 0 < --delta < 1, got {args.resamples} and {args.delta}")
+    need_torch()
+    from eqsearch.training.evaluate import evaluate_held_out, held_out_report
+
+    bootstrap = {"delta": args.delta, "resamples": args.resamples, "bootstrap_seed": args.bootstrap_seed}
+    if args.checkpoint is not None:
+        from eqsearch.training.config import TrainConfig
+        from eqsearch.training.loop import load_encoder, prepare_data
+
+        model, state = load_encoder(args.checkpoint)
+        data = prepare_data(TrainConfig(**state["config"]))
+        report = evaluate_held_out(model, data.test, data.eval_triplets, **bootstrap)
+    else:
+        encoder, data = _held_out_data_for_bundle(args)
+        vocab = data.vocabulary
+        embeddings = encoder.encode_graphs(data.test.graphs)
+        report = held_out_report(
+            embeddings, data.test, data.eval_triplets, (vocab.n_tags, vocab.n_attrs, vocab.n_chars), **bootstrap
+        )
+    print(report.describe())
+    print(f"by positive source: {json.dumps(report.by_source)}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_dict(), indent=1) + "\n")
+    return 0
+
+
+def _run_evaluate_labelled(args: argparse.Namespace) -> int:
+    from eqsearch.engine.latex.converter import KatexConverter
+    from eqsearch.evaluation.labelled import (
+        DEFAULT_LABELLED_SET,
+        encode_labelled_set,
+        labelled_report,
+        read_labelled_set,
+        write_trec_files,
+    )
+
+    if args.depth < 1:
+        args.parser.error(f"--depth must be positive, got {args.depth}")
+    path = Path(args.file) if args.file else DEFAULT_LABELLED_SET
+    equations = read_labelled_set(path)
+    encoder = _graph_encoder(args.bundle)
+    with KatexConverter() as converter:
+        encoded = encode_labelled_set(equations, encoder, converter)
+    report = labelled_report(encoded, equations, path, encoder.manifest.path)
+    print(
+        f"{report.source}: {report.equations} equations in {report.categories} categories; {report.evaluated} "
+        f"evaluated, {len(report.failures)} failed to convert, {len(report.approximate)} converted approximately"
+    )
+    for failure in report.failures:
+        print(f"  not evaluated: {failure.id} (line {failure.line}): {failure.reason}: {failure.message}")
+    if report.approximate:
+        print(f"  approximate (evaluated): {', '.join(report.approximate)}")
+    print(f"bundle: {report.bundle} ({encoder.kind}, {encoder.dim}-d, {encoder.similarity})")
+    print(report.table())
+    if args.per_category:
+        print()
+        print(report.category_table())
+    if args.write_trec:
+        for written in write_trec_files(encoded, args.write_trec, depth=args.depth):
+            print(f"wrote {written}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_dict(), indent=1) + "\n")
+    return 0
+
+
+def _run_evaluate_keywords(args: argparse.Namespace) -> int:
+    from functools import partial
+
+    from eqsearch.engine.latex.converter import KatexConverter
+    from eqsearch.engine.model.featurize import featurize_mathml
+    from eqsearch.evaluation.keywords import (
+        DEFAULT_QUERY_SET,
+        build_collection,
+        keyword_study,
+        read_keyword_queries,
+    )
+    from eqsearch.ingest.records import read_papers
+    from tqdm import tqdm
+
+    if args.depth < 1:
+        args.parser.error(f"--depth must be positive, got {args.depth}")
+    if not Path(args.corpus).is_file():
+        args.parser.error(f"--corpus {args.corpus}: no such file (a papers JSONL from 'eqsearch ingest extract')")
+    path = Path(args.queries) if args.queries else DEFAULT_QUERY_SET
+    queries = read_keyword_queries(path)
+    encoder = _graph_encoder(args.bundle)
+    with tqdm(desc="reading the corpus", unit="eq", disable=args.quiet) as bar:
+        collection = build_collection(
+            read_papers(Path(args.corpus)),
+            partial(featurize_mathml, vocab=encoder.vocabulary),
+            progress=lambda n: bar.update(n - bar.n),
+        )
+    with KatexConverter() as converter:
+        report = keyword_study(queries, collection, encoder, converter, depth=args.depth)
+    skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(report.skipped.items())) or "none"
+    print(
+        f"{path}: {report.queries} queries, {report.evaluated} searched; {report.collection:,} equations of "
+        f"{args.corpus} searched (left out: {skipped})"
+    )
+    for failure in report.failures:
+        print(f"  not searched: {failure.id} (line {failure.line}): {failure.reason}: {failure.message}")
+    print(f"bundle: {encoder.manifest.path} ({encoder.kind}, {encoder.dim}-d, {encoder.similarity})")
+    print(report.table())
+    if args.per_query:
+        print()
+        print(report.query_table())
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_dict(), indent=1) + "\n")
+    return 0
+
+
+def _run_evaluate_trec(args: argparse.Namespace) -> int:
+    from eqsearch.evaluation.trec import MEASURES, evaluate_run, read_qrels, read_run, read_topics
+
+    if args.depth < 1:
+        args.parser.error(f"--depth must be positive, got {args.depth}")
+    qrels = read_qrels(args.qrels)
+    topics = read_topics(args.topics) if args.topics else None
+    reports = {str(path): evaluate_run(read_run(path), qrels, topics, args.threshold, args.depth) for path in args.run}
+    first = next(iter(reports.values()))
+    print(
+        f"{len(first.topics)} judged topics (relevant: grade >= {args.threshold:g}; first {args.depth} results; "
+        "unjudged results removed)"
+    )
+    if first.unjudged_topics:
+        print(f"  skipped, no judgements: {len(first.unjudged_topics)} topics of {args.topics}")
+    print("| run | nDCG′ | MAP′ | P′@10 | bpref | judged share |")
+    print("|---|---|---|---|---|---|")
+    for path, report in reports.items():
+        cells = " | ".join(f"{report.means[m]:.4f}" for m in MEASURES)
+        print(f"| {path} | {cells} | {report.judged_share:.3f} |")
+        if report.missing_topics:
+            print(f"  {path}: no results for {len(report.missing_topics)} judged topics (they score 0)")
+        if report.extra_topics:
+            print(f"  {path}: {len(report.extra_topics)} topics not evaluated (not judged or not in the topics file)")
+    if args.per_topic:
+        for path, report in reports.items():
+            print(f"\n{path}")
+            for topic, values in report.per_topic.items():
+                print(f"{topic}\t" + "\t".join(f"{m}={values[m]:.4f}" for m in MEASURES))
+    if args.json:
+        payload = {path: report.to_dict() for path, report in reports.items()}
+        Path(args.json).write_text(json.dumps(payload, indent=1) + "\n")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``evaluate`` and its kinds to the `eqsearch` CLI."""
+    evaluate = subparsers.add_parser(
+        "evaluate",
+        help="evaluate an encoder: held-out ranking score, a labelled equation set, or TREC runs",
+        description="Evaluate the formula encoder (KDD'20 §5-6) against the bag-of-words baseline, or score TREC "
+        "runs with ARQMath's measures.",
+    )
+    kinds = evaluate.add_subparsers(dest="evaluation", metavar="KIND", required=True)
+    held_out = kinds.add_parser(
+        "held-out",
+        help="ranking score on the held-out papers' triplets (needs eqsearch[train])",
+        description="Ranking score (KDD'20 eq. 3) of the model and of the bag-of-words baseline on the held-out "
+        "triplets, with the eq. 9 / Theorem 5.1 bounds on each and a paper-clustered bootstrap interval of the "
+        "difference model - bag of words. Give a training checkpoint, or a bundle and the corpus it was trained on.",
+    )
+    source = held_out.add_mutually_exclusive_group(required=True)
+    source.add_argument("--checkpoint", type=Path, help="a training checkpoint (its config names the corpus)")
+    source.add_argument("--bundle", help="a model bundle whose manifest records its training config (needs --corpus)")
+    held_out.add_argument("--corpus", help="with --bundle: the papers JSONL the bundle was trained on")
+    held_out.add_argument(
+        "--run-dir",
+        default="runs/evaluate-held-out",
+        help="with --bundle: where the featurized corpus is cached (default runs/evaluate-held-out)",
+    )
+    held_out.add_argument("--delta", type=float, default=0.05, help="1 - confidence of bounds and interval (0.05)")
+    held_out.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of the papers (2000)")
+    held_out.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap (0)")
+    held_out.add_argument("--json", help="also write the figures to this JSON file")
+    held_out.set_defaults(handler=_run_evaluate_held_out, parser=held_out)
+
+    labelled = kinds.add_parser(
+        "labelled",
+        help="1-NN accuracy, ranking score and retrieval figures on a labelled equation set",
+        description="Convert a labelled equation set with KaTeX, encode it with a bundle's ONNX encoder and report "
+        "1-NN leave-one-out accuracy and ranking score (KDD'20 §6.1), P@5, MAP and uMAP of the leave-one-out "
+        "rankings, for the model and the bag-of-words baseline. Runs without torch.",
+    )
+    labelled.add_argument(
+        "file", nargs="?", help="labelled set (format: eqsearch/training/labelled.py; default: the shipped set)"
+    )
+    labelled.add_argument("--bundle", help="model bundle directory (default: the installed one)")
+    labelled.add_argument("--per-category", action="store_true", help="also print the 1-NN accuracy per category")
+    labelled.add_argument(
+        "--write-trec",
+        metavar="DIR",
+        help="also write topics.tsv, qrels.txt and one leave-one-out run per representation to DIR",
+    )
+    labelled.add_argument("--depth", type=int, default=1000, help="results per topic in the written runs (1000)")
+    labelled.add_argument("--json", help="also write the figures to this JSON file")
+    labelled.set_defaults(handler=_run_evaluate_labelled, parser=labelled)
+
+    keywords = kinds.add_parser(
+        "keywords",
+        help="the search-engine study of KDD'20 §6.3: formula queries over a corpus, judged by keywords",
+        description="Search every display equation of a papers JSONL with each query of a keyword query set, for "
+        "the model and the bag-of-words baseline; a result is relevant when one of the query's keywords occurs "
+        "around it (paper title, section title, context). Reports P@10, P@100, P@1000 and uMAP (the paper's "
+        "Table 3). Runs without torch. Format and heuristic: eqsearch/training/keyword_queries.py.",
+    )
+    keywords.add_argument(
+        "queries", nargs="?", help="keyword query set (default: the shipped set, evaluation/data/keyword-queries.tsv)"
+    )
+    keywords.add_argument("--corpus", required=True, help="papers JSONL (.gz too) whose equations are searched")
+    keywords.add_argument("--bundle", help="model bundle directory (default: the installed one)")
+    keywords.add_argument("--depth", type=int, default=1000, help="results per query (1000, the paper's)")
+    keywords.add_argument("--per-query", action="store_true", help="also print P@100 per query (Table 4)")
+    keywords.add_argument("--quiet", action="store_true", help="no progress bar")
+    keywords.add_argument("--json", help="also write the figures to this JSON file")
+    keywords.set_defaults(handler=_run_evaluate_keywords, parser=keywords)
+
+    trec = kinds.add_parser(
+        "trec",
+        help="nDCG′, MAP′, P′@10 and bpref of TREC runs (ARQMath conventions)",
+        description="Score TREC runs against qrels as ARQMath does: unjudged results removed (the primes), "
+        "relevant = grade >= 2 for the binary measures, first 1000 results. Conventions: "
+        "eqsearch/training/trec.py.",
+    )
+    trec.add_argument("--qrels", required=True, help="TREC qrels: topic iteration docid grade")
+    trec.add_argument(
+        "--run", required=True, action="append", help="TREC run: topic Q0 docid rank score tag (repeatable)"
+    )
+    trec.add_argument("--topics", help="evaluate only these topics (ARQMath topics XML, or one id per line)")
+    trec.add_argument("--threshold", type=float, default=2.0, help="grade from which a result is relevant (2)")
+    trec.add_argument("--depth", type=int, default=1000, help="results per topic considered (1000)")
+    trec.add_argument("--per-topic", action="store_true", help="also print every topic's measures")
+    trec.add_argument("--json", help="also write the figures to this JSON file")
+    trec.set_defaults(handler=_run_evaluate_trec, parser=trec)

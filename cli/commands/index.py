@@ -1,0 +1,185 @@
+"""`eqsearch index ...`: the versioned indices behind aliases (create, list, describe, migrate, delete).
+
+Nothing heavy is imported at module level: `eqsearch --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from eqsearch.engine.es.config import EsConfig
+
+KINDS = ("equations", "papers", "jobs")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `index` command group."""
+    index = subparsers.add_parser(
+        "index",
+        help="create, list, describe, migrate and delete the versioned Elasticsearch indices",
+        description=(
+            "Every index is versioned (PREFIX-equations-v3) behind an alias (PREFIX-equations) that searches and "
+            "ingest jobs use. 'migrate' copies every document (vectors included) into a new version built from the "
+            "current mapping code, checks the counts, and swaps the alias atomically; searches keep answering, and "
+            "ingest jobs that run meanwhile pause their writes during the copy, then carry on into the new index. "
+            "PREFIX is EQSEARCH_INDEX_PREFIX (default 'eqsearch')."
+        ),
+    )
+    commands = index.add_subparsers(dest="index_command", metavar="ACTION", required=True)
+
+    create = commands.add_parser("create", help="create the first version of an index kind (or of all three)")
+    create.add_argument("kinds", nargs="*", metavar="KIND", help="equations, papers or jobs (default: all three)")
+    create.add_argument(
+        "--bundle", help="model bundle whose vectors the equations index will hold (default: the installed one)"
+    )
+    create.add_argument("--dims", type=int, help="vector width (default: the bundle's)")
+    create.add_argument(
+        "--similarity", choices=("max_inner_product", "cosine"), help="vector similarity (default: the bundle's)"
+    )
+    create.add_argument("--index-type", choices=("hnsw", "int8_hnsw"), default="hnsw", help="(hnsw)")
+    create.set_defaults(handler=_create, parser=create)
+
+    listing = commands.add_parser("list", help="every versioned index with its docs, size and alias")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(handler=_list)
+
+    describe = commands.add_parser("describe", help="alias, version, analyzer, vector options, counts of a kind")
+    describe.add_argument("kind", choices=KINDS)
+    describe.add_argument("--json", action="store_true", help="print JSON")
+    describe.set_defaults(handler=_describe)
+
+    migrate = commands.add_parser("migrate", help="copy a kind into a new version and swap the alias atomically")
+    migrate.add_argument("kind", choices=KINDS)
+    migrate.add_argument("--batch-size", type=int, default=1000, help="documents per page and bulk request")
+    migrate.add_argument("--delete-old", action="store_true", help="delete the old version after the swap")
+    migrate.add_argument("--index-type", choices=("int8_hnsw", "hnsw"), help="change the vector index type")
+    migrate.add_argument("--quiet", action="store_true", help="no progress bar")
+    migrate.add_argument(
+        "--reencode", action="store_true",
+        help="equations only: give every equation the vector of --bundle's model on the way (a model upgrade; "
+        "searches keep answering from the old vectors until the alias moves)",
+    )  # fmt: skip
+    migrate.add_argument("--bundle", help="with --reencode: the model bundle (default: the installed one)")
+    migrate.add_argument(
+        "--take-over", action="store_true",
+        help="clean up after a migration started on another machine whose process is gone, then migrate",
+    )  # fmt: skip
+    migrate.set_defaults(handler=_migrate, parser=migrate)
+
+    delete = commands.add_parser("delete", help="delete one concrete index (not the one an alias points at)")
+    delete.add_argument("index", help="the concrete name, e.g. eqsearch-equations-v1")
+    delete.add_argument("--force", action="store_true", help="delete even the index the alias points at")
+    delete.set_defaults(handler=_delete)
+
+
+def _admin():
+    from eqsearch.engine.es.client import connect
+    from eqsearch.engine.index.admin import IndexAdmin
+
+    config = EsConfig.from_env()
+    client, _ = connect(config)
+    return IndexAdmin(client, config.index_prefix)
+
+
+def _create(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    unknown = [kind for kind in args.kinds if kind not in KINDS]
+    if unknown:
+        args.parser.error(f"unknown index kind {unknown[0]!r}; choose from {', '.join(KINDS)}")
+    from eqsearch.engine.model.encoder import load_encoder
+
+    encoder = load_encoder(args.bundle)
+    admin = _admin()
+    options = admin.default_options(
+        dims=args.dims or encoder.dim, similarity=args.similarity or encoder.similarity, encoder=encoder.identity
+    )
+    if (options.dims, options.similarity) != (encoder.dim, encoder.similarity):
+        options = replace(options, encoder=None)  # another shape than the bundle's: its vectors will not fit
+    options = replace(options, index_type=args.index_type)
+    for kind in args.kinds or KINDS:
+        name = admin.create(kind, options)
+        print(f"created {name} behind {admin.alias(kind)} (analyzer {options.analyzer})")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    infos = _admin().list()
+    if args.json:
+        print(json.dumps([info.__dict__ for info in infos], indent=2))
+        return 0
+    if not infos:
+        print("no eqsearch indices; create them with 'eqsearch index create' or an ingest run")
+        return 0
+    print(f"{'index':44} {'alias':5} {'docs':>10} {'size':>10}  mapping  analyzer")
+    for info in infos:
+        print(f"{info.name:44} {'*' if info.aliased else '':5} {info.docs:>10,} {info.size_bytes / 2**20:>8.1f}MB  "
+              f"v{info.mapping_version}       {info.analyzer}")  # fmt: skip
+    return 0
+
+
+def _describe(args: argparse.Namespace) -> int:
+    description = _admin().describe(args.kind)
+    if args.json:
+        print(json.dumps(description, indent=2))
+        return 0
+    for key, value in description.items():
+        print(f"{key:22} {json.dumps(value) if isinstance(value, dict | list) else value}")
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from tqdm import tqdm
+
+    if args.reencode and args.kind != "equations":
+        args.parser.error("--reencode applies to the equations index only (it holds the vectors)")
+    if args.bundle and not args.reencode:
+        args.parser.error("--bundle goes with --reencode")
+    admin = _admin()
+    options = admin.options_of(args.kind)
+    if options is not None and args.index_type:
+        options = replace(options, index_type=args.index_type)
+    rewrite = None
+    if args.reencode:
+        from eqsearch.engine.index.admin import reencode_vectors
+        from eqsearch.engine.model.encoder import load_encoder
+
+        encoder = load_encoder(args.bundle)
+        base = options or admin.default_options()
+        options = replace(base, dims=encoder.dim, similarity=encoder.similarity, encoder=encoder.identity)
+        rewrite = reencode_vectors(encoder)
+        print(f"re-encoding with {encoder.identity} ({encoder.dim}-d, {encoder.similarity})", file=sys.stderr)
+    bar = None if args.quiet else tqdm(unit="doc", desc=f"migrating {args.kind}", file=sys.stderr)
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+    try:
+        report = admin.migrate(
+            args.kind,
+            options,
+            batch_size=args.batch_size,
+            delete_old=args.delete_old,
+            on_progress=progress,
+            take_over=args.take_over,
+            rewrite=rewrite,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    print(f"{report.source} -> {report.target}: {report.copied:,} documents copied, counts {report.source_count:,} = "
+          f"{report.target_count:,}, alias {admin.alias(args.kind)} swapped in {report.seconds:.1f} s"
+          + (f"; {report.source} deleted" if report.old_deleted else ""))  # fmt: skip
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    _admin().delete(args.index, force=args.force)
+    print(f"deleted {args.index}")
+    return 0

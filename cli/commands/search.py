@@ -1,0 +1,92 @@
+"""`eqsearch search`: hybrid search on the command line, through the same `SearchService` as the web app.
+
+Nothing heavy is imported at module level: `eqsearch --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from eqsearch.engine.es.config import EsConfig
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `search` command."""
+    search = subparsers.add_parser(
+        "search",
+        help="hybrid search: a LaTeX formula and/or keywords",
+        description="Formula (LaTeX -> MathML -> vector, kNN) and keywords (BM25), fused; prints the hits.",
+    )
+    search.add_argument("latex", nargs="?", help="a formula in LaTeX (quote it)")
+    search.add_argument("-k", "--keywords", help="keywords matched against titles, abstracts and context")
+    search.add_argument("--category", action="append", default=[], help="keep this arXiv category (repeatable)")
+    search.add_argument("--year-from", type=int)
+    search.add_argument("--year-to", type=int)
+    search.add_argument("--paper", help="only this paper's equations")
+    search.add_argument("--formula-weight", type=float, default=0.5, help="formula <-> keywords balance (0.5)")
+    search.add_argument("--fusion", choices=("rrf", "linear"), default="rrf")
+    search.add_argument("--page", type=int, default=1)
+    search.add_argument("--size", type=int, default=10)
+    search.add_argument("--group", action="store_true", help="one result per paper")
+    search.add_argument("--like", metavar="EQ_ID", help="equations like this stored equation instead")
+    search.add_argument("--bundle", help="model bundle directory (default: the installed one)")
+    search.add_argument("--json", action="store_true", help="print JSON")
+    search.set_defaults(handler=_search, parser=search)
+
+
+def _search(args: argparse.Namespace) -> int:
+    from eqsearch.engine.es.client import connect
+    from eqsearch.engine.latex.converter import KatexConverter
+    from eqsearch.engine.model.encoder import load_encoder
+    from eqsearch.engine.search.service import HybridQuery, SearchService
+
+    if not args.latex and not args.keywords and not args.like:
+        args.parser.error("give a LaTeX formula, --keywords, or --like EQ_ID")
+    try:
+        query = HybridQuery(
+            latex=args.latex,
+            keywords=args.keywords,
+            categories=tuple(args.category),
+            year_from=args.year_from,
+            year_to=args.year_to,
+            paper_id=args.paper,
+            formula_weight=args.formula_weight,
+            fusion=args.fusion,
+            page=args.page,
+            size=args.size,
+            group_by_paper=args.group,
+        )
+    except ValueError as error:
+        args.parser.error(str(error))
+    config = EsConfig.from_env()
+    client, _ = connect(config)
+    encoder = load_encoder(args.bundle)
+    with KatexConverter() as converter:
+        service = SearchService(client, encoder, converter, index_prefix=config.index_prefix)
+        results = service.more_like_equation(args.like, args.size) if args.like else service.search(query)
+    if args.json:
+        print(json.dumps(_jsonable(results), indent=2, ensure_ascii=False))
+        return 0
+    if results.latex_error:
+        print(f"LaTeX error: {results.latex_error}", file=sys.stderr)
+    for warning in results.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    first = (results.page - 1) * results.size
+    for rank, hit in enumerate(results.hits, start=first + 1):
+        year = f" ({hit.year})" if hit.year else ""
+        print(f"{rank:3}. [{hit.matched:7}] {hit.score:.4f}  {hit.eq_id}  {hit.title}{year}")
+        print(f"      {' '.join(hit.latex.split())[:150]}")  # on one line, whatever the source's layout
+        if hit.section_title:
+            print(f"      section: {hit.section_title}")
+    print(f"{results.total:,} matches, page {results.page}, {results.took_ms:.0f} ms, analyzer {results.analyzer}",
+          file=sys.stderr)  # fmt: skip
+    return 0 if results.hits or not results.latex_error else 2
+
+
+def _jsonable(value: Any) -> Any:
+    from dataclasses import asdict, is_dataclass
+
+    return asdict(value) if is_dataclass(value) else value

@@ -1,0 +1,106 @@
+// eqsearch KaTeX worker: LaTeX -> Presentation MathML, one JSON object per line on stdin and stdout.
+//
+// Started by engine/latex/converter.py as `node worker.js OPTIONS_JSON`; it prints {"ready": true, "katex": VERSION} once,
+// then answers requests in the order they arrive:
+//   {"define": KEY, "macros": {"\\R": "\\mathbb{R}", ...}}   stores a document's macros under KEY (no answer)
+//   {"id": N, "latex": "...", "macros": KEY|null}             -> {"id": N, "mathml": "<math ...>", "unknown": [...]}
+//                                                              or {"id": N, "error": {kind, message, position}}
+// A macros table is copied for every render because KaTeX writes into it (\def, \gdef inside an equation).
+// Unknown control sequences are retried as \text{name} (up to options.unknownMacroRetries); the names come back
+// in "unknown" so that Python can mark the result approximate.
+"use strict";
+
+const readline = require("readline");
+const katex = require("katex");
+
+const options = Object.assign({ maxExpand: 1000, unknownMacroRetries: 8, macroTables: 32 }, JSON.parse(process.argv[2] || "{}"));
+const tables = new Map(); // KEY -> macros, oldest first; Python evicts in the same order
+
+function katexOptions(macros) {
+  return {
+    output: "mathml",
+    displayMode: true,
+    throwOnError: true,
+    strict: "ignore",
+    trust: false,
+    maxExpand: options.maxExpand,
+    macros: macros,
+  };
+}
+
+// Keep only <math>: drop KaTeX's <span> wrapper and the <semantics>/<annotation> pair holding the source.
+function mathOnly(html) {
+  const open = html.indexOf("<math");
+  const close = html.lastIndexOf("</math>");
+  if (open < 0 || close < 0) return html;
+  let math = html.slice(open, close + 7);
+  const headEnd = math.indexOf(">") + 1;
+  const annotation = math.lastIndexOf('<annotation encoding="application/x-tex">');
+  if (math.startsWith("<semantics>", headEnd) && annotation > 0 && math.endsWith("</semantics></math>")) {
+    math = math.slice(0, headEnd) + math.slice(headEnd + 11, annotation) + "</math>";
+  }
+  return math;
+}
+
+function classify(error) {
+  if (error instanceof RangeError && /call stack/i.test(error.message)) return "too-deep";
+  if (!(error instanceof katex.ParseError)) return "internal-error";
+  const raw = error.rawMessage || "";
+  if (raw.startsWith("Undefined control sequence")) return "undefined-macro";
+  if (raw.startsWith("No such environment")) return "undefined-environment";
+  if (raw.startsWith("Too many expansions")) return "too-many-expansions";
+  return "parse-error";
+}
+
+function textName(name) {
+  const letters = name.slice(1).replace(/[^A-Za-z0-9@]/g, "");
+  return "\\text{" + (letters || "?") + "}";
+}
+
+function render(request) {
+  const base = request.macros == null ? {} : tables.get(request.macros);
+  if (base === undefined) {
+    return { id: request.id, error: { kind: "internal-error", message: "unknown macros table " + request.macros, position: null } };
+  }
+  const unknown = [];
+  let extra = {};
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const mathml = mathOnly(katex.renderToString(request.latex, katexOptions(Object.assign({}, base, extra))));
+      return { id: request.id, mathml: mathml, unknown: unknown };
+    } catch (error) {
+      const kind = classify(error);
+      const match = kind === "undefined-macro" ? /^Undefined control sequence: (\\\S+)/.exec(error.rawMessage) : null;
+      if (match && attempt < options.unknownMacroRetries && !(match[1] in extra)) {
+        unknown.push(match[1]);
+        extra = Object.assign({}, extra, { [match[1]]: textName(match[1]) });
+        continue;
+      }
+      return {
+        id: request.id,
+        error: {
+          kind: kind,
+          message: error instanceof katex.ParseError ? error.rawMessage : String(error && error.message),
+          position: error && typeof error.position === "number" ? error.position : null,
+        },
+        unknown: unknown,
+      };
+    }
+  }
+}
+
+function handle(line) {
+  if (!line) return;
+  const request = JSON.parse(line);
+  if (request.define !== undefined) {
+    tables.delete(request.define);
+    tables.set(request.define, request.macros);
+    while (tables.size > options.macroTables) tables.delete(tables.keys().next().value);
+    return;
+  }
+  // written at once, never batched: the next line may hang, and Python times out the oldest unanswered request
+  process.stdout.write(JSON.stringify(render(request)) + "\n");
+}
+
+readline.createInterface({ input: process.stdin, crlfDelay: Infinity, terminal: false }).on("line", handle);
+process.stdout.write(JSON.stringify({ ready: true, katex: katex.version }) + "\n");

@@ -1,0 +1,213 @@
+"""The model bundle: a directory with ``model.onnx``, ``vocabulary.json`` and ``manifest.json``, checked as a unit.
+
+The manifest says what the files are (checksums), what the model takes and gives (inputs, opset, embedding
+dimension, similarity), and where it came from (eqsearch version, training config, data summary). `load_bundle`
+verifies all of it before anything runs, and refuses a bundle that does not match with a message that says why.
+This module reads JSON and hashes files only: no onnxruntime, no torch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eqsearch.engine.checksums import sha256_file
+from eqsearch.engine.errors import EqsearchError
+
+BUNDLE_FORMAT = "eqsearch-model-bundle"
+BUNDLE_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+MODEL_NAME = "model.onnx"
+VOCABULARY_NAME = "vocabulary.json"
+
+#: Encoder kinds this eqsearch can run, and the ONNX inputs each one takes (engine.graph conventions).
+GRAPH_INPUTS = ("tag", "attr", "char", "pos", "edge_index", "graph", "graph_sizes")
+ENCODER_KINDS = {"kdd20-gcn": GRAPH_INPUTS}
+#: Similarities a bundle may declare: the model's training similarity (inner product of soft-normalised
+#: vectors, KDD'20 eq. 1-3) or cosine. Names follow Elasticsearch's dense_vector ``similarity`` values.
+SIMILARITIES = ("max_inner_product", "cosine")
+
+
+class BundleError(EqsearchError):
+    """A model bundle is missing, incomplete, corrupted or made for another eqsearch."""
+
+
+def default_bundle_path() -> Path:
+    """The bundle shipped with eqsearch (trained by ``training/configs/default.toml``)."""
+    return Path(__file__).resolve().parent / "default-bundle"
+
+
+@dataclass(frozen=True)
+class BundleManifest:
+    """The checked contents of ``manifest.json``.
+
+    Attributes:
+        path: the bundle directory.
+        encoder: encoder kind (a key of ``ENCODER_KINDS``).
+        embedding_dim: width of the vectors the model returns.
+        similarity: how vectors are compared (one of ``SIMILARITIES``).
+        opset: ONNX opset of ``model.onnx``.
+        inputs: ONNX input names, in order.
+        output: ONNX output name.
+        vocabulary_sizes: ``{"tags", "attributes", "characters"}`` slot counts the model was trained with.
+        eqsearch_version: the version that wrote the bundle.
+        raw: the whole manifest (training config, data summary, evaluation, ...).
+    """
+
+    path: Path
+    encoder: str
+    embedding_dim: int
+    similarity: str
+    opset: int
+    inputs: tuple[str, ...]
+    output: str
+    vocabulary_sizes: dict[str, int]
+    eqsearch_version: str
+    raw: dict[str, Any]
+
+    @property
+    def model_path(self) -> Path:
+        return self.path / self.raw["files"][MODEL_NAME]["path"]
+
+    @property
+    def vocabulary_path(self) -> Path:
+        return self.path / self.raw["files"][VOCABULARY_NAME]["path"]
+
+    @property
+    def identity(self) -> str:
+        """What makes the bundle's vectors: ``<encoder kind>:<first 16 hex of model.onnx's SHA-256>``. Vectors of two
+        identities are not comparable, whatever their width (an index records the identity it was filled with)."""
+        return f"{self.encoder}:{self.raw['files'][MODEL_NAME]['sha256'][:16]}"
+
+
+def _require(manifest: dict[str, Any], key: str, kind: type | tuple[type, ...], where: Path) -> Any:
+    if key not in manifest:
+        raise BundleError(f"{where}: the manifest has no '{key}'", hint="re-export the bundle with 'eqsearch export'")
+    value = manifest[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise BundleError(f"{where}: manifest '{key}' should be {kind}, got {value!r}")
+    return value
+
+
+def _major_minor(version: str) -> tuple[str, str] | None:
+    parts = version.split("+")[0].split(".")
+    return (parts[0], parts[1]) if len(parts) >= 2 and parts[0].isdigit() else None
+
+
+def read_manifest(
+    bundle: str | Path, *, verify_checksums: bool = True, eqsearch_version: str | None = None
+) -> BundleManifest:
+    """Read and check a bundle's manifest and files.
+
+    Args:
+        bundle: the bundle directory.
+        verify_checksums: hash every listed file and compare with the manifest.
+        eqsearch_version: the running eqsearch version; a bundle from another major.minor is refused
+            (None: ``eqsearch.__version__``; a source tree that was never installed skips the check).
+
+    Raises:
+        BundleError: saying which check failed, on what, and what to do.
+    """
+    path = Path(bundle)
+    manifest_path = path / MANIFEST_NAME
+    if not path.is_dir():
+        raise BundleError(f"model bundle not found: {path} is not a directory", hint="pass a bundle directory")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BundleError(
+            f"{path} has no {MANIFEST_NAME}: not a model bundle", hint="export one with 'eqsearch export'"
+        ) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise BundleError(f"{manifest_path} is not valid JSON: {error}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
+        raise BundleError(f"{manifest_path} is not an eqsearch model bundle manifest (format != '{BUNDLE_FORMAT}')")
+    version = manifest.get("format_version")
+    if version != BUNDLE_VERSION:
+        raise BundleError(
+            f"{path}: bundle format version {version!r}, this eqsearch reads version {BUNDLE_VERSION}",
+            hint="use the eqsearch version that wrote the bundle, or re-export it with this one",
+        )
+    encoder = _require(manifest, "encoder", str, path)
+    if encoder not in ENCODER_KINDS:
+        raise BundleError(
+            f"{path}: encoder kind '{encoder}' is unknown to this eqsearch (known: {', '.join(ENCODER_KINDS)})"
+        )
+    inputs = tuple(_require(manifest, "inputs", list, path))
+    if inputs != ENCODER_KINDS[encoder]:
+        raise BundleError(
+            f"{path}: a '{encoder}' model must take inputs {ENCODER_KINDS[encoder]}, the manifest says {inputs}"
+        )
+    similarity = _require(manifest, "similarity", str, path)
+    if similarity not in SIMILARITIES:
+        raise BundleError(f"{path}: similarity '{similarity}' is not one of {SIMILARITIES}")
+    dim = _require(manifest, "embedding_dim", int, path)
+    if dim < 1:
+        raise BundleError(f"{path}: embedding_dim must be positive, got {dim}")
+    files = _require(manifest, "files", dict, path)
+    for name in (MODEL_NAME, VOCABULARY_NAME):
+        entry = files.get(name)
+        if not isinstance(entry, dict) or "path" not in entry or "sha256" not in entry:
+            raise BundleError(f"{path}: the manifest lists no '{name}' with path and sha256")
+        file_path = path / entry["path"]
+        if not file_path.is_file():
+            raise BundleError(
+                f"{path}: the manifest lists {entry['path']}, which is missing", hint="copy the whole bundle directory"
+            )
+        if verify_checksums:
+            actual = sha256_file(file_path)
+            if actual != entry["sha256"]:
+                raise BundleError(
+                    f"{file_path}: checksum mismatch (manifest {entry['sha256'][:12]}…, file {actual[:12]}…): "
+                    "the file was changed or damaged after export",
+                    hint="re-export the bundle or restore the original files",
+                )
+    sizes = _require(manifest, "vocabulary_sizes", dict, path)
+    if set(sizes) != {"tags", "attributes", "characters"}:
+        raise BundleError(f"{path}: vocabulary_sizes must give tags, attributes and characters, got {sorted(sizes)}")
+    written_by = str(manifest.get("eqsearch_version", ""))
+    if eqsearch_version is None:
+        from eqsearch import __version__ as eqsearch_version
+    ours, theirs = _major_minor(eqsearch_version), _major_minor(written_by)
+    if ours and theirs and ours != theirs:
+        raise BundleError(
+            f"{path}: the bundle was written by eqsearch {written_by}, this is eqsearch {eqsearch_version} "
+            "(major.minor differ, so featurization may differ)",
+            hint="re-export the bundle with this eqsearch version, or install the one that wrote it",
+        )
+    return BundleManifest(
+        path=path,
+        encoder=encoder,
+        embedding_dim=dim,
+        similarity=similarity,
+        opset=int(_require(manifest, "opset", int, path)),
+        inputs=inputs,
+        output=str(_require(manifest, "output", str, path)),
+        vocabulary_sizes={k: int(v) for k, v in sizes.items()},
+        eqsearch_version=written_by,
+        raw=manifest,
+    )
+
+
+def load_bundle_vocabulary(manifest: BundleManifest) -> Any:
+    """The bundle's `Vocabulary`, checked against the sizes the manifest declares.
+
+    Raises:
+        BundleError: the vocabulary does not load or its sizes differ from the manifest's.
+    """
+    from eqsearch.engine.model.featurize import Vocabulary, VocabularyError
+
+    try:
+        vocab = Vocabulary.load(manifest.vocabulary_path)
+    except VocabularyError as error:
+        raise BundleError(f"{manifest.path}: {error.message}", hint=error.hint) from None
+    actual = {"tags": vocab.n_tags, "attributes": vocab.n_attrs, "characters": vocab.n_chars}
+    if actual != manifest.vocabulary_sizes:
+        raise BundleError(
+            f"{manifest.path}: the vocabulary has sizes {actual}, "
+            f"the manifest (and model) expect {manifest.vocabulary_sizes}",
+            hint="the vocabulary.json does not belong to this model; re-export the bundle",
+        )
+    return vocab

@@ -1,0 +1,184 @@
+"""Equation encoders: MathML in, float32 vectors out. The runtime side of the model bundle; never imports torch.
+
+`Encoder` is the protocol every encoder follows, so that other models (the ECML'19 bitmap CNN, node-level
+multi-vector encoders) can be added beside the KDD'20 graph network: register a loader in `ENCODER_LOADERS` under
+the manifest's ``encoder`` kind, and `load_encoder` picks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from eqsearch.engine.model.bundle import (
+    BundleError,
+    BundleManifest,
+    default_bundle_path,
+    load_bundle_vocabulary,
+    read_manifest,
+)
+from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """Anything that turns equations into fixed-width vectors.
+
+    Attributes:
+        kind: the encoder kind (the bundle manifest's ``encoder``).
+        dim: the vector width.
+        similarity: how vectors are compared (``max_inner_product`` or ``cosine``).
+        identity: what makes the vectors (kind + model checksum): an equations index records the identity that
+            filled it, and vectors of another identity are never mixed into it or compared with it.
+    """
+
+    kind: str
+    dim: int
+    similarity: str
+    identity: str
+
+    def encode(self, mathml: Sequence[str]) -> np.ndarray:
+        """Vectors of the equations, in order. Shapes: returns ``[len(mathml), dim]`` float32."""
+        ...
+
+
+def available_providers(prefer_gpu: bool = True) -> list[str]:
+    """onnxruntime execution providers to use: CUDA first when onnxruntime-gpu provides it, then CPU."""
+    import onnxruntime as ort
+
+    have = ort.get_available_providers()
+    chosen = ["CUDAExecutionProvider"] if prefer_gpu and "CUDAExecutionProvider" in have else []
+    return [*chosen, "CPUExecutionProvider"]
+
+
+class GraphEncoder:
+    """The KDD'20 graph network of a model bundle, run by onnxruntime.
+
+    MathML goes through the bundle's vocabulary (`engine.model.featurize`), batches of graphs through the ONNX model.
+
+    Args:
+        manifest: a checked manifest (see `read_manifest`).
+        batch_size: equations per onnxruntime call.
+        prefer_gpu: use the CUDA provider when onnxruntime-gpu is installed.
+
+    Raises:
+        BundleError: the ONNX model does not load or does not match the manifest.
+    """
+
+    def __init__(self, manifest: BundleManifest, *, batch_size: int = 256, prefer_gpu: bool = True) -> None:
+        import onnxruntime as ort
+
+        self.manifest = manifest
+        self.kind = manifest.encoder
+        self.dim = manifest.embedding_dim
+        self.similarity = manifest.similarity
+        self.identity = manifest.identity
+        self.batch_size = batch_size
+        self.vocabulary = load_bundle_vocabulary(manifest)
+        options = ort.SessionOptions()
+        # The exported graph sums over neighbours and pools with ScatterND(reduction="add") on duplicate indices (a
+        # parent's many children, every node of an equation). onnxruntime's CPU kernel splits that work across
+        # intra-op threads without serialising the duplicates: with 2 threads, a 963-node equation's vector varied
+        # by up to 2.5 (max abs) from run to run; with 1 thread it is bit-identical and matches torch. So: one
+        # intra-op thread; throughput comes from batching (and from several encoder processes where needed).
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        try:
+            self.session = ort.InferenceSession(
+                str(manifest.model_path), sess_options=options, providers=available_providers(prefer_gpu)
+            )
+        except Exception as error:  # onnxruntime raises its own exception types
+            raise BundleError(
+                f"{manifest.model_path}: onnxruntime cannot load the model ({str(error).splitlines()[0]})",
+                hint=f"the bundle declares opset {manifest.opset}; check that this onnxruntime supports it",
+            ) from None
+        names = tuple(i.name for i in self.session.get_inputs())
+        if names != manifest.inputs:
+            raise BundleError(
+                f"{manifest.model_path}: the model takes inputs {names}, the manifest says {manifest.inputs}"
+            )
+        outputs = self.session.get_outputs()
+        if len(outputs) != 1 or outputs[0].name != manifest.output or outputs[0].shape[-1] != self.dim:
+            raise BundleError(
+                f"{manifest.model_path}: the model's output {[(o.name, o.shape) for o in outputs]} is not "
+                f"'{manifest.output}' of width {self.dim} as the manifest says"
+            )
+
+    @property
+    def providers(self) -> list[str]:
+        return self.session.get_providers()
+
+    def run_batch(self, batch: GraphArrays) -> np.ndarray:
+        """One onnxruntime call on a batch of graphs. Shapes: returns ``[batch.num_graphs, dim]`` float32."""
+        if batch.num_graphs == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        feeds = {
+            "tag": batch.tag,
+            "attr": batch.attr,
+            "char": batch.char,
+            "pos": batch.pos,
+            "edge_index": batch.edge_index,
+            "graph": batch.graph,
+            "graph_sizes": np.bincount(batch.graph, minlength=batch.num_graphs).astype(np.int64),
+        }
+        (vectors,) = self.session.run([self.manifest.output], feeds)
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def encode_graphs(self, graphs: Sequence[GraphArrays]) -> np.ndarray:
+        """Vectors of featurized equations. Shapes: returns ``[len(graphs), dim]`` float32."""
+        out = [
+            self.run_batch(concatenate_graphs(graphs[i : i + self.batch_size]))
+            for i in range(0, len(graphs), self.batch_size)
+        ]
+        return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
+
+    def featurize(self, mathml: Sequence[str]) -> GraphArrays:
+        """One batch of MathML -> graph arrays with the bundle's vocabulary.
+
+        Raises:
+            MathMLError: naming the index of the first malformed equation.
+        """
+        from eqsearch.engine.model.featurize import featurize_many
+
+        return featurize_many(mathml, self.vocabulary)
+
+    def encode(self, mathml: Sequence[str]) -> np.ndarray:
+        """Vectors of MathML equations, in order.
+
+        Raises:
+            MathMLError: naming the index (in ``mathml``) of the first malformed equation.
+        """
+        from eqsearch.engine.model.featurize import MathMLError
+
+        out = []
+        for start in range(0, len(mathml), self.batch_size):
+            try:
+                batch = self.featurize(mathml[start : start + self.batch_size])
+            except MathMLError as error:
+                raise MathMLError(f"{error.message} (batch starting at input {start})", hint=error.hint) from None
+            out.append(self.run_batch(batch))
+        return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
+
+
+#: encoder kind -> loader(manifest, **options). Add new encoders here.
+ENCODER_LOADERS: dict[str, Callable[..., Encoder]] = {"kdd20-gcn": GraphEncoder}
+
+
+def load_encoder(bundle: str | Path | None = None, **options: Any) -> Encoder:
+    """Load and check a model bundle and return its encoder.
+
+    Args:
+        bundle: the bundle directory (None: the bundle shipped with eqsearch).
+        **options: passed to the encoder (``batch_size``, ``prefer_gpu`` for the graph encoder).
+
+    Raises:
+        BundleError: the bundle is missing, corrupted, or does not match this eqsearch (the message says which).
+    """
+    path = Path(bundle) if bundle is not None else default_bundle_path()
+    manifest = read_manifest(path)
+    loader = ENCODER_LOADERS.get(manifest.encoder)
+    if loader is None:  # read_manifest knows the kind but no loader is registered
+        raise BundleError(f"{path}: no encoder is registered for kind '{manifest.encoder}'")
+    return loader(manifest, **options)

@@ -1,0 +1,439 @@
+"""A labelled set of equations and its evaluation (KDD'20 §6.1, Tables 1-2); numpy, KaTeX and onnxruntime, no torch.
+
+Each equation of the set belongs to a category (Bayes' theorem, the Ising / Boltzmann-machine energy, ...) and is
+written the way some field writes it. The set is converted with KaTeX (`eqsearch.engine.latex.converter`), featurized
+with the bundle's vocabulary and encoded by the bundle's ONNX encoder; the figures are those of KDD'20 §6.1
+(1-nearest-neighbour leave-one-out accuracy and the ranking score over all (x, x⁺, x⁻) with x⁺ of x's category and x⁻ of
+another) and retrieval figures of the leave-one-out rankings (every equation a query against all the others, the same
+category relevant): P@5, MAP and uMAP (§6.3). The bag-of-words baseline of §6.3 is scored on the same equations, with
+the same featurization.
+
+File format, version 1 (the shipped set is ``evaluation/data/labelled-equations.tsv``, `DEFAULT_LABELLED_SET`):
+
+- UTF-8 text; the first line is ``# eqsearch labelled equation set, format version 1``;
+- lines starting with ``#`` and blank lines are comments; the first other line is the header
+  ``category<TAB>latex<TAB>note``;
+- then one equation per line: ``category<TAB>latex[<TAB>note]``. ``category`` is a slug (lower-case letters,
+  digits and ``-``); ``latex`` is the body of a display equation without delimiters (converted as an ``equation``
+  environment, no document macros); ``note`` (optional) says which field or convention the variant follows;
+- equation ids are ``<category>-<n>`` with n counting that category's lines from 1 in file order (they name the
+  topics and documents of the TREC files): append new variants at the end of their category to keep ids stable.
+
+Equations that KaTeX cannot convert, or whose MathML does not featurize, are left out of the figures and reported
+(`ConversionFailure`); those KaTeX converted only approximately (unknown macros rendered as text) are kept and listed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.model.graph import GraphArrays
+from eqsearch.evaluation.baseline import bag_of_words
+from eqsearch.evaluation.metrics import (
+    cosine_matrix,
+    labelled_ranking_score,
+    leave_one_out_accuracy,
+    map_prime,
+    nearest_neighbour_hits,
+    precision_at,
+    unnormalized_average_precision,
+)
+from eqsearch.evaluation.trec import ARQMATH_DEPTH, Qrels, ordered, write_qrels, write_run
+from eqsearch.evaluation.tsv import read_versioned_tsv
+
+if TYPE_CHECKING:
+    from eqsearch.engine.latex.converter import KatexConverter
+    from eqsearch.engine.model.encoder import GraphEncoder
+
+FORMAT_LINE = "# eqsearch labelled equation set, format version 1"
+HEADER = ("category", "latex", "note")
+DEFAULT_LABELLED_SET = Path(__file__).resolve().parent / "data" / "labelled-equations.tsv"
+#: Representations scored, in report order: the model with the bundle's similarity (as served), the model by cosine,
+#: and the bag-of-words baseline of §6.3 by cosine.
+REPRESENTATIONS = ("model", "model_cosine", "bag_of_words")
+LABELS = {
+    "model": "model, as served",
+    "model_cosine": "model, cosine",
+    "bag_of_words": "bag of words (§6.3), cosine",
+}
+#: Grades of the qrels written from the set: same category highly relevant (ARQMath's "high"), others not relevant.
+RELEVANT_GRADE = 3.0
+NOT_RELEVANT_GRADE = 0.0
+
+_CATEGORY = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+class LabelledSetError(EqsearchError):
+    """A labelled equation file that cannot be read or does not follow the format."""
+
+
+@dataclass(frozen=True)
+class LabelledEquation:
+    """One line of a labelled set.
+
+    Attributes:
+        id: ``<category>-<n>``.
+        category: the label.
+        latex: the display-math body.
+        note: the field or convention (may be empty).
+        line: the line number in the file.
+    """
+
+    id: str
+    category: str
+    latex: str
+    note: str
+    line: int
+
+
+def read_labelled_set(path: str | Path = DEFAULT_LABELLED_SET) -> list[LabelledEquation]:
+    """Read a labelled equation file (format in the module docstring).
+
+    Raises:
+        LabelledSetError: unreadable file, another format or version, a bad header, a line without 2-3 fields, an
+            empty LaTeX field, a category that is not a slug, a repeated equation, or fewer than two categories
+            (path and line in the message).
+    """
+    path = Path(path)
+    rows = read_versioned_tsv(
+        path, format_line=FORMAT_LINE, header=HEADER, what="the labelled set", error=LabelledSetError
+    )
+    equations: list[LabelledEquation] = []
+    counts: dict[str, int] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    for number, fields in rows:
+        category, latex = fields[0], fields[1]
+        note = fields[2] if len(fields) == 3 else ""
+        if not _CATEGORY.fullmatch(category):
+            raise LabelledSetError(
+                f"{path}:{number}: the category {category!r} is not a slug (lower-case letters, digits, '-')"
+            )
+        if not latex:
+            raise LabelledSetError(f"{path}:{number}: the LaTeX field is empty")
+        if (category, latex) in first_line:
+            raise LabelledSetError(
+                f"{path}:{number}: repeats line {first_line[category, latex]} ({category}: {latex[:60]!r})"
+            )
+        first_line[category, latex] = number
+        counts[category] = counts.get(category, 0) + 1
+        equations.append(LabelledEquation(f"{category}-{counts[category]}", category, latex, note, number))
+    if len(counts) < 2:
+        raise LabelledSetError(
+            f"{path}: {len(equations)} equations in {len(counts)} categories; the figures need at least two categories"
+        )
+    return equations
+
+
+@dataclass(frozen=True)
+class ConversionFailure:
+    """An equation of the set that is not evaluated, and why.
+
+    Attributes:
+        id: the equation id.
+        line: its line in the file.
+        reason: a KaTeX reason code (`eqsearch.engine.latex.converter.REASONS`) or ``featurize``.
+        message: the converter's or featurizer's message.
+    """
+
+    id: str
+    line: int
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Converted:
+    """Evaluation equations after KaTeX and the featurizer.
+
+    Attributes:
+        kept: positions (in the input) of the equations that converted and featurized.
+        graphs: their graph arrays, in the same order.
+        failures: the others, and why.
+        approximate: ids of kept equations that KaTeX converted only approximately.
+    """
+
+    kept: list[int]
+    graphs: list[GraphArrays]
+    failures: list[ConversionFailure]
+    approximate: list[str]
+
+
+def convert_and_featurize(
+    items: Sequence[tuple[str, int, str]], vocabulary: Any, converter: KatexConverter
+) -> Converted:
+    """Convert ``(id, line, latex)`` items (display equations) with KaTeX and featurize them with ``vocabulary``;
+    what fails is reported per item, never dropped silently."""
+    from eqsearch.engine.model.featurize import MathMLError, featurize_mathml
+
+    out = Converted([], [], [], [])
+    results = converter.convert_many([(latex, "equation") for _, _, latex in items])
+    for position, ((item_id, line, _), result) in enumerate(zip(items, results, strict=True)):
+        if result.mathml is None:
+            out.failures.append(ConversionFailure(item_id, line, result.reason or "failed", result.message or ""))
+            continue
+        try:
+            out.graphs.append(featurize_mathml(result.mathml, vocabulary))
+        except MathMLError as error:
+            out.failures.append(ConversionFailure(item_id, line, "featurize", error.message))
+            continue
+        out.kept.append(position)
+        if result.status == "approximate":
+            out.approximate.append(item_id)
+    return out
+
+
+@dataclass(frozen=True)
+class EncodedSet:
+    """The converted equations of a labelled set and their pairwise similarities under each representation.
+
+    Attributes:
+        equations: the equations that converted and featurized, in file order.
+        failures: the others.
+        approximate: ids of the equations KaTeX converted approximately (kept).
+        similarity: representation (`REPRESENTATIONS`) -> ``[n, n]`` similarities between ``equations``.
+        similarity_of_model: the bundle's similarity (``max_inner_product`` or ``cosine``): what "model" uses.
+    """
+
+    equations: tuple[LabelledEquation, ...]
+    failures: tuple[ConversionFailure, ...]
+    approximate: tuple[str, ...]
+    similarity: dict[str, np.ndarray]
+    similarity_of_model: str
+
+    @property
+    def labels(self) -> list[str]:
+        return [e.category for e in self.equations]
+
+    @property
+    def ids(self) -> list[str]:
+        return [e.id for e in self.equations]
+
+
+def encode_labelled_set(
+    equations: Sequence[LabelledEquation], encoder: GraphEncoder, converter: KatexConverter
+) -> EncodedSet:
+    """Convert (KaTeX), featurize (the bundle's vocabulary) and encode (ONNX) a labelled set; bag of words beside.
+
+    Args:
+        equations: from `read_labelled_set`.
+        encoder: the bundle's graph encoder (`eqsearch.engine.model.encoder.load_encoder`).
+        converter: a KaTeX converter.
+
+    Raises:
+        KatexNotInstalledError: Node.js or KaTeX is missing.
+        LabelledSetError: fewer than two equations, or a single category, left after conversion.
+    """
+    converted = convert_and_featurize([(e.id, e.line, e.latex) for e in equations], encoder.vocabulary, converter)
+    kept = [equations[i] for i in converted.kept]
+    graphs, failures, approximate = converted.graphs, converted.failures, converted.approximate
+    vocab = encoder.vocabulary
+    if len(kept) < 2 or len({e.category for e in kept}) < 2:
+        raise LabelledSetError(
+            f"only {len(kept)} of {len(equations)} equations converted, in {len({e.category for e in kept})} "
+            "categories: nothing to evaluate",
+            hint="; ".join(f"{f.id} (line {f.line}): {f.reason}" for f in failures[:5]) or None,
+        )
+    vectors = encoder.encode_graphs(graphs)
+    bow = bag_of_words(graphs, vocab.n_tags, vocab.n_attrs, vocab.n_chars)
+    served = vectors @ vectors.T if encoder.similarity == "max_inner_product" else cosine_matrix(vectors, vectors)
+    return EncodedSet(
+        equations=tuple(kept),
+        failures=tuple(failures),
+        approximate=tuple(approximate),
+        similarity={
+            "model": served,
+            "model_cosine": cosine_matrix(vectors, vectors),
+            "bag_of_words": cosine_matrix(bow, bow),
+        },
+        similarity_of_model=encoder.similarity,
+    )
+
+
+def leave_one_out_run(similarity: np.ndarray, ids: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
+    """Every equation a topic; its results are all the other equations with their similarity, in TREC order.
+
+    Shapes:
+        similarity: ``[n, n]``; ids: ``[n]``.
+    """
+    run = {}
+    for i, topic in enumerate(ids):
+        results = [(doc, float(similarity[i, j])) for j, doc in enumerate(ids) if j != i]
+        order = ordered(results)
+        scores = dict(results)
+        run[topic] = [(doc, scores[doc]) for doc in order]
+    return run
+
+
+def same_category_qrels(ids: Sequence[str], labels: Sequence[str]) -> Qrels:
+    """Every equation a topic; every other equation judged: `RELEVANT_GRADE` in the same category, else 0."""
+    return {
+        topic: {
+            doc: RELEVANT_GRADE if labels[j] == labels[i] else NOT_RELEVANT_GRADE for j, doc in enumerate(ids) if j != i
+        }
+        for i, topic in enumerate(ids)
+    }
+
+
+@dataclass(frozen=True)
+class RetrievalFigures:
+    """Figures of one representation on a labelled set (all in [0, 1] except uMAP).
+
+    Attributes:
+        accuracy: 1-NN leave-one-out accuracy (§6.1).
+        ranking: share of (x, x⁺, x⁻) ordered correctly, over all such triplets of the set (§6.1).
+        p_at_5: mean precision of the first 5 results of the leave-one-out rankings.
+        map: mean average precision of those rankings (every other equation is judged, so MAP = MAP′).
+        umap: mean unnormalised average precision, ``∑ P(k) Δ_k`` over the first 1000 results (§6.3).
+    """
+
+    accuracy: float
+    ranking: float
+    p_at_5: float
+    map: float
+    umap: float
+
+
+def retrieval_figures(similarity: np.ndarray, ids: Sequence[str], labels: Sequence[str]) -> RetrievalFigures:
+    """`RetrievalFigures` of one similarity matrix over a labelled set.
+
+    Shapes:
+        similarity: ``[n, n]``; ids, labels: ``[n]``.
+    """
+    run = leave_one_out_run(similarity, ids)
+    qrels = same_category_qrels(ids, labels)
+    p5, aps, uaps = [], [], []
+    for topic, results in run.items():
+        relevant = [qrels[topic][doc] >= RELEVANT_GRADE for doc, _ in results]
+        p5.append(precision_at(relevant, 5))
+        uaps.append(unnormalized_average_precision(relevant, ARQMATH_DEPTH))
+        aps.append(map_prime([doc for doc, _ in results], qrels[topic]))
+    return RetrievalFigures(
+        accuracy=leave_one_out_accuracy(similarity, labels),
+        ranking=labelled_ranking_score(similarity, labels),
+        p_at_5=float(np.mean(p5)),
+        map=float(np.mean(aps)),
+        umap=float(np.mean(uaps)),
+    )
+
+
+@dataclass(frozen=True)
+class LabelledReport:
+    """The evaluation of a bundle on a labelled set.
+
+    Attributes:
+        source: the labelled file.
+        bundle: the bundle directory.
+        similarity_of_model: the bundle's similarity, used by the "model" representation.
+        equations: equations in the file.
+        categories: categories in the file.
+        evaluated: equations evaluated (converted and featurized).
+        failures: the equations left out, and why.
+        approximate: ids converted approximately (evaluated).
+        figures: representation -> figures.
+        per_category: category -> representation -> 1-NN leave-one-out accuracy of its equations, and
+            ``equations`` -> how many of its equations were evaluated.
+    """
+
+    source: str
+    bundle: str
+    similarity_of_model: str
+    equations: int
+    categories: int
+    evaluated: int
+    failures: tuple[ConversionFailure, ...]
+    approximate: tuple[str, ...]
+    figures: dict[str, RetrievalFigures]
+    per_category: dict[str, dict[str, float]]
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    def table(self) -> str:
+        """A markdown table of the figures, one row per representation."""
+        lines = [
+            "| representation | 1-NN accuracy | ranking | P@5 | MAP | uMAP |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name in REPRESENTATIONS:
+            f = self.figures[name]
+            label = LABELS[name] + (f" ({self.similarity_of_model})" if name == "model" else "")
+            lines.append(
+                f"| {label} | {100 * f.accuracy:.1f} | {100 * f.ranking:.1f} | {100 * f.p_at_5:.1f} | "
+                f"{100 * f.map:.1f} | {f.umap:.2f} |"
+            )
+        return "\n".join(lines)
+
+    def category_table(self) -> str:
+        """A markdown table of the 1-NN accuracy per category."""
+        lines = [
+            "| category | equations | " + " | ".join(LABELS[n] for n in REPRESENTATIONS) + " |",
+            "|---|---|" + "---|" * len(REPRESENTATIONS),
+        ]
+        for category, values in self.per_category.items():
+            size = int(values["equations"])
+            cells = " | ".join(f"{100 * values[n]:.0f}" for n in REPRESENTATIONS)
+            lines.append(f"| {category} | {size} | {cells} |")
+        return "\n".join(lines)
+
+
+def labelled_report(
+    encoded: EncodedSet, equations: Sequence[LabelledEquation], source: str | Path, bundle: str | Path
+) -> LabelledReport:
+    """The figures of each representation, overall and per category, on the converted equations of a set.
+
+    Args:
+        encoded: from `encode_labelled_set`.
+        equations: the whole set as read (for the counts).
+        source: the labelled file (for the report).
+        bundle: the bundle directory (for the report).
+    """
+    ids, labels = encoded.ids, encoded.labels
+    figures = {name: retrieval_figures(encoded.similarity[name], ids, labels) for name in REPRESENTATIONS}
+    labels_arr = np.asarray(labels)
+    per_category: dict[str, dict[str, float]] = {}
+    for name in REPRESENTATIONS:
+        hit = nearest_neighbour_hits(encoded.similarity[name], labels)
+        for category in dict.fromkeys(labels):
+            rows = labels_arr == category
+            per_category.setdefault(category, {"equations": float(rows.sum())})[name] = float(hit[rows].mean())
+    return LabelledReport(
+        source=str(source),
+        bundle=str(bundle),
+        similarity_of_model=encoded.similarity_of_model,
+        equations=len(equations),
+        categories=len({e.category for e in equations}),
+        evaluated=len(encoded.equations),
+        failures=encoded.failures,
+        approximate=encoded.approximate,
+        figures=figures,
+        per_category=per_category,
+    )
+
+
+def write_trec_files(encoded: EncodedSet, out: str | Path, depth: int = ARQMATH_DEPTH) -> list[Path]:
+    """Write the labelled set as a TREC test collection: ``topics.tsv`` (id, category, LaTeX), ``qrels.txt`` (every
+    other equation judged, same category `RELEVANT_GRADE`) and one leave-one-out run per representation
+    (``run-<representation>.txt``, tag = the representation, first ``depth`` results).
+
+    Returns:
+        The files written.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    ids, labels = encoded.ids, encoded.labels
+    topics = out / "topics.tsv"
+    topics.write_text(
+        "# topic\tcategory\tlatex\n" + "".join(f"{e.id}\t{e.category}\t{e.latex}\n" for e in encoded.equations),
+        encoding="utf-8",
+    )
+    written = [topics, write_qrels(out / "qrels.txt", same_category_qrels(ids, labels))]
+    for name in REPRESENTATIONS:
+        run = {t: results[:depth] for t, results in leave_one_out_run(encoded.similarity[name], ids).items()}
+        written.append(write_run(out / f"run-{name.replace('_', '-')}.txt", run, tag=name))
+    return written

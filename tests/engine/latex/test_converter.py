@@ -1,0 +1,294 @@
+"""LaTeX -> MathML with the real KaTeX in real Node workers (no mocks).
+
+Needs Node.js and the pinned KaTeX (`eqsearch setup katex`); without them the module is skipped, except on CI
+(CI=true) where that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from eqsearch.engine.latex.converter import (
+    DEFAULT_KATEX_DIR,
+    REASONS,
+    ConversionResult,
+    KatexConfig,
+    KatexConverter,
+    KatexNotInstalledError,
+    _check_installed,
+    ensure_katex_installed,
+    installed_katex_version,
+)
+from eqsearch.engine.latex.macros import MacroDef
+from eqsearch.engine.model.featurize import build_vocabulary, featurize_many
+from lxml import etree
+
+ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+@pytest.fixture(scope="module")
+def converter():
+    try:
+        _check_installed(KatexConfig())
+    except KatexNotInstalledError as error:
+        if ON_CI:
+            pytest.fail(f"KaTeX is required on CI: {error}", pytrace=False)
+        pytest.skip(str(error))
+    with KatexConverter(KatexConfig(workers=1)) as conv:
+        yield conv
+
+
+def assert_ok(result: ConversionResult) -> etree._Element:
+    assert result.status == "ok", result
+    assert result.reason is None and result.message is None
+    root = etree.fromstring(result.mathml.encode())
+    assert etree.QName(root).localname == "math"
+    return root
+
+
+def test_output_is_only_the_math_element(converter):
+    result = converter.convert(r"x^2 + \alpha")
+    root = assert_ok(result)
+    assert result.mathml.startswith("<math") and result.mathml.endswith("</math>")
+    assert "semantics" not in result.mathml and "annotation" not in result.mathml
+    assert [etree.QName(e).localname for e in root.iter()] == ["math", "mrow", "msup", "mi", "mn", "mo", "mi"]
+    assert converter.katex_version == installed_katex_version()
+
+
+ENVIRONMENTS = [
+    (r"a &= b \label{x} \\ c &= d", "align"),
+    (r"a &= b \\ c &= d \\", "align*"),
+    (r"a &= b & c &= d", "flalign"),
+    (r"a &= b & c &= d \\ e &= f & g &= h", "alignat*"),
+    (r"a \\ b", "gather"),
+    (r"a + b \\ + c", "multline*"),
+    (r"a &=& b \nonumber \\ c &=& d", "eqnarray"),
+    (r"a &= b", "equation"),
+    (r"a \\ b", "$$"),
+    (r"a \\ b", "\\["),
+    (r"\begin{split} a &= b \\ &= c \end{split}", "equation*"),
+]
+
+
+@pytest.mark.parametrize(("body", "environment"), ENVIRONMENTS)
+def test_environment_bodies_convert_to_tables(converter, body, environment):
+    root = assert_ok(converter.convert(body, environment))
+    assert any(etree.QName(e).localname == "mtable" for e in root.iter())
+
+
+CLEANUPS = [
+    r"x = 1 \label{eq:one}",
+    r"x = 1 \tag{1.2}",
+    r"x = 1 \nonumber",
+    r"x = 1 \notag",
+    r"\text{see } \eqref{e} \text{ and } \ref{f}",
+    r"\text{by } \cite[Thm.~2]{k}",
+    r"\mbox{for all } x",
+    r"\mathbbm{1}_{A} \mathds{E}",
+    r"\ensuremath{\alpha} + 1",
+    r"a \hfill b",
+    r"a \vspace{3pt} b",
+    r"\boldmath x",
+    r"\pmatrix{a & b \cr c & d}",
+    r"x \eqno(3)",
+]
+
+
+def test_each_cleanup_rule_lets_katex_convert(converter):
+    results = converter.convert_many([(latex, "equation") for latex in CLEANUPS])
+    for latex, result in zip(CLEANUPS, results, strict=True):
+        assert result.status == "ok", (latex, result)
+
+
+def test_document_macros_incl_override_optional_args_and_operators(converter):
+    macros = [
+        MacroDef("\\R", "\\mathbb{R}"),  # KaTeX defines \R already: the document's definition wins
+        MacroDef("\\vect", "\\mathbf{#1}", nargs=1),
+        MacroDef("\\x", "#1_{#2}", nargs=2, default="0"),
+        MacroDef("\\Tr", "Tr", source="DeclareMathOperator"),
+    ]
+    results = converter.convert_many(
+        [(r"\R", "equation"), (r"\vect{v}", "equation"), (r"\x[n]{a} + \x{b}", "equation"), (r"\Tr A", "$$")],
+        macros=macros,
+    )
+    for result in results:
+        assert_ok(result)
+    assert 'mathvariant="double-struck">R<' in results[0].mathml
+    assert 'mathvariant="bold">v<' in results[1].mathml
+    assert "<mi>n</mi>" in results[2].mathml and "<mn>0</mn>" in results[2].mathml
+    assert "Tr</mi>" in results[3].mathml
+
+
+def test_macros_are_copied_per_equation(converter):
+    # KaTeX writes \gdef into the macros object: the next equation must not see it
+    first, second = converter.convert_many([(r"\gdef\leak{1} \leak", "equation"), (r"\leak", "equation")])
+    assert first.status == "ok"
+    assert second.status == "approximate" and "\\leak" in second.message
+
+
+def test_different_documents_do_not_share_macros(converter):
+    a = converter.convert(r"\foo", macros=[MacroDef("\\foo", "a")])
+    b = converter.convert(r"\foo", macros=[MacroDef("\\foo", "b")])
+    c = converter.convert(r"\foo")
+    assert "<mi>a</mi>" in a.mathml and "<mi>b</mi>" in b.mathml and c.status == "approximate"
+
+
+def test_self_recursive_macros_fail_fast(converter):
+    start = time.monotonic()
+    katex_loop = converter.convert(r"\a", macros=[MacroDef("\\a", "\\a x")])
+    python_loop = converter.convert(r"\b{y}", macros=[MacroDef("\\b", "\\b[#1]{#2}", nargs=2, default="")])
+    assert time.monotonic() - start < 2
+    assert (katex_loop.status, katex_loop.reason) == ("failed", "too-many-expansions")
+    assert (python_loop.status, python_loop.reason) == ("failed", "too-many-expansions")
+
+
+def test_unknown_macro_falls_back_to_text_and_is_approximate(converter):
+    result = converter.convert(r"\SI{3}{m} + \unknownthing x")
+    assert result.status == "approximate" and result.reason == "undefined-macro"
+    assert "\\SI" in result.message and "\\unknownthing" in result.message
+    assert "<mtext>SI</mtext>" in result.mathml and "<mtext>unknownthing</mtext>" in result.mathml
+
+
+def test_too_many_unknown_macros_fail_with_reason():
+    config = KatexConfig(unknown_macro_retries=1)
+    with KatexConverter(config) as conv:
+        result = conv.convert(r"\one + \two")
+        off = KatexConverter(KatexConfig(unknown_macro_retries=0))
+        with off:
+            strict = off.convert(r"\one")
+    assert (result.status, result.reason) == ("failed", "undefined-macro")
+    assert "\\two" in result.message and "also rendered as text: \\one" in result.message
+    assert (strict.status, strict.reason) == ("failed", "undefined-macro")
+
+
+def test_failures_carry_reason_offset_and_snippet(converter):
+    results = converter.convert_many(
+        [
+            (r"\frac{a}{b", "equation"),
+            (r"\begin{nosuchenv} x \end{nosuchenv}", "equation"),
+            (r"\label{only}", "equation"),
+            ("   ", "equation"),
+            ("{" * 6000 + "x" + "}" * 6000, "equation"),
+        ]
+    )
+    assert [r.reason for r in results] == ["parse-error", "undefined-environment", "empty", "empty", "too-deep"]
+    assert all(r.status == "failed" and r.mathml is None for r in results)
+    assert "offset" in results[0].message and "\\frac{a}{b" in results[0].message
+    assert all(r.reason in REASONS for r in results)
+
+
+def test_odd_text_does_not_break_the_pipe(converter):
+    results = converter.convert_many([("x \udcff", "equation"), ("\u00e9 + \u03b1 \n\r\t \\\\", "equation")])
+    assert results[0].reason != "worker-crash"
+    assert results[1].status == "ok"
+
+
+def test_megabyte_input_is_rejected_quickly(converter):
+    start = time.monotonic()
+    result = converter.convert("x+" * 500_000)
+    assert time.monotonic() - start < 0.5
+    assert (result.status, result.reason) == ("failed", "too-long")
+    assert "1,000,000 characters" in result.message
+
+
+def test_batch_keeps_order_across_two_workers():
+    equations = [(f"{i} + x_{{{i}}}", "equation") for i in range(400)]
+    with KatexConverter(KatexConfig(workers=2)) as conv:
+        results = conv.convert_many(equations)
+        assert len(conv.worker_pids()) == 2
+    for i, result in enumerate(results):
+        assert result.status == "ok" and f"<mn>{i}</mn>" in result.mathml
+
+
+def test_converted_mathml_featurizes(converter):
+    results = converter.convert_many([(body, env) for body, env in ENVIRONMENTS])
+    mathml = [r.mathml for r in results]
+    graphs = featurize_many(mathml, build_vocabulary(mathml))
+    graphs.validate()
+    assert graphs.num_graphs == len(ENVIRONMENTS)
+
+
+@pytest.mark.slow
+def test_timeout_kills_the_worker_and_the_batch_goes_on():
+    # with KaTeX's expansion limit lifted, a self-recursive \def loops forever
+    config = KatexConfig(timeout_s=1.0, max_expand=10**9)
+    with KatexConverter(config) as conv:
+        start = time.monotonic()
+        results = conv.convert_many([("x", "equation"), (r"\def\a{\a}\a", "equation"), ("y", "equation")])
+        elapsed = time.monotonic() - start
+        assert conv.restarts == 1
+    assert [r.status for r in results] == ["ok", "failed", "ok"]
+    assert results[1].reason == "timeout" and "1 s" in results[1].message
+    assert elapsed < 5
+
+
+@pytest.mark.slow
+def test_killed_worker_recovers_between_and_during_conversions():
+    config = KatexConfig(timeout_s=30.0, max_expand=10**9)
+    with KatexConverter(config) as conv:
+        assert conv.convert("x").status == "ok"
+        (pid,) = conv.worker_pids()
+        os.kill(pid, signal.SIGKILL)  # while idle: the next call restarts it and loses nothing
+        time.sleep(0.1)
+        assert conv.convert("y").status == "ok"
+        (pid,) = conv.worker_pids()
+        timer = threading.Timer(0.5, os.kill, (pid, signal.SIGKILL))  # while converting a hanging equation
+        timer.start()
+        start = time.monotonic()
+        results = conv.convert_many([(r"\def\a{\a}\a", "equation"), ("z", "equation")])
+        timer.join()
+    assert time.monotonic() - start < 10
+    assert (results[0].status, results[0].reason) == ("failed", "worker-crash")
+    assert results[1].status == "ok"
+
+
+def test_close_stops_workers_and_converter_restarts_on_demand():
+    conv = KatexConverter()
+    assert conv.worker_pids() == []  # lazy
+    conv.convert("x")
+    (pid,) = conv.worker_pids()
+    conv.close()
+    assert conv.worker_pids() == []
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert conv.convert("y").status == "ok"
+    conv.close()
+
+
+def test_missing_node_or_katex_is_a_clear_error(tmp_path: Path):
+    with pytest.raises(KatexNotInstalledError, match=r"Node\.js was not found") as caught:
+        KatexConverter(KatexConfig(node="no-such-node-binary-here")).convert("x")
+    assert "eqsearch setup katex" in caught.value.hint
+    bare = tmp_path / "katex"
+    bare.mkdir()
+    shutil.copy(DEFAULT_KATEX_DIR / "package.json", bare / "package.json")
+    with pytest.raises(KatexNotInstalledError, match="KaTeX is not installed") as caught:
+        KatexConverter(KatexConfig(katex_dir=bare)).convert("x")
+    assert "eqsearch setup katex" in caught.value.hint
+
+
+def test_ensure_installed_is_a_no_op_when_present(converter):
+    assert ensure_katex_installed(npm="no-such-npm") == installed_katex_version()
+
+
+@pytest.mark.slow
+def test_npm_ci_reproduces_the_pinned_install_from_the_lockfile(tmp_path: Path):
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed")
+    target = tmp_path / "katex"
+    target.mkdir()
+    for name in ("package.json", "package-lock.json", "worker.js"):
+        shutil.copy(DEFAULT_KATEX_DIR / name, target / name)
+    try:
+        version = ensure_katex_installed(target)
+    except KatexNotInstalledError as error:  # no registry access on this machine
+        pytest.skip(str(error))
+    assert version == installed_katex_version(DEFAULT_KATEX_DIR)
+    with KatexConverter(KatexConfig(katex_dir=target)) as conv:
+        assert conv.convert("x").status == "ok"

@@ -1,0 +1,120 @@
+"""Pre-processing rules and macro handling, as pure text functions (no KaTeX needed)."""
+
+from __future__ import annotations
+
+import pytest
+from eqsearch.engine.latex.macros import MacroDef, MacroExpansionError, build_macro_table, expand_macros
+from eqsearch.engine.latex.preprocess import clean_latex, preprocess_latex, wrap_environment
+
+
+@pytest.mark.parametrize(
+    ("latex", "expected"),
+    [
+        (r"x \label{eq:1} = 1", r"x  = 1"),
+        (r"x = 1 \tag{3.1}", r"x = 1 "),
+        (r"x = 1 \tag*{A}", r"x = 1 "),
+        (r"x \nonumber \\ y \notag", r"x  \\ y "),
+        (r"\text{by } \eqref{eq:a} and \ref{b}", r"\text{by } \text{(?)} and \text{(?)}"),
+        (r"\cite[p.~3]{knuth}", r"\text{[?]}"),
+        (r"\citep{a,b}", r"\text{[?]}"),
+        (r"\mbox{if } x", r"\text{if } x"),
+        (r"\mathbbm{1} + \mathds{E}", r"\mathbb{1} + \mathbb{E}"),
+        (r"\ensuremath{\alpha}", r"{\alpha}"),
+        (r"a \hfill b", r"a  b"),
+        (r"a \vspace{2mm} b \vspace*{1em}", r"a  b "),
+        (r"\boldmath x \unboldmath", r" x "),
+        (r"x % a comment \label{no}" + "\n+ y", "x \n+ y"),
+        (r"50\% \\% comment", r"50\% \\"),
+        (r"a \\label{x}", r"a \\label{x}"),  # a line break, then the letters "label"
+        (r"x \eqno(1)", r"x "),
+        (r"\pmatrix{a & b \cr c & d}", r"\begin{pmatrix}a & b \\ c & d\end{pmatrix}"),
+        (r"\intertext{and} y", r"\text{and} y"),
+        (r"\displaybreak[0] x", r" x"),
+        (r"\mbox x", r"\text x"),
+        (r"\mboxes", r"\mboxes"),  # another macro that merely starts with a rule's name
+    ],
+)
+def test_clean_latex_rules(latex, expected):
+    assert clean_latex(latex) == expected
+
+
+def test_clean_latex_leaves_plain_math_alone():
+    text = r"\int_0^1 f(x)\,dx = \frac{a}{b}"
+    assert clean_latex(text) is text
+
+
+@pytest.mark.parametrize(
+    ("body", "environment", "expected"),
+    [
+        (r"a &= b \\ c &= d", "align", r"\begin{aligned}a &= b \\ c &= d\end{aligned}"),
+        (r"a &= b \\ c &= d \\", "align*", r"\begin{aligned}a &= b \\ c &= d\end{aligned}"),
+        (r"a &= b & c &= d", "flalign*", r"\begin{aligned}a &= b & c &= d\end{aligned}"),
+        (r"{2} a &= b & c &= d", "alignat", r"\begin{alignedat}{2} a &= b & c &= d\end{alignedat}"),
+        (r"a &= b & c &= d", "alignat*", r"\begin{alignedat}{2}a &= b & c &= d\end{alignedat}"),
+        (r"a \\ b", "gather*", r"\begin{gathered}a \\ b\end{gathered}"),
+        (r"a + b \\ + c", "multline", r"\begin{gathered}a + b \\ + c\end{gathered}"),
+        (r"a", "gather", "a"),
+        (r"a &=& b \\ c &=& d", "eqnarray*", r"\begin{array}{rcl}a &=& b \\ c &=& d\end{array}"),
+        (r"a &= b", "equation", r"\begin{aligned}a &= b\end{aligned}"),
+        (r"a \\ b", "$$", r"\begin{aligned}a \\ b\end{aligned}"),
+        (r"a \\ b", "\\[", r"\begin{aligned}a \\ b\end{aligned}"),
+        (r"\begin{pmatrix} a & b \\ c & d \end{pmatrix}", "equation", r"\begin{pmatrix} a & b \\ c & d \end{pmatrix}"),
+        (r"\begin{split} a &= b \\ &= c \end{split}", "equation*", r"\begin{split} a &= b \\ &= c \end{split}"),
+        (r"\substack{a \\ b}", "equation", r"\substack{a \\ b}"),
+        (r"x = 1", "displaymath", "x = 1"),
+        (r"x = 1", "dmath", "x = 1"),
+        (r"x = 1 \\", "equation", "x = 1"),
+    ],
+)
+def test_wrap_environment(body, environment, expected):
+    assert wrap_environment(body, environment) == expected
+
+
+def test_preprocess_cleans_before_wrapping():
+    # the \\ that \label leaves behind still counts; \tag goes
+    assert preprocess_latex(r"a &= b \label{x} \\ c &= d \tag{2}", "align") == (
+        r"\begin{aligned}a &= b  \\ c &= d\end{aligned}"
+    )
+
+
+def test_macro_table_splits_katex_and_python_macros():
+    table = build_macro_table(
+        [
+            MacroDef("\\R", "\\ensuremath{\\mathbb{R}}"),
+            MacroDef("\\Tr", "Tr", source="DeclareMathOperator"),
+            MacroDef("\\argmax", "arg\\,max", source="DeclareMathOperator*"),
+            MacroDef("\\op", "\\operatorname{op}", source="DeclareMathOperator"),
+            MacroDef("\\norm", "\\|#1\\|", nargs=1),
+            MacroDef("\\x", "#1_{#2}", nargs=2, default="0"),
+            MacroDef("\\ignore", "", nargs=1),
+            MacroDef("\\R", "\\mathbb{R}"),  # redefinition wins
+            MacroDef("not a name", "x"),
+        ]
+    )
+    assert table.katex == {
+        "\\R": "\\mathbb{R}",
+        "\\Tr": "\\operatorname{Tr}",
+        "\\argmax": "\\operatorname*{arg\\,max}",
+        "\\op": "\\operatorname{op}",
+        "\\norm": "\\|#1\\|",
+    }
+    assert set(table.expanded) == {"\\x", "\\ignore"}
+    same = build_macro_table([MacroDef("\\R", "\\mathbb{R}")])
+    assert build_macro_table([MacroDef("\\R", "\\mathbb{R}")]).key == same.key != table.key
+
+
+def test_optional_argument_and_unused_argument_expansion():
+    table = build_macro_table([MacroDef("\\x", "#1_{#2}", nargs=2, default="0"), MacroDef("\\ignore", "", nargs=1)])
+    assert expand_macros(r"\x[n]{a} + \x{b} + \x c\ignore{zzz}", table) == r"n_{a} + 0_{b} + 0_{c}"
+    # nested: the optional argument holds a macro that is expanded too; \xy is another name
+    assert expand_macros(r"\x[\x{q}]{a} \xy", table) == r"0_{q}_{a} \xy"
+    assert expand_macros(r"\\x", table) == r"\\x"  # a line break followed by "x"
+
+
+def test_self_recursive_expansion_stops():
+    table = build_macro_table([MacroDef("\\loop", "\\loop[#1]{#2}", nargs=2, default="a")])
+    with pytest.raises(MacroExpansionError, match="did not terminate"):
+        expand_macros(r"\loop{x}", table, max_expansions=50)
+    growing = build_macro_table([MacroDef("\\g", "\\g{#1}\\g{#1}", nargs=1, default="")])
+    with pytest.raises(MacroExpansionError):
+        expand_macros(r"\g{x}", growing, max_expansions=10**6, max_length=5000)
