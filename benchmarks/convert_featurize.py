@@ -123,7 +123,7 @@ def _node_baseline(pairs: list[tuple[str, str]], repeats: int) -> float:
     import subprocess
     import tempfile
 
-    from eqsearch.engine.latex.converter import DEFAULT_KATEX_DIR
+    from eqsearch.engine.latex.install import DEFAULT_KATEX_DIR
     from eqsearch.engine.latex.preprocess import preprocess_latex
 
     texts = [preprocess_latex(body, env) for body, env in pairs]
@@ -142,7 +142,8 @@ def _node_baseline(pairs: list[tuple[str, str]], repeats: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     from eqsearch.engine.latex.converter import KatexConfig, KatexConverter
-    from eqsearch.engine.model.featurize import build_vocabulary, featurize_many, featurize_mathml
+    from eqsearch.engine.model.featurize import featurize_many, featurize_mathml
+    from eqsearch.engine.model.vocabulary import build_vocabulary
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packages", nargs="*", default=list(DEFAULT_PACKAGES))

@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 from eqsearch.engine.es.client import connect
 from eqsearch.engine.es.config import EsConfig
-from eqsearch.engine.index.admin import IndexAdmin, bulk_index
-from eqsearch.engine.index.mappings import IndexOptions, index_definition
-from eqsearch.engine.search.service import HybridQuery, SearchService
+from eqsearch.engine.index import IndexAdmin, IndexOptions, bulk_index, equation_id, index_definition
+from eqsearch.engine.search.query import HybridQuery
+from eqsearch.engine.search.service import SearchService
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_INDEX = "{prefix}-base"  # the ingest command's deployment prefix
@@ -105,7 +105,7 @@ def client_from_env():
 # -- ingest ----------------------------------------------------------------------------------------------------
 def cmd_ingest(args: argparse.Namespace) -> None:
     from eqsearch.engine.latex.converter import KatexConverter
-    from eqsearch.ingest.jobs.job import IngestJob, IngestJobConfig
+    from eqsearch.ingest.jobs import IngestJob, IngestJobConfig
 
     client, info = client_from_env()
     encoder = load_encoder_or_standin(args.bundle)
@@ -164,7 +164,7 @@ def document(entry: dict[str, Any], vector: np.ndarray, *, normalise: bool) -> d
     paper = f"{src['paper_id']}-r{copy}"
     return {
         **{k: v2 for k, v2 in src.items() if k not in ("vector", "indexed_at", "job_id")},
-        "eq_id": f"{paper}:{src['number']}",
+        "eq_id": equation_id(paper, src["number"]),
         "paper_id": paper,
         "paper_key": paper,
         "vector": [round(float(x), 6) for x in v],
@@ -1009,7 +1009,7 @@ def cmd_recall(args: argparse.Namespace) -> None:
 
 def document_eq_id(entry: dict[str, Any]) -> str:
     """The ``eq_id`` `document` gives a replicated entry."""
-    return f"{entry['src']['paper_id']}-r{entry['copy']}:{entry['src']['number']}"
+    return equation_id(f"{entry['src']['paper_id']}-r{entry['copy']}", entry["src"]["number"])
 
 
 def cmd_cleanup(args: argparse.Namespace) -> None:

@@ -1,7 +1,8 @@
 """eqsearch: semantic search for mathematics.
 
-The top-level package holds only the version and the one console script (`eqsearch`); the work lives in
-`eqsearch.engine`, `eqsearch.ingest`, `eqsearch.training`, `eqsearch.export` and `eqsearch.webui`.
+The top-level package holds only the version and the one console script (`eqsearch`, with its commands in
+`eqsearch.commands`); the work lives in `eqsearch.engine`, `eqsearch.ingest`, `eqsearch.evaluation`,
+`eqsearch.training`, `eqsearch.export` and `eqsearch.webui` (ARCHITECTURE.md).
 """
 
 from importlib.metadata import PackageNotFoundError, version

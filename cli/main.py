@@ -1,7 +1,8 @@
 """The one console script: `eqsearch <command> ...`.
 
-Each package contributes its commands through a `commands` module with a `register(subparsers)` function; those
-modules import nothing heavy at module level, so `eqsearch --help` stays fast and never loads torch.
+Every top-level command has a module in `eqsearch.commands` with a `register(subparsers)` function; those modules
+import nothing heavy at module level (the libraries load inside the handlers), so `eqsearch --help` stays fast and
+never loads torch.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ COMMAND_MODULES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, with every package's subcommands registered."""
+    """The full argument parser, with every command registered."""
     parser = argparse.ArgumentParser(
         prog="eqsearch",
         description="Semantic search for mathematics: formula embeddings + keyword search on Elasticsearch.",
@@ -37,13 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"eqsearch {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name == module_name:  # that package has no commands yet
-                continue
-            raise
-        module.register(subparsers)
+        importlib.import_module(module_name).register(subparsers)
     return parser
 
 

@@ -1,8 +1,11 @@
-"""Writing a model bundle (model.onnx + vocabulary.json + manifest.json) and proving it matches torch."""
+"""Writing a model bundle (model.onnx + vocabulary.json + manifest.json) and proving it matches torch.
+
+The manifest is built and written by `engine.model.bundle` (`make_manifest`, `write_manifest`), the module that
+reads it back, so the writer here and the runtime's reader share one schema.
+"""
 
 from __future__ import annotations
 
-import json
 import platform
 import shutil
 import tempfile
@@ -13,18 +16,17 @@ from typing import Any
 
 import numpy as np
 import torch
-from eqsearch.engine.checksums import sha256_file
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.model.bundle import (
-    BUNDLE_FORMAT,
-    BUNDLE_VERSION,
-    GRAPH_INPUTS,
-    MANIFEST_NAME,
     MODEL_NAME,
     VOCABULARY_NAME,
+    make_manifest,
     read_manifest,
+    vocabulary_sizes,
+    write_manifest,
 )
 from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
+from eqsearch.engine.model.vocabulary import Vocabulary
 from eqsearch.export.onnx_export import DEFAULT_OPSET, OUTPUT_NAME, export_onnx
 from eqsearch.training.evaluate import embed_graphs
 from eqsearch.training.model import FormulaEncoder
@@ -81,7 +83,7 @@ def _portable(training_config: dict[str, Any]) -> dict[str, Any]:
 
 def write_bundle(
     model: FormulaEncoder,
-    vocabulary: Any,
+    vocabulary: Vocabulary,
     out_dir: Path,
     *,
     training_config: dict[str, Any] | None = None,
@@ -99,7 +101,7 @@ def write_bundle(
 
     Args:
         model: the trained encoder.
-        vocabulary: the `engine.model.featurize.Vocabulary` it was trained with.
+        vocabulary: the vocabulary it was trained with.
         out_dir: the bundle directory to create.
         training_config: recorded in the manifest; its ``corpus`` path is reduced to the file name (a path on the
             training machine means nothing elsewhere; the data summary says what the corpus held).
@@ -123,7 +125,7 @@ def write_bundle(
     if out_dir.exists() and not overwrite:
         raise EqsearchError(f"{out_dir} already exists", hint="pass --overwrite to replace it")
     config = model.config
-    sizes = {"tags": vocabulary.n_tags, "attributes": vocabulary.n_attrs, "characters": vocabulary.n_chars}
+    sizes = vocabulary_sizes(vocabulary)
     if (config.n_tags, config.n_attrs, config.n_chars) != (vocabulary.n_tags, vocabulary.n_attrs, vocabulary.n_chars):
         raise EqsearchError(f"the model was built for vocabulary sizes {config.to_dict()}, the vocabulary has {sizes}")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -132,33 +134,28 @@ def write_bundle(
         staging.mkdir()
         export_onnx(model, staging / MODEL_NAME, opset=opset)
         vocabulary.save(staging / VOCABULARY_NAME)
-        manifest = {
-            "format": BUNDLE_FORMAT,
-            "format_version": BUNDLE_VERSION,
-            "encoder": "kdd20-gcn",
-            "eqsearch_version": __version__,
-            "opset": opset,
-            "inputs": list(GRAPH_INPUTS),
-            "output": OUTPUT_NAME,
-            "embedding_dim": config.embedding_dim,
-            "similarity": similarity,
-            "vocabulary_sizes": sizes,
-            "vocabulary_version": vocabulary.to_json()["version"],
-            "model_config": config.to_dict(),
-            "files": {
-                name: {"path": name, "sha256": sha256_file(staging / name), "bytes": (staging / name).stat().st_size}
-                for name in (MODEL_NAME, VOCABULARY_NAME)
+        manifest = make_manifest(
+            staging,
+            encoder="kdd20-gcn",
+            embedding_dim=config.embedding_dim,
+            similarity=similarity,
+            opset=opset,
+            output=OUTPUT_NAME,
+            vocabulary=vocabulary,
+            eqsearch_version=__version__,
+            provenance={
+                "model_config": config.to_dict(),
+                "exported_with": {
+                    "torch": torch.__version__.split("+")[0],
+                    "onnx_opset": opset,
+                    "python": platform.python_version(),
+                },
+                "training": _portable(training_config or {}),
+                "data": data_summary or {},
+                "evaluation": evaluation or {},
             },
-            "exported_with": {
-                "torch": torch.__version__.split("+")[0],
-                "onnx_opset": opset,
-                "python": platform.python_version(),
-            },
-            "training": _portable(training_config or {}),
-            "data": data_summary or {},
-            "evaluation": evaluation or {},
-        }
-        (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        )
+        write_manifest(staging, manifest)
         read_manifest(staging)
         if parity_graphs:
             report = check_parity(model, staging, parity_graphs)
@@ -168,9 +165,7 @@ def write_bundle(
                     f"{report.equations} equations: the export is not faithful"
                 )
             manifest["parity"] = {"max_abs_diff": report.max_abs_diff, "equations": report.equations}
-            (staging / MANIFEST_NAME).write_text(
-                json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8"
-            )
+            write_manifest(staging, manifest)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         shutil.move(str(staging), str(out_dir))

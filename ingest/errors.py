@@ -28,12 +28,6 @@ class CorruptArchiveError(IngestError):
     reason = "corrupt_archive"
 
 
-class UnsafeArchiveError(IngestError):
-    """The archive tries to escape its folder (absolute paths, ``..``, links, device files)."""
-
-    reason = "unsafe_archive"
-
-
 class ArchiveLimitError(IngestError):
     """The archive exceeds a limit: total uncompressed bytes, member count or compression ratio (a bomb)."""
 

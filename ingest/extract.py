@@ -19,7 +19,7 @@ from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.errors import TimeBudgetError
 from eqsearch.ingest.files import MemoryFiles, SourceFiles, decode_text
 from eqsearch.ingest.includes import expand_document, find_main_file
-from eqsearch.ingest.macros import MacroTable, expand_shortcuts, extract_macros
+from eqsearch.ingest.macros import DocumentMacros, expand_shortcuts, extract_macros
 from eqsearch.ingest.mathenv import DisplayMath, find_displays, labels_in
 from eqsearch.ingest.plaintext import first_words, last_words, latex_to_text
 from eqsearch.ingest.records import STATUS_FAILED, Equation, Paper, Section
@@ -70,17 +70,17 @@ def extract_latex_paper(
     paper.warnings.extend(doc.issues)
     preamble, body, body_offset = document_body(doc.text)
 
-    table = MacroTable()
+    macros = DocumentMacros()
     for package in _local_packages(files, preamble, posixpath.dirname(main)):
-        extract_macros(package, table)
-    extract_macros(doc.text, table)
-    paper.macros = table.definitions()
-    paper.warnings.extend(table.issues)
-    body = expand_shortcuts(body, table.shortcuts)
+        extract_macros(package, macros)
+    extract_macros(doc.text, macros)
+    paper.macros = macros.definitions()
+    paper.warnings.extend(macros.issues)
+    body = expand_shortcuts(body, macros.shortcuts)
 
     paper.sections = _sections(body, body_offset)
     starts = [s.offset - body_offset for s in paper.sections]
-    displays = find_displays(body, table.environment_aliases)
+    displays = find_displays(body, macros.environment_aliases)
     number = 0
     for i, display in enumerate(displays):
         if deadline is not None and i % 256 == 0 and time.monotonic() > deadline:

@@ -1,10 +1,10 @@
 """Math in HTML documentation pages: Sphinx (MathJax or imgmath), Doxygen (MathJax), and plain MathJax pages.
 
-One page is one document. Display math is recognised in the forms the Debian documentation packages ship
-(shared/research/corpora.md): Sphinx's ``<div class="math">`` holding ``\\[...\\]`` or a raw ``\\begin{env}``
-(``nowrap``), or an ``<img alt="...">`` (imgmath); Doxygen's ``class="formulaDsp"`` paragraphs (``\\[...\\]`` or
-``\\begin{align*}``) or images; MathJax's ``<script type="math/tex; mode=display">``; and ``$$...$$`` / ``\\[...\\]``
-in running text. Inline math (Sphinx ``<span class="math">``, ``\\(...\\)``) stays in the context as ``$...$``.
+One page is one document. Display math is recognised in the forms the Debian documentation packages ship:
+Sphinx's ``<div class="math">`` holding ``\\[...\\]`` or a raw ``\\begin{env}`` (``nowrap``), or an
+``<img alt="...">`` (imgmath); Doxygen's ``class="formulaDsp"`` paragraphs (``\\[...\\]`` or ``\\begin{align*}``)
+or images; MathJax's ``<script type="math/tex; mode=display">``; and ``$$...$$`` / ``\\[...\\]`` in running text.
+Inline math (Sphinx ``<span class="math">``, ``\\(...\\)``) stays in the context as ``$...$``.
 
 Sections come from the headings of the page's main content (the first ``<h1>`` is the title) and from Sphinx's
 API descriptions (``<dl class="py function">``: a function, class or method is a section, as in docstrings).
@@ -28,7 +28,7 @@ from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.ingest.citations import find_arxiv_ids
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.errors import DocumentTooLargeError, IngestError
-from eqsearch.ingest.macros import MacroTable, take_definitions
+from eqsearch.ingest.macros import DocumentMacros, take_definitions
 from eqsearch.ingest.plaintext import first_words, last_words
 from eqsearch.ingest.records import STATUS_FAILED, Equation, Paper, Section
 from lxml import etree
@@ -419,14 +419,14 @@ def extract_html_paper(
             Section(index=len(paper.sections), level=mapped, kind=kind, title=title, parent=parent, offset=offset)
         )
 
-    table = MacroTable()
+    math_macros = DocumentMacros()  # the definitions made inside the page's math
     for math in _inline_definitions(root):
-        take_definitions(math, table)
+        take_definitions(math, math_macros)
     starts = [s.offset for s in paper.sections]
     number = 0
     for start, end, body, environment, ids in walk.displays:
         if _DEFINES.search(body):
-            body = take_definitions(body, table).strip()
+            body = take_definitions(body, math_macros).strip()
         if not body.strip():
             continue
         index = max(bisect.bisect_right(starts, start) - 1, 0)
@@ -451,9 +451,9 @@ def extract_html_paper(
         number += 1
 
     macros = {m.name: m for m in _page_macros(root, page, read_file)}
-    macros.update((m.name, m) for m in table.definitions())  # the page's own definitions come last
+    macros.update((m.name, m) for m in math_macros.definitions())  # the page's own definitions come last
     paper.macros = list(macros.values())
-    paper.warnings.extend(table.issues)
+    paper.warnings.extend(math_macros.issues)
     _citations(paper, root, walk.hrefs, page, label, read_page)
     return paper
 

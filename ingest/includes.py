@@ -29,15 +29,11 @@ class ExpandedDocument:
     """A document with its inputs expanded.
 
     Attributes:
-        main_file: the main file's path inside the source.
         text: the whole text, comments and verbatim removed, inputs expanded.
-        files_used: every file that went into it, in order.
         issues: missing inputs, loops, too-deep nesting, undecodable files.
     """
 
-    main_file: str
     text: str
-    files_used: list[str] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)
 
 
@@ -161,7 +157,6 @@ def expand_document(
     issues: list[Issue] = []
     raw_main = files.read(main_file) or b""
     verbatim = verbatim_environments(decode_text(raw_main)[0] or "")
-    used: list[str] = []
     total = [0]
 
     def expand(name: str, base: str, stack: tuple[str, ...], is_child: bool) -> str:
@@ -170,7 +165,6 @@ def expand_document(
         text = read_tex(files, name, verbatim, issues)
         if text is None:
             return ""
-        used.append(name)
         if is_child and _BEGIN_DOCUMENT.search(text):
             text = document_body(text)[1]
         total[0] += len(text)
@@ -214,7 +208,7 @@ def expand_document(
         return "".join(parts)
 
     text = expand(main_file, posixpath.dirname(main_file), (main_file,), False)
-    return ExpandedDocument(main_file, text, used, issues)
+    return ExpandedDocument(text, issues)
 
 
 def _resolve(files: SourceFiles, base: str, target: str, current_dir: str) -> str | None:

@@ -1,4 +1,9 @@
-"""A document's user macros: ``\\newcommand`` and friends, ``\\def``, ``\\let``, ``\\DeclareMathOperator``."""
+"""A document's user macros: ``\\newcommand`` and friends, ``\\def``, ``\\let``, ``\\DeclareMathOperator``.
+
+Extraction collects them into `DocumentMacros` (with the display shortcuts and environment aliases the math scanner
+needs, and the definitions it had to drop); a paper carries them as `engine.latex.macros.MacroDef`, which the
+converter makes ready for KaTeX.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ _DEFINER = re.compile(
 _NAME = re.compile(r"\\(?:[A-Za-z@]+|[^A-Za-z@\s])\Z")
 _CS = re.compile(r"\\[A-Za-z@]+")
 _DEF_PARAMS = re.compile(r"(?:#\d)*\Z")
+_DEF_NAME = re.compile(r"\s*(\\(?:[A-Za-z@]+|.))")
+_LET = re.compile(r"\s*(\\(?:[A-Za-z@]+|.))\s*=?\s*(\\(?:[A-Za-z@]+|.)|[^\s\\])")
 # A macro that only opens or closes a display (``\def\be{\begin{equation}}``) is a shortcut the math scanner
 # must see through; it is expanded in the text instead of being passed to the converter.
 _ENV_SHORTCUT = re.compile(r"\s*(?:\\(?:begin|end)\s*\{[A-Za-z*]+\}|\\\[|\\\]|\$\$)\s*(?:\\label\s*\{[^{}]*\})?\s*\Z")
@@ -26,8 +33,8 @@ _BEGIN_DISPLAY = re.compile(r"\s*\\begin\s*\{([A-Za-z*]+)\}")
 
 
 @dataclass
-class MacroTable:
-    """The macros a document defines, in definition order, with what could not be kept.
+class DocumentMacros:
+    """The macro definitions collected from one document, in definition order, with what could not be kept.
 
     Attributes:
         macros: name -> definition, ready for the converter.
@@ -45,8 +52,8 @@ class MacroTable:
         return list(self.macros.values())
 
 
-def extract_macros(text: str, table: MacroTable | None = None) -> MacroTable:
-    """Collect the macro definitions of ``text`` (comments already removed) into a table.
+def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMacros:
+    """Collect the macro definitions of ``text`` (comments already removed).
 
     Later definitions replace earlier ones, except ``\\providecommand`` which only defines what is missing.
     ``\\let\\a\\b`` copies ``\\b``'s definition when ``\\b`` is a user macro, else aliases the built-in.
@@ -55,12 +62,12 @@ def extract_macros(text: str, table: MacroTable | None = None) -> MacroTable:
 
     Args:
         text: LaTeX source (a preamble, a whole document, or a local ``.sty``).
-        table: a table to extend (e.g. with a package file's macros), else a new one.
+        table: the definitions to extend (e.g. those of a package file the document loads), else new ones.
 
     Returns:
-        The table.
+        ``table``, or the new definitions.
     """
-    table = table if table is not None else MacroTable()
+    table = table if table is not None else DocumentMacros()
     pos = 0
     while True:
         m = _DEFINER.search(text, pos)
@@ -94,7 +101,7 @@ def _name_at(text: str, pos: int) -> tuple[str, int]:
     return name, arg[1]
 
 
-def take_definitions(text: str, table: MacroTable) -> str:
+def take_definitions(text: str, table: DocumentMacros) -> str:
     """Record the macro definitions made inside math into ``table``; return the math without them.
 
     MathJax pages define macros inside formulas (deal.II's ``\\(\\newcommand{\\jump}[1]{...}\\)``, a Sphinx
@@ -117,7 +124,7 @@ def take_definitions(text: str, table: MacroTable) -> str:
     return "".join(kept)
 
 
-def _read_definition(text: str, m: re.Match[str], table: MacroTable) -> int:
+def _read_definition(text: str, m: re.Match[str], table: DocumentMacros) -> int:
     pos = m.end()
     if m.group("cmd"):
         name, pos = _name_at(text, pos)
@@ -134,7 +141,7 @@ def _read_definition(text: str, m: re.Match[str], table: MacroTable) -> int:
         _store(table, MacroDef(name=name, body=body, nargs=nargs, default=default, source=kind))
         return end
     if m.group("def"):
-        name_m = re.compile(r"\s*(\\(?:[A-Za-z@]+|.))").match(text, pos)
+        name_m = _DEF_NAME.match(text, pos)
         if name_m is None:
             raise _SkipDefinition()
         name = name_m.group(1)
@@ -155,7 +162,7 @@ def _read_definition(text: str, m: re.Match[str], table: MacroTable) -> int:
         _store(table, MacroDef(name=name, body=body, nargs=len(params) // 2, source="def"))
         return end
     if m.group("let"):
-        lm = re.compile(r"\s*(\\(?:[A-Za-z@]+|.))\s*=?\s*(\\(?:[A-Za-z@]+|.)|[^\s\\])").match(text, pos)
+        lm = _LET.match(text, pos)
         if lm is None:
             raise _SkipDefinition()
         name, target = lm.group(1), lm.group(2)
@@ -205,7 +212,7 @@ def _parse_nargs(nargs_text: str | None, name: str) -> int:
     return nargs
 
 
-def _store(table: MacroTable, macro: MacroDef) -> None:
+def _store(table: DocumentMacros, macro: MacroDef) -> None:
     if macro.nargs == 0 and _ENV_SHORTCUT.match(macro.body):
         table.shortcuts[macro.name] = macro.body
         table.macros.pop(macro.name, None)
@@ -215,7 +222,7 @@ def _store(table: MacroTable, macro: MacroDef) -> None:
     table.macros[macro.name] = macro
 
 
-def _drop_recursive(table: MacroTable) -> None:
+def _drop_recursive(table: DocumentMacros) -> None:
     names = table.macros
     graph = {name: {cs for cs in _CS.findall(m.body) if cs in names} for name, m in names.items()}
     cyclic = _nodes_on_cycles(graph)
@@ -292,4 +299,4 @@ def expand_shortcuts(text: str, shortcuts: dict[str, str]) -> str:
     return pattern.sub(lambda m: shortcuts[m.group(1)], text)
 
 
-__all__ = ["MacroTable", "expand_shortcuts", "extract_macros"]
+__all__ = ["DocumentMacros", "expand_shortcuts", "extract_macros", "take_definitions"]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from eqsearch.engine.latex.scan import group_end, skip_space
+
 # Display environments and how many mandatory arguments follow \begin{...} (alignat{2}, IEEEeqnarray{rCl}).
 DISPLAY_ENVIRONMENTS: dict[str, int] = {
     "equation": 0,
@@ -102,11 +104,12 @@ def find_displays(text: str, aliases: dict[str, str] | None = None) -> list[Disp
             body_start = m.end()
             args: list[str] = []
             for _ in range(DISPLAY_ENVIRONMENTS.get(base.rstrip("*"), 0)):
-                arg = re.compile(r"\s*\{([^{}]*)\}").match(text, body_start)
-                if arg is None:
+                brace = skip_space(text, body_start)
+                end = group_end(text, brace)  # only a brace group: a lone token would be the body's first
+                if end is None:
                     break
-                args.append(arg.group(1))
-                body_start = arg.end()
+                args.append(text[brace + 1 : end - 1])
+                body_start = end
             close_start, close_end = _find_end(text, body_start, name)
             if close_start < 0:
                 cut = _cut(text, body_start)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.index import documents
 from eqsearch.engine.latex.macros import MacroDef
 
 FORMAT_VERSION = 1
@@ -73,7 +74,7 @@ class Equation:
 
     def to_json(self, paper_key: str) -> dict[str, Any]:
         return {
-            "id": f"{paper_key}:{self.number}",
+            "id": documents.equation_id(paper_key, self.number),
             "number": self.number,
             "latex": self.latex,
             "environment": self.environment,
@@ -141,7 +142,7 @@ class Paper:
     @property
     def key(self) -> str:
         """The id that makes equation ids unique: paper id plus source version when known."""
-        return self.id if self.version is None else f"{self.id}v{self.version}"
+        return documents.paper_key(self.id, self.version)
 
     def equations(self) -> list[Equation]:
         """All equations in document order."""

@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from eqsearch.engine.es.local_node import PINNED
+from eqsearch.engine.es.distribution import PINNED
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker" / "compose.yaml"

@@ -31,7 +31,7 @@ CHECKPOINT_FORMAT = 1
 class PreparedData:
     """Everything a run trains and evaluates on; deterministic given the config and the corpus file."""
 
-    vocabulary: Any  # eqsearch.engine.model.featurize.Vocabulary
+    vocabulary: Any  # eqsearch.engine.model.vocabulary.Vocabulary
     train: Corpus
     test: Corpus
     train_triplets: Triplets
@@ -52,7 +52,8 @@ def prepare_data(config: TrainConfig, log: Callable[[str], None] = print) -> Pre
     The vocabulary is built from the TRAINING papers only when none is given, so that nothing about the held-out
     papers leaks into the model.
     """
-    from eqsearch.engine.model.featurize import Vocabulary, build_vocabulary, featurize_mathml
+    from eqsearch.engine.model.featurize import featurize_mathml
+    from eqsearch.engine.model.vocabulary import Vocabulary, build_vocabulary
 
     corpus_path = Path(config.corpus)
     if not corpus_path.is_file():

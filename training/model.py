@@ -119,8 +119,3 @@ class MaskingHeads(nn.Module):
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         return self.tag(x), self.attr(x), self.char(x)
-
-
-def count_parameters(module: nn.Module) -> int:
-    """Number of trainable parameters."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from eqsearch.engine.search.service import EquationHit, SearchResults
+from eqsearch.engine.search.results import EquationHit, SearchResults
 from eqsearch.webui.openapi import openapi_document
 from eqsearch.webui.query import QueryError, parse_query
 from eqsearch.webui.sanitize import sanitize_highlight, sanitize_mathml

@@ -85,7 +85,7 @@ def openapi_document(server_url: str) -> dict[str, Any]:
     }
     job = {
         "type": "object",
-        "description": "An ingest job document (ingest.job), with `live`, `resumable` and `path` added.",
+        "description": "An ingest job document (`eqsearch.ingest.jobs`), with `live`, `resumable` and `path` added.",
         "properties": {
             "job_id": _ID,
             "sources": {"type": "array", "items": {"type": "string"}},

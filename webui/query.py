@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from eqsearch.engine.search.service import MAX_PAGE_SIZE, HybridQuery
+from eqsearch.engine.search.query import MAX_PAGE_SIZE, HybridQuery
 from werkzeug.datastructures import MultiDict
 
 MAX_LATEX_CHARS = 4000

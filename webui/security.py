@@ -12,14 +12,9 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from collections.abc import Callable
-from functools import wraps
-from typing import Any, TypeVar
 
 from eqsearch.webui.config import WebConfig
 from flask import current_app, request, session
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "X-CSRF-Token"
@@ -116,14 +111,3 @@ def require_admin() -> str:
         check_csrf()
         return "session"
     raise AdminRefused(401, "unauthorized", "This needs the admin token: log in, or send Authorization: Bearer TOKEN.")
-
-
-def admin_required(view: F) -> F:
-    """Decorator form of `require_admin` for single views."""
-
-    @wraps(view)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        require_admin()
-        return view(*args, **kwargs)
-
-    return wrapped  # type: ignore[return-value]

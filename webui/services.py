@@ -1,8 +1,8 @@
 """Everything the web app asks of the engine and of ingest, in one place.
 
 Views call `WebServices` and nothing else: search (`engine.search.service.SearchService`), LaTeX previews
-(`engine.latex.converter.KatexConverter`), indices (`engine.index.admin.IndexAdmin`) and ingest jobs
-(`ingest.jobs.job.IngestJob`, run in a thread of the web process). Resources are created on first use (the Elasticsearch
+(`engine.latex.converter.KatexConverter`), indices (`engine.index.IndexAdmin`) and ingest jobs and migrations (run
+in threads of the web process by `ingest.jobs.JobRunner`). Resources are created on first use (the Elasticsearch
 client, the KaTeX workers, the ONNX encoder) and closed by `close`, which `init_app` registers for process exit.
 
 Engine errors are translated here into the four the pages know: `BackendUnavailableError` (503), `NotFoundError`
@@ -15,32 +15,29 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
-import os
-import socket
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from eqsearch.engine.errors import EqsearchError
-from eqsearch.engine.es.local_node import pid_alive
-from eqsearch.engine.search.service import HybridQuery, SearchResults
+from eqsearch.engine.search.query import HybridQuery
+from eqsearch.engine.search.results import SearchResults
 from eqsearch.webui.config import WebConfig
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
-    from eqsearch.engine.index.admin import IndexAdmin
+    from eqsearch.engine.index import IndexAdmin, MigrationReport
     from eqsearch.engine.latex.converter import ConversionResult, KatexConverter
     from eqsearch.engine.model.encoder import Encoder
     from eqsearch.engine.search.service import SearchService
+    from eqsearch.ingest.jobs import IngestJobConfig, JobRunner
 
 log = logging.getLogger(__name__)
 
 MAX_RENDER_CHARS = 4000
 #: Equations per bulk flush of a job started from the web: small, so that progress moves visibly.
 JOB_BATCH_EQUATIONS = 50
-ACTIVE_STATES = ("running",)
 
 
 class BackendUnavailableError(EqsearchError):
@@ -104,9 +101,7 @@ class WebServices:
         self._encoder: Encoder | None = encoder
         self._search: SearchService | None = None
         self._lock = threading.RLock()
-        self._jobs: dict[str, threading.Thread] = {}
-        self._migrations: dict[str, threading.Thread] = {}  # kind -> the thread migrating it here
-        self._starting: dict[str, list[str]] = {}  # job id -> sources, for jobs started here
+        self._runner: JobRunner | None = None
 
     # -- resources ------------------------------------------------------------------------------------------
 
@@ -156,9 +151,21 @@ class WebServices:
 
     @property
     def index_admin(self) -> IndexAdmin:
-        from eqsearch.engine.index.admin import IndexAdmin
+        """The deployment's indices (on the checked client)."""
+        from eqsearch.engine.index import IndexAdmin
 
         return IndexAdmin(self.client, self.prefix)
+
+    @property
+    def runner(self) -> JobRunner:
+        """The threads of this process that run ingest jobs and migrations."""
+        if self._runner is None:
+            from eqsearch.ingest.jobs import JobRunner
+
+            with self._lock:
+                if self._runner is None:
+                    self._runner = JobRunner(lambda: self.client, self.prefix)
+        return self._runner
 
     def _search_service(self, encoder: Any) -> SearchService:
         from eqsearch.engine.search.service import SearchService
@@ -181,7 +188,7 @@ class WebServices:
         import elastic_transport
         from elasticsearch import ApiError
         from elasticsearch import NotFoundError as EsNotFound
-        from eqsearch.engine.index.admin import IndexOperationError
+        from eqsearch.engine.index import IndexOperationError
         from eqsearch.engine.search.service import EquationNotFoundError, SearchError
 
         try:
@@ -213,7 +220,7 @@ class WebServices:
 
     def alias(self, kind: str) -> str:
         """The alias searches read for `kind` (``equations``, ``papers``, ``jobs``)."""
-        from eqsearch.engine.index.mappings import alias_name
+        from eqsearch.engine.index import alias_name
 
         return alias_name(self.prefix, kind)
 
@@ -279,7 +286,7 @@ class WebServices:
 
     def indices(self) -> list[IndexRow]:
         """The deployment's versioned indices with their alias, counts and mapping version."""
-        from eqsearch.engine.index.mappings import MAPPING_VERSIONS
+        from eqsearch.engine.index import MAPPING_VERSIONS
 
         with self._elasticsearch("listing indices"):
             listed = self.index_admin.list()
@@ -332,7 +339,7 @@ class WebServices:
         Raises:
             InvalidRequestError: `kind` is unknown, or the alias already exists (migrate instead).
         """
-        from eqsearch.engine.index.mappings import INDEX_KINDS
+        from eqsearch.engine.index import INDEX_KINDS
 
         if kind not in INDEX_KINDS:
             raise InvalidRequestError(f"unknown index kind {kind!r}; choose one of {', '.join(INDEX_KINDS)}")
@@ -349,7 +356,7 @@ class WebServices:
         `last_migrations` says how it ended.
 
         Running ingest jobs pause their writes for the copy and carry on into the new index (see
-        `eqsearch.engine.index.admin.IndexAdmin.migrate`); searches keep answering from the old index until the swap.
+        `eqsearch.engine.index.migration.migrate`); searches keep answering from the old index until the swap.
 
         Args:
             kind: ``equations``, ``papers`` or ``jobs``.
@@ -357,7 +364,7 @@ class WebServices:
         Raises:
             InvalidRequestError: unknown kind, no alias yet, or another migration in progress.
         """
-        from eqsearch.engine.index.mappings import INDEX_KINDS
+        from eqsearch.engine.index import INDEX_KINDS
 
         if kind not in INDEX_KINDS:
             raise InvalidRequestError(f"unknown index kind {kind!r}; choose one of {', '.join(INDEX_KINDS)}")
@@ -368,25 +375,16 @@ class WebServices:
         if running is not None and not running["stalled"]:
             raise InvalidRequestError(f"another migration is in progress: {running['summary']}")
 
-        def run() -> None:
-            try:
-                with self._elasticsearch("migrating"):
-                    report = self.index_admin.migrate(kind)
-                log.info("migrated %s: %s -> %s (%d documents)", kind, report.source, report.target, report.copied)
-            except Exception as error:  # recorded in the jobs index by the engine; the server carries on
-                log.warning("migration of %s failed: %s", kind, error)
+        from eqsearch.ingest.jobs import AlreadyRunningError
 
-        with self._lock:
-            thread = self._migrations.get(kind)
-            if thread is not None and thread.is_alive():
-                raise InvalidRequestError(f"a migration of {kind} is already running in this server")
-            thread = threading.Thread(target=run, name=f"migrate-{kind}", daemon=True)
-            self._migrations[kind] = thread
-            thread.start()
-        # a moment for the migration to take its lock, so that the page it returns to shows it
-        deadline = time.monotonic() + 3
-        while thread.is_alive() and time.monotonic() < deadline and self.migration() is None:
-            time.sleep(0.05)
+        def migrate() -> MigrationReport:
+            with self._elasticsearch("migrating"):
+                return self.index_admin.migrate(kind)
+
+        try:  # returns once the migration has taken its lock, so that the page it returns to shows it
+            self.runner.start_migration(kind, migrate, started=lambda: self.migration() is not None)
+        except AlreadyRunningError as error:
+            raise InvalidRequestError(error.message) from error
 
     def migration(self) -> dict[str, Any] | None:
         """The migration in progress (or one whose process died and left its lock), for the admin pages; or None.
@@ -439,12 +437,12 @@ class WebServices:
 
     def jobs(self, size: int = 50) -> list[dict[str, Any]]:
         """Recent ingest jobs, newest first, each with ``live`` and ``resumable`` added."""
-        from eqsearch.ingest.jobs.job import job_records
+        from eqsearch.ingest.jobs import job_records
 
         with self._elasticsearch("listing jobs"):
             records = job_records(self.client, self.prefix, size)
         migration = self.migration() if records else None
-        return [self._job_view(record, migration) for record in records]
+        return [self.runner.view(record, migration) for record in records]
 
     def job(self, job_id: str) -> dict[str, Any]:
         """One job's record.
@@ -452,53 +450,16 @@ class WebServices:
         Raises:
             NotFoundError: no job has that id.
         """
-        from elasticsearch import NotFoundError as EsNotFound
+        from eqsearch.ingest.jobs import job_record
 
         with self._elasticsearch("reading a job"):
-            try:
-                record = self.client.get(index=self.alias("jobs"), id=job_id)["_source"]
-            except EsNotFound:
-                record = None
-        if not record or record.get("record") != "job":
-            starting = self._starting.get(job_id)
-            thread = self._jobs.get(job_id)
-            if starting is not None and thread is not None and thread.is_alive():
-                # Started here, still listing its sources: it writes its document once it knows how many.
-                return self._job_view({"job_id": job_id, "state": "running", "sources": starting,
-                                       "message": "listing the sources…"})  # fmt: skip
+            record = job_record(self.client, self.prefix, job_id)
+        if record is None:
+            starting = self.runner.starting(job_id)
+            if starting is not None:  # started here, still listing its sources: it writes its document then
+                return self.runner.view(starting)
             raise NotFoundError(f"no ingest job has the id {job_id!r}")
-        return self._job_view(record, self.migration())
-
-    def _job_is_live(self, record: dict[str, Any]) -> bool:
-        thread = self._jobs.get(record.get("job_id", ""))
-        if thread is not None and thread.is_alive():
-            return True
-        if record.get("state") not in ACTIVE_STATES:
-            return False
-        if record.get("host") != socket.gethostname():
-            return True  # another machine runs it: trust its record
-        pid = int(record.get("pid") or 0)
-        if pid == os.getpid() or pid <= 0:
-            return False  # this process would have its thread
-        return pid_alive(pid)
-
-    def _job_view(self, record: dict[str, Any], migration: dict[str, Any] | None = None) -> dict[str, Any]:
-        view = dict(record)
-        view["live"] = self._job_is_live(record)
-        if view["live"]:
-            view["state"] = "running"  # a resumed job whose document still says failed, for a moment
-            if migration is not None and not view.get("message"):
-                # A job waiting for a migration of the jobs index cannot write that it waits: say it here.
-                view["message"] = f"A migration is in progress ({migration['summary']}); this job's writes wait for it."
-        elif view.get("state") in ACTIVE_STATES:
-            view["state"] = "interrupted"  # its process is gone: resumable from its checkpoints
-        view["resumable"] = view.get("state") in ("failed", "interrupted")
-        view["path"] = ", ".join(record.get("sources") or [])
-        view.setdefault("progress", {})
-        view.setdefault("counts", {})
-        view.setdefault("errors_by_reason", {})
-        view.setdefault("failures", [])
-        return view
+        return self.runner.view(record, self.migration())
 
     def _check_path(self, raw: str) -> str:
         from pathlib import Path
@@ -535,7 +496,7 @@ class WebServices:
             InvalidRequestError: the path is not absolute, outside the ingest folder or missing; or that job is
                 already running; or no model bundle can be loaded.
         """
-        from eqsearch.ingest.jobs.job import IngestJobConfig
+        from eqsearch.ingest.jobs import IngestJobConfig
 
         config = IngestJobConfig(
             sources=(self._check_path(raw_path),),
@@ -552,7 +513,7 @@ class WebServices:
             NotFoundError: no job has that id.
             InvalidRequestError: the job is running or finished.
         """
-        from eqsearch.ingest.jobs.job import IngestJobConfig
+        from eqsearch.ingest.jobs import IngestJobConfig
 
         record = self.job(job_id)
         if not record["resumable"]:
@@ -565,36 +526,18 @@ class WebServices:
         )
         return self._launch(config, wait)
 
-    def _launch(self, config: Any, wait: bool) -> dict[str, Any]:
-        from eqsearch.ingest.jobs.job import IngestJob
+    def _launch(self, config: IngestJobConfig, wait: bool) -> dict[str, Any]:
+        from eqsearch.ingest.jobs import AlreadyRunningError
 
         try:
             encoder = self.encoder
         except EqsearchError as error:
             raise InvalidRequestError(f"ingest needs the formula encoder: {error.message}", hint=error.hint) from error
         job_id = config.effective_job_id
-        since = self._job_updated_at(job_id)
-        with self._lock:
-            thread = self._jobs.get(job_id)
-            if thread is not None and thread.is_alive():
-                raise InvalidRequestError(f"job {job_id} is already running")
-
-            def run() -> None:
-                try:
-                    IngestJob(self.client, encoder, config).run()
-                except Exception as error:  # recorded in the job document by IngestJob; the server carries on
-                    log.warning("ingest job %s failed: %s", job_id, error)
-
-            thread = threading.Thread(target=run, name=f"ingest-{job_id}", daemon=True)
-            self._jobs[job_id] = thread
-            self._starting[job_id] = list(config.sources)
-            thread.start()
-        if wait:
-            thread.join()
-        else:  # a moment for the job to write its document, so that its page opens with real figures
-            deadline = time.monotonic() + 5
-            while thread.is_alive() and time.monotonic() < deadline and not self._job_written(job_id, since):
-                time.sleep(0.1)
+        try:  # without `wait`, returns once the job has written its document, so that its page shows real figures
+            self.runner.start_job(encoder, config, wait=wait, since=self._job_updated_at(job_id))
+        except AlreadyRunningError as error:
+            raise InvalidRequestError(error.message) from error
         return self.job(job_id)
 
     def _job_updated_at(self, job_id: str) -> str | None:
@@ -602,15 +545,6 @@ class WebServices:
             return self.job(job_id).get("updated_at")
         except (NotFoundError, BackendUnavailableError):
             return None
-
-    def _job_written(self, job_id: str, since: str | None) -> bool:
-        from elasticsearch import ApiError
-
-        try:
-            record = self.client.get(index=self.alias("jobs"), id=job_id, source_includes=["updated_at"])
-        except ApiError:  # no jobs index yet (404), or its shard is still starting (503)
-            return False
-        return since is None or record["_source"].get("updated_at", "") > since
 
 
 def init_app(app: Any, config: WebConfig, encoder: Encoder | None = None) -> WebServices:

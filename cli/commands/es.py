@@ -8,8 +8,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from eqsearch.engine.es.config import EsConfig, LocalNodeConfig
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `es` command group."""
@@ -72,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _node(args: argparse.Namespace):
+    from eqsearch.engine.es.config import LocalNodeConfig
     from eqsearch.engine.es.local_node import LocalNode
 
     config = LocalNodeConfig.from_env()
@@ -159,6 +158,7 @@ def _logs(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from eqsearch.engine.es.client import connect
+    from eqsearch.engine.es.config import EsConfig
 
     config = EsConfig.from_env()
     client, info = connect(config)

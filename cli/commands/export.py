@@ -14,7 +14,7 @@ def _run_export(args: argparse.Namespace) -> int:
     for package in ("torch", "onnx", "onnxscript"):
         if importlib.util.find_spec(package) is None:
             raise MissingExtraError(package, "train")
-    from eqsearch.engine.model.featurize import Vocabulary
+    from eqsearch.engine.model.vocabulary import Vocabulary
     from eqsearch.export.bundle import write_bundle
     from eqsearch.training.dataset import load_corpus
     from eqsearch.training.loop import load_encoder

@@ -9,8 +9,6 @@ import argparse
 import json
 import sys
 
-from eqsearch.engine.es.config import EsConfig
-
 KINDS = ("equations", "papers", "jobs")
 
 
@@ -76,7 +74,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _admin():
     from eqsearch.engine.es.client import connect
-    from eqsearch.engine.index.admin import IndexAdmin
+    from eqsearch.engine.es.config import EsConfig
+    from eqsearch.engine.index import IndexAdmin
 
     config = EsConfig.from_env()
     client, _ = connect(config)
@@ -145,7 +144,7 @@ def _migrate(args: argparse.Namespace) -> int:
         options = replace(options, index_type=args.index_type)
     rewrite = None
     if args.reencode:
-        from eqsearch.engine.index.admin import reencode_vectors
+        from eqsearch.engine.index import reencode_vectors
         from eqsearch.engine.model.encoder import load_encoder
 
         encoder = load_encoder(args.bundle)

@@ -219,7 +219,7 @@ def _run(args: argparse.Namespace) -> int:
     from eqsearch.engine.es.client import connect
     from eqsearch.engine.es.config import EsConfig
     from eqsearch.engine.model.encoder import load_encoder
-    from eqsearch.ingest.jobs.job import IngestJob, IngestJobConfig, JobProgress
+    from eqsearch.ingest.jobs import IngestJob, IngestJobConfig, JobProgress
     from tqdm import tqdm
 
     config = EsConfig.from_env()
@@ -268,7 +268,7 @@ def _run(args: argparse.Namespace) -> int:
 def _jobs(args: argparse.Namespace) -> int:
     from eqsearch.engine.es.client import connect
     from eqsearch.engine.es.config import EsConfig
-    from eqsearch.ingest.jobs.job import job_records
+    from eqsearch.ingest.jobs import job_records
 
     config = EsConfig.from_env()
     client, _ = connect(config)

@@ -10,8 +10,6 @@ import json
 import sys
 from typing import Any
 
-from eqsearch.engine.es.config import EsConfig
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `search` command."""
@@ -41,7 +39,8 @@ def _search(args: argparse.Namespace) -> int:
     from eqsearch.engine.es.client import connect
     from eqsearch.engine.latex.converter import KatexConverter
     from eqsearch.engine.model.encoder import load_encoder
-    from eqsearch.engine.search.service import HybridQuery, SearchService
+    from eqsearch.engine.search.query import HybridQuery
+    from eqsearch.engine.search.service import SearchService
 
     if not args.latex and not args.keywords and not args.like:
         args.parser.error("give a LaTeX formula, --keywords, or --like EQ_ID")
@@ -61,6 +60,8 @@ def _search(args: argparse.Namespace) -> int:
         )
     except ValueError as error:
         args.parser.error(str(error))
+    from eqsearch.engine.es.config import EsConfig
+
     config = EsConfig.from_env()
     client, _ = connect(config)
     encoder = load_encoder(args.bundle)

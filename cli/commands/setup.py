@@ -31,7 +31,7 @@ def add_katex_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_setup_katex(args: argparse.Namespace) -> int:
     """Handler of ``setup katex``: prints the installed version; errors surface as EqsearchError."""
-    from eqsearch.engine.latex.converter import DEFAULT_KATEX_DIR, ensure_katex_installed
+    from eqsearch.engine.latex.install import DEFAULT_KATEX_DIR, ensure_katex_installed
 
     katex_dir = args.katex_dir or DEFAULT_KATEX_DIR
     version = ensure_katex_installed(katex_dir, npm=args.npm, force=args.force, quiet=False)

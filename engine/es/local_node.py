@@ -6,6 +6,10 @@ archive the user points at), single node, loopback only, security off (it listen
 bounded heap. Elasticsearch refuses to run as root, so when eqsearch runs as root the node runs as an
 unprivileged system account.
 
+Installing the distribution is `engine.es.distribution`; what running as another account takes (ownership, a
+readable JDK) is `engine.es.account`. This module drives the node's life: a lock against concurrent starts, the
+config it is started with, the pid file, health, stop, status and logs.
+
 Layout under `LocalNodeConfig.home` (outside the repository)::
 
     downloads/       the verified distribution archive
@@ -24,54 +28,35 @@ import pwd
 import shutil
 import signal
 import socket
-import stat
 import subprocess
-import tarfile
 import time
 import urllib.error
 import urllib.request
-import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from eqsearch.engine.checksums import sha256_file
-from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.es.account import as_account, chown_tree, open_to_others, readable_java_home, service_account
 from eqsearch.engine.es.config import LocalNodeConfig
+from eqsearch.engine.es.distribution import (
+    PINNED,
+    Distribution,
+    LocalNodeError,
+    ProgressCallback,
+    is_installed,
+    maven_url,
+    obtain_archive,
+    unpack,
+)
 from eqsearch.engine.es.java import JavaRuntime, find_java
 
-ES_MAVEN_GROUP = "org.elasticsearch.distribution.integ-test-zip"
+__all__ = ["CLUSTER_NAME", "LocalNode", "NodeStatus", "PortInUseError", "pid_alive"]
+
 CLUSTER_NAME = "eqsearch-local"
-
-
-@dataclass(frozen=True)
-class Distribution:
-    """An Elasticsearch minimal distribution on Maven Central, pinned by version and SHA-256."""
-
-    version: str
-    sha256: str
-
-
-# The newest 9.x minimal distribution on Maven Central when pinned (9.3+ are not published there); the SHA-256
-# was measured on the downloaded zip. The client pin in pyproject.toml has the same major.
-PINNED = Distribution("9.2.4", "af7b81fe31627c7523b2546351cd4e47310faa6a72c8db8dc8f7a191e871cfaf")
-ES_VERSION = PINNED.version
-
-ProgressCallback = Callable[[int, int | None], None]
-
-
-class LocalNodeError(EqsearchError):
-    """The managed node could not be installed, started or stopped."""
-
-    exit_code = 4
 
 
 class PortInUseError(LocalNodeError):
     """Another program already listens on the node's port."""
-
-
-class ChecksumMismatchError(LocalNodeError):
-    """A downloaded or given archive is not the expected file."""
 
 
 @dataclass(frozen=True)
@@ -131,11 +116,6 @@ def _port_open(port: int, host: str = "127.0.0.1") -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
-def _http_json(url: str, timeout: float = 5.0) -> dict:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return json.loads(response.read().decode("utf-8"))
-
-
 class LocalNode:
     """One managed Elasticsearch node on this machine.
 
@@ -184,7 +164,7 @@ class LocalNode:
         return self.config.url
 
     def is_installed(self) -> bool:
-        return (self.dist_dir / "bin" / "elasticsearch").is_file() and (self.dist_dir / ".eqsearch-installed").is_file()
+        return is_installed(self.dist_dir)
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
@@ -199,9 +179,7 @@ class LocalNode:
 
     # -- install -----------------------------------------------------------------------------------------------
     def maven_url(self) -> str:
-        group_path = ES_MAVEN_GROUP.replace(".", "/")
-        base = self.config.maven_repository.rstrip("/")
-        return f"{base}/{group_path}/elasticsearch/{self.version}/elasticsearch-{self.version}.zip"
+        return maven_url(self.config.maven_repository, self.version)
 
     def install(self, progress: ProgressCallback | None = None) -> Path:
         """Download (or take the given archive), verify and unpack the distribution. Idempotent.
@@ -216,94 +194,16 @@ class LocalNode:
         with self._lock():
             if self.is_installed():
                 return self.dist_dir
-            archive = self._obtain_archive(progress)
-            self._unpack(archive)
+            archive = obtain_archive(
+                self.distribution,
+                self.home / "downloads",
+                repository=self.config.maven_repository,
+                archive=self.config.archive,
+                archive_sha256=self.config.archive_sha256,
+                progress=progress,
+            )
+            unpack(archive, self.dist_dir, self.version)
             return self.dist_dir
-
-    def _obtain_archive(self, progress: ProgressCallback | None) -> Path:
-        if self.config.archive is not None:
-            archive = self.config.archive
-            if not archive.is_file():
-                raise LocalNodeError(f"the Elasticsearch archive {archive} does not exist")
-            expected = self.config.archive_sha256
-            if expected is None and sha256_file(archive) != self.distribution.sha256:
-                raise ChecksumMismatchError(
-                    f"{archive} is not the pinned Elasticsearch {self.version} zip and no checksum was given",
-                    hint="pass --sha256 with the checksum published beside the archive",
-                )
-            if expected is not None:
-                actual = sha256_file(archive)
-                if actual != expected.lower():
-                    raise ChecksumMismatchError(f"{archive}: SHA-256 {actual} does not match the expected {expected}")
-            return archive
-        downloads = self.home / "downloads"
-        downloads.mkdir(parents=True, exist_ok=True)
-        target = downloads / f"elasticsearch-{self.version}.zip"
-        if target.is_file() and sha256_file(target) == self.distribution.sha256:
-            return target
-        partial = target.with_suffix(".zip.part")
-        url = self.maven_url()
-        try:
-            with urllib.request.urlopen(url, timeout=60) as response, partial.open("wb") as out:
-                total = int(response.headers.get("Content-Length") or 0) or None
-                done = 0
-                while block := response.read(1 << 20):
-                    out.write(block)
-                    done += len(block)
-                    if progress:
-                        progress(done, total)
-        except (urllib.error.URLError, OSError, TimeoutError) as error:
-            partial.unlink(missing_ok=True)
-            raise LocalNodeError(
-                f"could not download Elasticsearch {self.version} from {url}: {error}",
-                hint="check the network, set EQSEARCH_MAVEN_REPOSITORY to a mirror, or pass --archive FILE",
-            ) from error
-        actual = sha256_file(partial)
-        if actual != self.distribution.sha256:
-            partial.unlink(missing_ok=True)
-            raise ChecksumMismatchError(
-                f"the download from {url} has SHA-256 {actual}, expected {self.distribution.sha256}; it was deleted"
-            )
-        partial.replace(target)
-        return target
-
-    def _unpack(self, archive: Path) -> None:
-        staging = self.home / "dist" / f".unpack-{os.getpid()}"
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        try:
-            if zipfile.is_zipfile(archive):
-                self._unzip(archive, staging)
-            elif tarfile.is_tarfile(archive):
-                with tarfile.open(archive) as tar:
-                    tar.extractall(staging, filter="data")
-            else:
-                raise LocalNodeError(f"{archive} is neither a zip nor a tar archive")
-            roots = [p for p in staging.iterdir() if p.is_dir()]
-            if len(roots) != 1 or not (roots[0] / "bin" / "elasticsearch").is_file():
-                raise LocalNodeError(
-                    f"{archive} does not look like an Elasticsearch distribution (no bin/elasticsearch)"
-                )
-            (roots[0] / ".eqsearch-installed").write_text(
-                json.dumps({"version": self.version, "archive": str(archive)})
-            )
-            shutil.rmtree(self.dist_dir, ignore_errors=True)
-            roots[0].rename(self.dist_dir)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-
-    @staticmethod
-    def _unzip(archive: Path, target: Path) -> None:
-        root = target.resolve()
-        with zipfile.ZipFile(archive) as zipped:
-            for info in zipped.infolist():
-                destination = (target / info.filename).resolve()
-                if not destination.is_relative_to(root):
-                    raise LocalNodeError(f"{archive} has an entry outside its folder: {info.filename}")
-                zipped.extract(info, target)
-                mode = (info.external_attr >> 16) & 0o777  # zipfile drops Unix modes; bin/ must stay executable
-                if mode:
-                    os.chmod(destination, mode | (0o755 if info.is_dir() else 0o444))
 
     # -- start / stop ------------------------------------------------------------------------------------------
     def read_pid(self) -> int | None:
@@ -318,58 +218,6 @@ class LocalNode:
             return pid
         self.pid_file.unlink(missing_ok=True)
         return None
-
-    def _account(self) -> pwd.struct_passwd | None:
-        """The unprivileged account to run as when we are root (created on first use)."""
-        if os.geteuid() != 0:
-            return None
-        name = self.config.run_as
-        try:
-            return pwd.getpwnam(name)
-        except KeyError:
-            pass
-        useradd = shutil.which("useradd") or "/usr/sbin/useradd"
-        result = subprocess.run(
-            [
-                useradd,
-                "--system",
-                "--no-create-home",
-                "--home-dir",
-                str(self.home),
-                "--shell",
-                "/usr/sbin/nologin",
-                name,
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode not in (0, 9):  # 9: already exists (raced with another start)
-            raise LocalNodeError(
-                f"Elasticsearch refuses to run as root and the account '{name}' could not be created: "
-                f"{result.stderr.strip()}",
-                hint="create an unprivileged account and set EQSEARCH_ES_USER to its name",
-            )
-        return pwd.getpwnam(name)
-
-    def _readable_java(self, java: JavaRuntime, account: pwd.struct_passwd | None) -> Path:
-        """A Java home the node's account can execute; copies the JDK under `home` if it cannot."""
-        if account is None or _world_traversable(java.java):
-            return java.home
-        copy = self.home / "jdk" / f"{java.origin}-{java.version}"
-        if not (copy / "bin" / "java").is_file():
-            staging = copy.with_name(copy.name + f".tmp{os.getpid()}")
-            shutil.rmtree(staging, ignore_errors=True)
-            shutil.copytree(java.home, staging, symlinks=True)
-            for path in [staging, *staging.rglob("*")]:
-                if not path.is_symlink():
-                    path.chmod(path.stat().st_mode | stat.S_IRGRP | stat.S_IROTH | (0o011 if path.is_dir() else 0))
-            staging.rename(copy)
-        for parent in [copy, *copy.parents]:
-            if parent == Path("/"):
-                break
-            parent.chmod(parent.stat().st_mode | 0o005)
-        return copy
 
     def _prepare_config(self, account: pwd.struct_passwd | None, java: JavaRuntime) -> Path:
         config_dir = self.home / "config"
@@ -402,11 +250,8 @@ class LocalNode:
             (self.home / name).mkdir(parents=True, exist_ok=True)
         if account is not None:
             for name in ("config", "data", "logs", "tmp", "run"):
-                _chown_tree(self.home / name, account.pw_uid, account.pw_gid)
-            for parent in [self.home, *self.home.parents]:
-                if parent == Path("/"):
-                    break
-                parent.chmod(parent.stat().st_mode | 0o005)
+                chown_tree(self.home / name, account.pw_uid, account.pw_gid)
+            open_to_others(self.home)
         return config_dir
 
     def _environment(self, java_home: Path, config_dir: Path) -> dict[str, str]:
@@ -426,7 +271,7 @@ class LocalNode:
         name, password = self.superuser
         users_tool = self.dist_dir / "bin" / "elasticsearch-users"
         subprocess.run(
-            [str(users_tool), "userdel", name], env=env, capture_output=True, check=False, **_as_account(account)
+            [str(users_tool), "userdel", name], env=env, capture_output=True, check=False, **as_account(account)
         )
         result = subprocess.run(
             [str(users_tool), "useradd", name, "-p", password, "-r", "superuser"],
@@ -434,7 +279,7 @@ class LocalNode:
             capture_output=True,
             text=True,
             check=False,
-            **_as_account(account),
+            **as_account(account),
         )
         if result.returncode != 0:
             raise LocalNodeError(f"could not add the superuser to the secured local node: {result.stderr.strip()}")
@@ -463,8 +308,8 @@ class LocalNode:
                     ),
                 )
             java = find_java(self.config.java_home)
-            account = self._account()
-            java_home = self._readable_java(java, account)
+            account = service_account(self.config.run_as, self.home)
+            java_home = readable_java_home(java, account, self.home / "jdk")
             config_dir = self._prepare_config(account, java)
             env = self._environment(java_home, config_dir)
             if self.security:
@@ -479,7 +324,7 @@ class LocalNode:
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
                     cwd=str(self.home),
-                    **_as_account(account),
+                    **as_account(account),
                 )
                 try:
                     code = launcher.wait(timeout=self.config.startup_timeout)
@@ -623,25 +468,3 @@ def _tail(path: Path, lines: int) -> list[str]:
     except OSError:
         return []
     return data.splitlines()[-lines:]
-
-
-def _as_account(account: pwd.struct_passwd | None) -> dict:
-    if account is None:
-        return {}
-    return {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
-
-
-def _chown_tree(path: Path, uid: int, gid: int) -> None:
-    for item in [path, *path.rglob("*")]:
-        with contextlib.suppress(FileNotFoundError):
-            os.chown(item, uid, gid, follow_symlinks=False)
-
-
-def _world_traversable(path: Path) -> bool:
-    """True if any user can reach and execute `path` (every parent o+x, the file o+x)."""
-    try:
-        if not path.stat().st_mode & stat.S_IXOTH:
-            return False
-        return all(parent.stat().st_mode & stat.S_IXOTH for parent in path.resolve().parents)
-    except OSError:
-        return False

@@ -1,35 +1,26 @@
 """Index definitions in code: the equations, papers and jobs indices of one eqsearch deployment.
 
 Every index is versioned (``<prefix>-equations-v3``) and reached through an alias (``<prefix>-equations``);
-`engine.index.admin` creates, migrates and swaps them. A definition is a pure function of an `IndexOptions`, so a
-migration to a new mapping is "change this file, run ``eqsearch index migrate equations``".
+`engine.index.admin` creates them and `engine.index.migration` moves an alias to a new version. A definition is a
+pure function of an `IndexOptions`, so a migration to a new mapping is "change this file, run ``eqsearch index
+migrate equations``". The documents these mappings accept are built in `engine.index.documents`.
 
-Vector field decision, measured by ``benchmarks/search.py decide`` on the same 100k equations (real docstring
-equations replicated with perturbed vectors, hashing stand-in encoder; k=10, num_candidates=100, 200 queries, exact
-brute-force kNN as truth, 2 shared cores; full table in ``benchmarks/search.md``):
-
-    similarity          index      recall@10  p50 ms  p99 ms  store MB
-    max_inner_product   int8_hnsw    0.573     8.2     28.1     93.0
-    max_inner_product   hnsw         0.963     4.2     18.0     86.4
-    cosine (unit vecs)  int8_hnsw    0.384     5.0     24.0     92.8
-    cosine (unit vecs)  hnsw         0.563     2.7      9.7     86.3
+The vector field and document layout, decided on measurements (figures and how they were taken:
+``benchmarks/search.md``, "Mapping decision" and the updates after it):
 
 * the similarity is the model bundle's (its manifest's ``similarity``), recorded with the encoder's identity in the
-  index's ``_meta``. The table above (replicated near-duplicates, stand-in encoder) favoured
-  ``max_inner_product``; on the shipped model's real vectors (the 24,015 display equations of the seven-set corpus,
-  300 of them as queries, hnsw, num_candidates 50/100/300) cosine has recall@10 0.907/0.909/0.910 against
-  0.861/0.892/0.923 for the inner product and answers in 2.6-3.6 vs 4.1-4.6 ms (p50), and it ranks better on every
-  quality measure of that model (benchmarks/encoder.md): the shipped bundle says ``cosine``.
-* ``hnsw`` (float) over ``int8_hnsw``: int8 lost 39 points of recall@10 here and was not faster; it saves off-heap
-  memory (~130 vs ~320 B/vector), which matters only past ~10M equations: revisit there, and with the trained
-  model's vectors, whose spread may quantise better than these near-duplicates.
-* one document per equation, grouped client-side from an over-requested fused list (``collapse`` on ``paper_id``
-  where one ranked list is grouped server-side: p50 5.3 ms) over papers with nested equations (nested kNN with
-  inner_hits: p50 16.0 ms, p99 77 ms); nested also means reindexing a whole paper to change one equation and
-  cannot fuse per equation with BM25 on that equation's context.
+  index's ``_meta``. On replicated near-duplicates with a stand-in encoder ``max_inner_product`` won; on the shipped
+  model's real vectors cosine had the same recall@10 at lower latency, and it ranks better on every quality measure
+  of that model (``benchmarks/encoder.md``): the shipped bundle says ``cosine``.
+* ``hnsw`` (float) over ``int8_hnsw``: int8 lost much recall and was not faster; it saves off-heap memory, which
+  matters only for indices of many millions of equations: revisit there, with the trained model's vectors.
+* one document per equation (grouped client-side from an over-requested fused list, or with ``collapse`` on
+  ``paper_id`` where one ranked list is grouped server-side) over papers with nested equations: nested kNN with
+  inner_hits was slower, and nested means reindexing a whole paper to change one equation and cannot fuse per
+  equation with BM25 on that equation's context.
 * text fields keep the default postings (no ``index_options: offsets``): offsets let the highlighter skip
-  re-analysing the text, but on the same 100k equations a page fetch with highlights then cost the node 5.8 instead
-  of 3.1 ms of CPU (the unified highlighter walks every query term's postings per hit) for a 16% larger index.
+  re-analysing the text, but a page fetch with highlights then cost the node more CPU (the unified highlighter
+  walks every query term's postings per hit), for a larger index.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A document's user macros (`MacroDef`, as extraction finds them), made ready for KaTeX.
+"""A document's user macros (`MacroDef`, as extraction finds them), made ready for KaTeX (`KatexMacros`).
 
 Most macros go to KaTeX's ``macros`` option unchanged (user definitions take precedence over KaTeX's own, so
 ``\\newcommand{\\R}{...}`` works where prepending the preamble fails). Two kinds KaTeX cannot take as a plain
@@ -21,9 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from eqsearch.engine.errors import EqsearchError
-from eqsearch.engine.latex.preprocess import CONTROL_SEQUENCE, clean_latex, read_argument, read_bracket, skip_space
+from eqsearch.engine.latex.preprocess import clean_latex
+from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, read_optional
 
-__all__ = ["MacroDef", "MacroExpansionError", "MacroTable", "build_macro_table", "expand_macros"]
+__all__ = ["KatexMacros", "MacroDef", "MacroExpansionError", "build_katex_macros", "expand_macros"]
 
 
 @dataclass(frozen=True)
@@ -74,13 +75,13 @@ class MacroExpansionError(EqsearchError):
 
 
 @dataclass(frozen=True)
-class MacroTable:
-    """The macros of one document, split between KaTeX and the expansion done here.
+class KatexMacros:
+    """The macros of one document made ready for KaTeX: split between KaTeX and the expansion done here.
 
     Attributes:
         katex: name -> body for KaTeX's ``macros`` option.
         expanded: name -> definition of the macros `expand_macros` replaces in the text.
-        key: a digest of ``katex``, naming the table inside the KaTeX workers.
+        key: a digest of ``katex``, naming these macros inside the KaTeX workers.
     """
 
     katex: dict[str, str] = field(default_factory=dict)
@@ -92,14 +93,14 @@ def _highest_parameter(body: str) -> int:
     return max((int(m.group(1)) for m in _PARAMETER.finditer(body) if m.group(1) != "#"), default=0)
 
 
-def build_macro_table(macros: Sequence[MacroDef]) -> MacroTable:
+def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
     """Split and normalise a document's macros (later definitions of a name win, as in LaTeX).
 
     Args:
         macros: the document's macros, in definition order.
 
     Returns:
-        The table; macros whose name is not a control sequence are left out.
+        The split; macros whose name is not a control sequence are left out.
     """
     katex: dict[str, str] = {}
     expanded: dict[str, MacroDef] = {}
@@ -119,7 +120,7 @@ def build_macro_table(macros: Sequence[MacroDef]) -> MacroTable:
         else:
             katex[name] = body
     digest = hashlib.sha256(json.dumps(katex, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-    return MacroTable(katex=katex, expanded=expanded, key=digest[:24])
+    return KatexMacros(katex=katex, expanded=expanded, key=digest[:24])
 
 
 def _substitute(body: str, args: list[str]) -> str:
@@ -133,12 +134,12 @@ def _substitute(body: str, args: list[str]) -> str:
     return _PARAMETER.sub(parameter, body)
 
 
-def expand_macros(latex: str, table: MacroTable, *, max_expansions: int = 1000, max_length: int = 100_000) -> str:
-    """Replace the uses of ``table.expanded`` macros in an equation by their bodies, arguments substituted.
+def expand_macros(latex: str, macros: KatexMacros, *, max_expansions: int = 1000, max_length: int = 100_000) -> str:
+    """Replace the uses of ``macros.expanded`` in an equation by their bodies, arguments substituted.
 
     Args:
         latex: the equation text.
-        table: from `build_macro_table`.
+        macros: from `build_katex_macros`.
         max_expansions: how many replacements at most (KaTeX's ``maxExpand`` default is 1000 too).
         max_length: the longest text the expansion may produce.
 
@@ -148,27 +149,23 @@ def expand_macros(latex: str, table: MacroTable, *, max_expansions: int = 1000, 
     Raises:
         MacroExpansionError: more than ``max_expansions`` replacements or a text longer than ``max_length``.
     """
-    if not table.expanded or "\\" not in latex:
+    expanded = macros.expanded
+    if not expanded or "\\" not in latex:
         return latex
     expansions = 0
     position = 0
     while True:
         m = CONTROL_SEQUENCE.search(latex, position)
-        while m is not None and m.group(0) not in table.expanded:
+        while m is not None and m.group(0) not in expanded:
             m = CONTROL_SEQUENCE.search(latex, m.end())
         if m is None:
             return latex
-        macro = table.expanded[m.group(0)]
+        macro = expanded[m.group(0)]
         end = m.end()
         args: list[str] = []
         if macro.default is not None:
-            j = skip_space(latex, end)
-            close = read_bracket(latex, j) if j < len(latex) and latex[j] == "[" else None
-            if close is not None:
-                args.append(latex[j + 1 : close - 1])
-                end = close
-            else:
-                args.append(macro.default)
+            optional, end = read_optional(latex, end)
+            args.append(macro.default if optional is None else optional)
         while len(args) < macro.nargs:
             arg = read_argument(latex, end)
             if arg is None:

@@ -1,4 +1,4 @@
-"""Rewriting arXiv display-math LaTeX into what KaTeX parses (measured in shared/research/latex-to-mathml.md).
+"""Rewriting arXiv display-math LaTeX into what KaTeX parses.
 
 Two steps, both pure functions of the text:
 
@@ -15,101 +15,14 @@ Two steps, both pure functions of the text:
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 
-__all__ = [
-    "CONTROL_SEQUENCE",
-    "clean_latex",
-    "preprocess_latex",
-    "read_argument",
-    "read_bracket",
-    "read_group",
-    "skip_space",
-    "wrap_environment",
-]
+from eqsearch.engine.latex.scan import read_argument, read_optional
+
+__all__ = ["clean_latex", "preprocess_latex", "wrap_environment"]
 
 _COMMENT = re.compile(r"(?<!\\)((?:\\\\)*)%[^\n]*")
-CONTROL_SEQUENCE = re.compile(r"\\(?:[A-Za-z@]+|.)", re.S)
-
-
-_BRACE_TOKEN = re.compile(r"\\.|[{}]", re.S)
-#: Optional arguments longer than this are not looked for (they are short in practice; this bounds the work).
-MAX_OPTIONAL_LENGTH = 500
-
-
-@functools.lru_cache(maxsize=8)
-def _group_ends(text: str) -> dict[int, int]:
-    """Offset of every balanced ``{`` -> offset just past its ``}``, in one pass (so lookups are O(1))."""
-    ends: dict[int, int] = {}
-    stack: list[int] = []
-    for m in _BRACE_TOKEN.finditer(text):
-        token = m.group(0)
-        if token == "{":
-            stack.append(m.start())
-        elif token == "}" and stack:
-            ends[stack.pop()] = m.end()
-    return ends
-
-
-def read_group(text: str, start: int) -> int | None:
-    """End offset (exclusive) of the brace group opening at ``text[start] == '{'``, or None if unbalanced."""
-    return _group_ends(text).get(start)
-
-
-def read_bracket(text: str, start: int) -> int | None:
-    """End offset of ``[...]`` at start (brace groups inside are skipped whole), or None."""
-    stop = min(len(text), start + MAX_OPTIONAL_LENGTH)
-    if text.find("]", start, stop) < 0:
-        return None
-    i = start + 1
-    while i < stop:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "{":
-            end = read_group(text, i)
-            if end is None:
-                return None
-            i = end
-            continue
-        if c == "]":
-            return i + 1
-        i += 1
-    return None
-
-
-def skip_space(text: str, i: int) -> int:
-    while i < len(text) and text[i] in " \t\n\r":
-        i += 1
-    return i
-
-
-def read_argument(text: str, i: int) -> tuple[str, int] | None:
-    """The next mandatory argument after ``i``: a brace group's content or one token; None at the end."""
-    i = skip_space(text, i)
-    if i >= len(text):
-        return None
-    if text[i] == "{":
-        end = read_group(text, i)
-        if end is None:
-            return None
-        return text[i + 1 : end - 1], end
-    if text[i] == "\\":
-        m = CONTROL_SEQUENCE.match(text, i)
-        return (m.group(0), m.end()) if m else None
-    return text[i], i + 1
-
-
-def _optional(text: str, i: int) -> int:
-    j = skip_space(text, i)
-    if j < len(text) and text[j] == "[":
-        end = read_bracket(text, j)
-        if end is not None:
-            return end
-    return i
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -125,13 +38,13 @@ def _drop(text: str, end: int) -> tuple[str, int]:
 def _drop_star_optional(text: str, end: int) -> tuple[str, int]:
     if end < len(text) and text[end] == "*":
         end += 1
-    return "", _optional(text, end)
+    return "", read_optional(text, end)[1]
 
 
 def _drop_with_argument(text: str, end: int) -> tuple[str, int]:
     if end < len(text) and text[end] == "*":
         end += 1
-    end = _optional(text, end)
+    end = read_optional(text, end)[1]
     arg = read_argument(text, end)
     return "", arg[1] if arg else end
 
@@ -141,7 +54,7 @@ def _placeholder(replacement: str, optionals: int) -> _Rule:
         if end < len(text) and text[end] == "*":
             end += 1
         for _ in range(optionals):
-            end = _optional(text, end)
+            end = read_optional(text, end)[1]
         arg = read_argument(text, end)
         return replacement, arg[1] if arg else end
 

@@ -1,12 +1,29 @@
-"""Low-level LaTeX scanning: comments, verbatim, brace groups and arguments.
+"""Reading LaTeX source without a TeX engine: comments and verbatim material, brace groups and arguments.
 
-Everything here works on plain strings with regular expressions and index arithmetic: no TeX engine, no
-catcode changes. It follows what LaTeX does for the common cases arXiv papers use.
+The project's one TeX scanner: ingest reads a document's text, macro definitions and headings with it, and the
+KaTeX layer (`preprocess`, `macros`) the arguments of the commands it rewrites or expands. It works on plain
+strings with regular expressions and index arithmetic (no catcode changes, no expansion) and follows what LaTeX
+does for the cases arXiv papers use; where TeX would stop with an error, it recovers so that braces stay balanced.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+
+__all__ = [
+    "CONTROL_SEQUENCE",
+    "MAX_OPTIONAL_LENGTH",
+    "VERBATIM_ENVIRONMENTS",
+    "document_body",
+    "group_end",
+    "read_argument",
+    "read_optional",
+    "skip_space",
+    "strip_comments",
+    "strip_sweave",
+    "verbatim_environments",
+]
 
 # Environments whose content TeX does not read as LaTeX: dropped before anything else looks at the text.
 VERBATIM_ENVIRONMENTS = frozenset(
@@ -122,83 +139,136 @@ def strip_comments(text: str, verbatim: frozenset[str] = VERBATIM_ENVIRONMENTS) 
     return "".join(out)
 
 
+# --------------------------------------------------------------------------------------------------------------
+# Arguments: the one reader of brace groups, mandatory and optional arguments, for ingest and the KaTeX layer alike.
+# The text must be free of comments (`strip_comments`, `preprocess.clean_latex`): a ``%`` is an ordinary character.
+
+#: A control sequence: a backslash and a word of letters (``@`` counts as one, as in a package), or one character.
+CONTROL_SEQUENCE = re.compile(r"\\(?:[A-Za-z@]+|.)", re.DOTALL)
+#: Brackets ending further than this from their ``[`` are not an optional argument. LaTeX has no such limit, but
+#: real optional arguments are short, and the bound keeps a stray ``[`` from costing a scan to the end of the text.
+MAX_OPTIONAL_LENGTH = 500
+
+_BRACE_TOKEN = re.compile(r"\\.|[{}]", re.DOTALL)
+_BRACKET_TOKEN = re.compile(r"\\.|[{}\]]", re.DOTALL)
+
+
 def skip_space(text: str, pos: int) -> int:
-    """Index of the first non-blank character at or after ``pos``."""
+    """Index of the first character at or after ``pos`` that is not a space, tab or line end."""
     n = len(text)
     while pos < n and text[pos] in " \t\r\n":
         pos += 1
     return pos
 
 
-def find_group_end(text: str, open_pos: int) -> int:
-    """Index just past the ``}`` matching the ``{`` at ``open_pos``, or -1 when unbalanced."""
-    depth = 0
-    i = open_pos
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
+@functools.lru_cache(maxsize=4)
+def _known_groups(text: str) -> dict[int, int]:
+    """The group ends `group_end` has found in ``text``: ``{`` offset -> offset past its ``}``, or -1 (unbalanced)."""
+    return {}
+
+
+def group_end(text: str, start: int) -> int | None:
+    """Index just past the ``}`` that closes the ``{`` at ``start``.
+
+    An escaped brace (``\\{``, ``\\}``) is not a brace, and ``\\\\`` is a line break, so the brace after it is one.
+    Groups are remembered per text (the last few texts), so asking again, or about a group inside one already
+    read, costs nothing, and reading every group of a text costs one pass over it even when braces are unbalanced.
+
+    Args:
+        text: comment-free LaTeX.
+        start: offset of a ``{``.
+
+    Returns:
+        The end offset (exclusive), or None when the group is never closed or ``text[start]`` is not ``{``.
+    """
+    if not 0 <= start < len(text) or text[start] != "{":
+        return None
+    known = _known_groups(text)
+    end = known.get(start)
+    if end is None:
+        end = _read_group(text, start, known)
+    return end if end >= 0 else None
+
+
+def _read_group(text: str, start: int, known: dict[int, int]) -> int:
+    opened = [start]
+    search = _BRACE_TOKEN.search
+    pos = start + 1
+    while (m := search(text, pos)) is not None:
+        pos = m.end()
+        token = m.group()
+        if token == "{":
+            end = known.get(m.start())
+            if end is None:
+                opened.append(m.start())
+            elif end < 0:
+                break  # a group inside never closes, so neither does any group around it
+            else:
+                pos = end
+        elif token == "}":
+            known[opened.pop()] = pos
+            if not opened:
+                return pos
+    for offset in opened:
+        known[offset] = -1
     return -1
 
 
-_CONTROL_WORD = re.compile(r"\\(?:[A-Za-z@]+|.)", re.DOTALL)
-
-
 def read_argument(text: str, pos: int) -> tuple[str, int] | None:
-    """Read one mandatory TeX argument at ``pos``: a brace group (without its braces) or a single token.
+    """Read one mandatory argument at ``pos`` (spaces and line ends before it skipped), as TeX reads it.
+
+    The argument is a brace group, returned without its braces, or else one token: a control sequence
+    (``\\alpha``, ``\\,``) or one character.
 
     Returns:
-        ``(content, end)`` or None at the end of the text or on an unbalanced group.
+        ``(content, end)``, or None when there is no argument: the end of the text, a ``}`` (it closes an outer
+        group; TeX stops with an error there), a group that is never closed, or a lone ``\\`` at the very end.
     """
     pos = skip_space(text, pos)
     if pos >= len(text):
         return None
     c = text[pos]
     if c == "{":
-        end = find_group_end(text, pos)
-        return None if end < 0 else (text[pos + 1 : end - 1], end)
-    if c == "\\":
-        m = _CONTROL_WORD.match(text, pos)
-        assert m is not None
-        return m.group(0), m.end()
+        end = group_end(text, pos)
+        return None if end is None else (text[pos + 1 : end - 1], end)
     if c == "}":
         return None
+    if c == "\\":
+        m = CONTROL_SEQUENCE.match(text, pos)
+        return None if m is None else (m.group(), m.end())
     return c, pos + 1
 
 
 def read_optional(text: str, pos: int) -> tuple[str | None, int]:
-    """Read an optional ``[...]`` argument at ``pos`` (braces inside are respected).
+    """Read an optional ``[...]`` argument at ``pos`` (spaces and line ends before it skipped), as LaTeX reads it.
+
+    The first ``]`` outside brace groups ends it (``[a{]}]`` holds ``a{]}``; ``[a[b]c]`` holds ``a[b``), and an
+    escaped ``\\]`` does not. Brackets are not an optional argument when they do not close within
+    `MAX_OPTIONAL_LENGTH` characters, when a group inside them never closes, or when a ``}`` closes an outer group
+    before the ``]`` (the brackets are then ordinary characters, and the braces stay balanced).
 
     Returns:
-        ``(content, end)``; content is None (and end == pos) when there is none.
+        ``(content, end)``; ``(None, pos)`` when there is no optional argument.
     """
-    p = skip_space(text, pos)
-    if p >= len(text) or text[p] != "[":
+    start = skip_space(text, pos)
+    if start >= len(text) or text[start] != "[":
         return None, pos
-    depth = 0
-    i = p + 1
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-        elif c == "]" and depth <= 0:
-            return text[p + 1 : i], i + 1
-        i += 1
+    stop = min(len(text), start + MAX_OPTIONAL_LENGTH)
+    search = _BRACKET_TOKEN.search
+    i = start + 1
+    while (m := search(text, i, stop)) is not None:
+        token = m.group()
+        if token == "]":
+            return text[start + 1 : m.start()], m.end()
+        if token == "}":
+            break
+        if token == "{":
+            end = group_end(text, m.start())
+            if end is None:
+                break
+            i = end
+        else:
+            i = m.end()
     return None, pos
 
 

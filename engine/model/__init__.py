@@ -1,1 +1,70 @@
-"""eqsearch.engine.model"""
+"""The formula model at run time: MathML -> graph arrays -> vectors, from a checked model bundle; never torch.
+
+`featurize` turns MathML into `GraphArrays` (`graph`) with a `Vocabulary` (`vocabulary`); `bundle` reads and
+writes the bundle's manifest; `encoder` runs the bundle's ONNX model with onnxruntime.
+"""
+
+from eqsearch.engine.model.bundle import (
+    ENCODER_KINDS,
+    GRAPH_INPUTS,
+    REQUIRED_KEYS,
+    SIMILARITIES,
+    BundleError,
+    BundleManifest,
+    default_bundle_path,
+    load_bundle_vocabulary,
+    make_manifest,
+    read_manifest,
+    vocabulary_sizes,
+    write_manifest,
+)
+from eqsearch.engine.model.encoder import ENCODER_LOADERS, Encoder, GraphEncoder, available_providers, load_encoder
+from eqsearch.engine.model.featurize import (
+    DEFAULT_ATTRIBUTE_KEYS,
+    FeatureCounts,
+    MathMLError,
+    count_features,
+    featurize_many,
+    featurize_mathml,
+)
+from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
+from eqsearch.engine.model.vocabulary import (
+    VOCABULARY_FORMAT,
+    VOCABULARY_VERSION,
+    Vocabulary,
+    VocabularyError,
+    build_vocabulary,
+)
+
+__all__ = [
+    "DEFAULT_ATTRIBUTE_KEYS",
+    "ENCODER_KINDS",
+    "ENCODER_LOADERS",
+    "GRAPH_INPUTS",
+    "REQUIRED_KEYS",
+    "SIMILARITIES",
+    "VOCABULARY_FORMAT",
+    "VOCABULARY_VERSION",
+    "BundleError",
+    "BundleManifest",
+    "Encoder",
+    "FeatureCounts",
+    "GraphArrays",
+    "GraphEncoder",
+    "MathMLError",
+    "Vocabulary",
+    "VocabularyError",
+    "available_providers",
+    "build_vocabulary",
+    "concatenate_graphs",
+    "count_features",
+    "default_bundle_path",
+    "featurize_many",
+    "featurize_mathml",
+    "load_bundle_vocabulary",
+    "load_encoder",
+    "make_manifest",
+    "read_manifest",
+    "vocabulary_sizes",
+    "write_manifest",
+]

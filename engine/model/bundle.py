@@ -1,20 +1,26 @@
 """The model bundle: a directory with ``model.onnx``, ``vocabulary.json`` and ``manifest.json``, checked as a unit.
 
 The manifest says what the files are (checksums), what the model takes and gives (inputs, opset, embedding
-dimension, similarity), and where it came from (eqsearch version, training config, data summary). `load_bundle`
-verifies all of it before anything runs, and refuses a bundle that does not match with a message that says why.
+dimension, similarity), and where it came from (eqsearch version, training config, data summary). This module owns
+its schema on both sides: `make_manifest` and `write_manifest` build and write it (the exporter in
+``export/bundle.py`` calls them), and `read_manifest` verifies all of it before anything runs, refusing a bundle that
+does not match with a message that says why; `REQUIRED_KEYS` is the one list both sides follow.
 This module reads JSON and hashes files only: no onnxruntime, no torch.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eqsearch.engine.checksums import sha256_file
 from eqsearch.engine.errors import EqsearchError
+
+if TYPE_CHECKING:
+    from eqsearch.engine.model.vocabulary import Vocabulary
 
 BUNDLE_FORMAT = "eqsearch-model-bundle"
 BUNDLE_VERSION = 1
@@ -28,6 +34,22 @@ ENCODER_KINDS = {"kdd20-gcn": GRAPH_INPUTS}
 #: Similarities a bundle may declare: the model's training similarity (inner product of soft-normalised
 #: vectors, KDD'20 eq. 1-3) or cosine. Names follow Elasticsearch's dense_vector ``similarity`` values.
 SIMILARITIES = ("max_inner_product", "cosine")
+#: The files a manifest lists (with path and SHA-256), besides itself.
+BUNDLE_FILES = (MODEL_NAME, VOCABULARY_NAME)
+#: Keys every manifest has, with their JSON types: `make_manifest` writes them, `read_manifest` refuses a manifest
+#: without one. Anything else in a manifest is provenance (training config, data summary, evaluation, parity).
+REQUIRED_KEYS: dict[str, type] = {
+    "format": str,
+    "format_version": int,
+    "encoder": str,
+    "inputs": list,
+    "output": str,
+    "opset": int,
+    "embedding_dim": int,
+    "similarity": str,
+    "vocabulary_sizes": dict,
+    "files": dict,
+}
 
 
 class BundleError(EqsearchError):
@@ -82,7 +104,84 @@ class BundleManifest:
         return f"{self.encoder}:{self.raw['files'][MODEL_NAME]['sha256'][:16]}"
 
 
-def _require(manifest: dict[str, Any], key: str, kind: type | tuple[type, ...], where: Path) -> Any:
+def vocabulary_sizes(vocabulary: Vocabulary) -> dict[str, int]:
+    """The slot counts of a vocabulary as a manifest records them (``tags``, ``attributes``, ``characters``)."""
+    return {"tags": vocabulary.n_tags, "attributes": vocabulary.n_attrs, "characters": vocabulary.n_chars}
+
+
+def make_manifest(
+    bundle: str | Path,
+    *,
+    encoder: str,
+    embedding_dim: int,
+    similarity: str,
+    opset: int,
+    output: str,
+    vocabulary: Vocabulary,
+    eqsearch_version: str,
+    provenance: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The manifest of a bundle directory that already holds ``model.onnx`` and ``vocabulary.json``.
+
+    The files are hashed here; the inputs are those of the encoder kind. Write it with `write_manifest` and check it
+    with `read_manifest`.
+
+    Args:
+        bundle: the bundle directory.
+        encoder: encoder kind (a key of ``ENCODER_KINDS``).
+        embedding_dim: width of the vectors the model returns.
+        similarity: how vectors are to be compared (one of ``SIMILARITIES``).
+        opset: ONNX opset of ``model.onnx``.
+        output: ONNX output name.
+        vocabulary: the vocabulary saved as ``vocabulary.json``.
+        eqsearch_version: the eqsearch version writing the bundle.
+        provenance: further top-level entries (``model_config``, ``exported_with``, ``training``, ``data``,
+            ``evaluation``, ...); they may not replace a key of the schema.
+
+    Returns:
+        The manifest as a JSON-ready dict.
+
+    Raises:
+        BundleError: unknown encoder kind, a provenance key that is a schema key, or a listed file is missing.
+    """
+    path = Path(bundle)
+    if encoder not in ENCODER_KINDS:
+        raise BundleError(f"encoder kind '{encoder}' is unknown to this eqsearch (known: {', '.join(ENCODER_KINDS)})")
+    manifest: dict[str, Any] = {
+        "format": BUNDLE_FORMAT,
+        "format_version": BUNDLE_VERSION,
+        "encoder": encoder,
+        "eqsearch_version": eqsearch_version,
+        "opset": opset,
+        "inputs": list(ENCODER_KINDS[encoder]),
+        "output": output,
+        "embedding_dim": embedding_dim,
+        "similarity": similarity,
+        "vocabulary_sizes": vocabulary_sizes(vocabulary),
+        "vocabulary_version": vocabulary.to_json()["version"],
+        "files": {},
+    }
+    for name in BUNDLE_FILES:
+        file_path = path / name
+        if not file_path.is_file():
+            raise BundleError(f"{path}: no {name} to list in the manifest")
+        manifest["files"][name] = {"path": name, "sha256": sha256_file(file_path), "bytes": file_path.stat().st_size}
+    clashes = sorted(set(provenance or {}) & set(manifest))
+    if clashes:
+        raise BundleError(f"provenance entries {clashes} would replace keys of the manifest schema")
+    manifest.update(provenance or {})
+    return manifest
+
+
+def write_manifest(bundle: str | Path, manifest: Mapping[str, Any]) -> Path:
+    """Write ``manifest.json`` into the bundle directory (sorted keys, fixed indentation); returns its path."""
+    path = Path(bundle) / MANIFEST_NAME
+    path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def _require(manifest: dict[str, Any], key: str, where: Path) -> Any:
+    kind = REQUIRED_KEYS[key]
     if key not in manifest:
         raise BundleError(f"{where}: the manifest has no '{key}'", hint="re-export the bundle with 'eqsearch export'")
     value = manifest[key]
@@ -130,24 +229,24 @@ def read_manifest(
             f"{path}: bundle format version {version!r}, this eqsearch reads version {BUNDLE_VERSION}",
             hint="use the eqsearch version that wrote the bundle, or re-export it with this one",
         )
-    encoder = _require(manifest, "encoder", str, path)
+    encoder = _require(manifest, "encoder", path)
     if encoder not in ENCODER_KINDS:
         raise BundleError(
             f"{path}: encoder kind '{encoder}' is unknown to this eqsearch (known: {', '.join(ENCODER_KINDS)})"
         )
-    inputs = tuple(_require(manifest, "inputs", list, path))
+    inputs = tuple(_require(manifest, "inputs", path))
     if inputs != ENCODER_KINDS[encoder]:
         raise BundleError(
             f"{path}: a '{encoder}' model must take inputs {ENCODER_KINDS[encoder]}, the manifest says {inputs}"
         )
-    similarity = _require(manifest, "similarity", str, path)
+    similarity = _require(manifest, "similarity", path)
     if similarity not in SIMILARITIES:
         raise BundleError(f"{path}: similarity '{similarity}' is not one of {SIMILARITIES}")
-    dim = _require(manifest, "embedding_dim", int, path)
+    dim = _require(manifest, "embedding_dim", path)
     if dim < 1:
         raise BundleError(f"{path}: embedding_dim must be positive, got {dim}")
-    files = _require(manifest, "files", dict, path)
-    for name in (MODEL_NAME, VOCABULARY_NAME):
+    files = _require(manifest, "files", path)
+    for name in BUNDLE_FILES:
         entry = files.get(name)
         if not isinstance(entry, dict) or "path" not in entry or "sha256" not in entry:
             raise BundleError(f"{path}: the manifest lists no '{name}' with path and sha256")
@@ -164,7 +263,7 @@ def read_manifest(
                     "the file was changed or damaged after export",
                     hint="re-export the bundle or restore the original files",
                 )
-    sizes = _require(manifest, "vocabulary_sizes", dict, path)
+    sizes = _require(manifest, "vocabulary_sizes", path)
     if set(sizes) != {"tags", "attributes", "characters"}:
         raise BundleError(f"{path}: vocabulary_sizes must give tags, attributes and characters, got {sorted(sizes)}")
     written_by = str(manifest.get("eqsearch_version", ""))
@@ -182,28 +281,28 @@ def read_manifest(
         encoder=encoder,
         embedding_dim=dim,
         similarity=similarity,
-        opset=int(_require(manifest, "opset", int, path)),
+        opset=int(_require(manifest, "opset", path)),
         inputs=inputs,
-        output=str(_require(manifest, "output", str, path)),
+        output=str(_require(manifest, "output", path)),
         vocabulary_sizes={k: int(v) for k, v in sizes.items()},
         eqsearch_version=written_by,
         raw=manifest,
     )
 
 
-def load_bundle_vocabulary(manifest: BundleManifest) -> Any:
+def load_bundle_vocabulary(manifest: BundleManifest) -> Vocabulary:
     """The bundle's `Vocabulary`, checked against the sizes the manifest declares.
 
     Raises:
         BundleError: the vocabulary does not load or its sizes differ from the manifest's.
     """
-    from eqsearch.engine.model.featurize import Vocabulary, VocabularyError
+    from eqsearch.engine.model.vocabulary import Vocabulary, VocabularyError
 
     try:
         vocab = Vocabulary.load(manifest.vocabulary_path)
     except VocabularyError as error:
         raise BundleError(f"{manifest.path}: {error.message}", hint=error.hint) from None
-    actual = {"tags": vocab.n_tags, "attributes": vocab.n_attrs, "characters": vocab.n_chars}
+    actual = vocabulary_sizes(vocab)
     if actual != manifest.vocabulary_sizes:
         raise BundleError(
             f"{manifest.path}: the vocabulary has sizes {actual}, "

@@ -1,9 +1,9 @@
 """MathML -> graph arrays: the one featurizer that training and the runtime share (KDD'20 §3.2).
 
 An equation's Presentation MathML tree becomes a graph whose nodes are the XML elements and whose edges go
-from parent to child. Each node carries three categorical features looked up in a `Vocabulary` built from
-corpus frequencies (the paper's 32 tag + 32 attribute + 192 character one-hot slots) and its position among
-its parent's children. The arrays follow `engine.model.graph.GraphArrays`:
+from parent to child. Each node carries three categorical features looked up in a `Vocabulary`
+(`engine.model.vocabulary`, built from the corpus counts that `count_features` makes with these same rules) and
+its position among its parent's children. The arrays follow `engine.model.graph.GraphArrays`:
 
 ==============  =========  ==============================================================================
 array           shape      meaning
@@ -19,10 +19,6 @@ array           shape      meaning
 All arrays are int64 and C-contiguous. Nodes of one equation are contiguous and in document order (pre-order
 depth-first): the ``<math>`` root comes first, every parent precedes its children. There is one edge per non-root
 node, in node order (``edge_index[1]`` is strictly increasing), so ``parent[child] = edge_index[0]``.
-
-The vocabulary file (`Vocabulary.save`) is canonical JSON (``format``, ``version``, ``sizes``, ``attribute_keys``,
-``tags``, ``attributes``, ``characters``; sorted keys, ASCII escapes): the same vocabulary always gives the same
-bytes, and `Vocabulary.checksum` is their SHA-256 for the model bundle manifest.
 
 How MathML maps to nodes (decided here, and the same for vocabulary counting and featurization):
 
@@ -51,35 +47,29 @@ on the raw lxml keys (namespaced tag, attribute item tuple, character), so stead
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.model.graph import GraphArrays
 from lxml import etree
 
+if TYPE_CHECKING:
+    from eqsearch.engine.model.vocabulary import Vocabulary
+
 __all__ = [
     "DEFAULT_ATTRIBUTE_KEYS",
-    "VOCABULARY_FORMAT",
-    "VOCABULARY_VERSION",
     "FeatureCounts",
+    "FeatureLookup",
     "MathMLError",
-    "Vocabulary",
-    "VocabularyError",
-    "build_vocabulary",
     "count_features",
     "featurize_many",
     "featurize_mathml",
 ]
-
-VOCABULARY_FORMAT = "eqsearch-vocabulary"
-VOCABULARY_VERSION = 1
 
 #: Attributes that change what a token means or how it looks as a glyph; everything else is layout.
 DEFAULT_ATTRIBUTE_KEYS: tuple[str, ...] = (
@@ -107,10 +97,6 @@ class MathMLError(EqsearchError):
     """The MathML given to the featurizer is not usable; the message names the problem."""
 
 
-class VocabularyError(EqsearchError):
-    """A vocabulary file is missing, of another format or version, or inconsistent."""
-
-
 def _local_name(tag: str) -> str:
     return tag.rsplit("}", 1)[-1] if tag.startswith("{") else tag
 
@@ -124,8 +110,18 @@ def _attribute_item(items: Sequence[tuple[str, str]], keys: frozenset[str]) -> s
 # The walk shared by counting and featurizing.
 
 
-class _Lookup:
-    """Raw lxml keys -> integer ids, cached; misses go through `resolve_*` (closed: unknown slot; open: new id)."""
+class FeatureLookup:
+    """Raw lxml keys -> integer ids, cached; misses go through `resolve_*` (closed: unknown slot; open: new id).
+
+    `Vocabulary` holds a closed one (known items and unknown slots); `count_features` an open one that numbers
+    every new item. The walk reads the caches directly and calls `tag`, `attr` or `char` only on a miss.
+
+    Args:
+        resolve_tag: tag local name -> id.
+        resolve_attr: attribute item (``key=value[;key=value]``, None for none) -> id.
+        resolve_char: one character -> id.
+        attribute_keys: attribute names that form attribute items.
+    """
 
     def __init__(
         self,
@@ -143,6 +139,7 @@ class _Lookup:
         self.attribute_keys = attribute_keys
 
     def tag(self, raw: object) -> int:
+        """Id of a raw lxml tag (namespaced), resolved and cached."""
         if not isinstance(raw, str):  # an entity reference left by resolve_entities=False
             raise MathMLError("MathML contains an XML entity reference or other non-element node")
         index = self.resolve_tag(_local_name(raw))
@@ -150,11 +147,13 @@ class _Lookup:
         return index
 
     def attr(self, raw: tuple[tuple[str, str], ...]) -> int:
+        """Id of an element's raw attribute pairs, reduced to its attribute item, resolved and cached."""
         index = self.resolve_attr(_attribute_item(raw, self.attribute_keys))
         self.attrs[raw] = index
         return index
 
     def char(self, raw: str) -> int:
+        """Id of one character, resolved and cached."""
         index = self.resolve_char(raw)
         self.chars[raw] = index
         return index
@@ -251,7 +250,7 @@ def _content_children(element: etree._Element) -> list[etree._Element]:
     return children
 
 
-def _walk(root: etree._Element, lookup: _Lookup, out: _Columns, graph_id: int) -> None:
+def _walk(root: etree._Element, lookup: FeatureLookup, out: _Columns, graph_id: int) -> None:
     """Append the nodes and edges of one <math> tree to `out` (pre-order, document order).
 
     Each non-root node gets its parent edge when it is appended, so edges come sorted by child index.
@@ -333,7 +332,7 @@ def _walk(root: etree._Element, lookup: _Lookup, out: _Columns, graph_id: int) -
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Vocabulary
+# Counting (what a vocabulary is built from)
 
 
 @dataclass(frozen=True)
@@ -382,7 +381,7 @@ def count_features(
     tag_table: dict[str, int] = {}
     attr_table: dict[str | None, int] = {}
     char_table: dict[str, int] = {}
-    lookup = _Lookup(
+    lookup = FeatureLookup(
         lambda key: tag_table.setdefault(key, len(tag_table)),
         lambda key: attr_table.setdefault(key, len(attr_table)),
         lambda key: char_table.setdefault(key, len(char_table) + 1),  # 0 is "no character" in the walk
@@ -446,208 +445,6 @@ def _truncate(columns: _Columns, nodes: int, edges: int) -> None:
     del columns.child[edges:]
 
 
-@dataclass(frozen=True)
-class Vocabulary:
-    """Tag, attribute and character vocabularies with fixed slot counts (KDD'20: 32 / 32 / 192).
-
-    Index layout (see `engine.model.graph`): tag ``i`` for ``tags[i]``, ``n_tags - 1`` unknown; attribute 0 none,
-    ``1 + i`` for ``attributes[i]``, ``n_attrs`` unknown; character 0 none, ``1 + i`` for ``characters[i]``,
-    ``n_chars`` unknown. So at most ``n_tags - 1``, ``n_attrs - 1`` and ``n_chars - 1`` known items.
-
-    Args:
-        tags: known tag names, most frequent first.
-        attributes: known attribute items (``key=value[;key=value]``), most frequent first.
-        characters: known characters (one code point each), most frequent first.
-        n_tags: tag slots, the unknown one included (default 32).
-        n_attrs: attribute slots, the unknown one included, "none" excluded (default 32).
-        n_chars: character slots, the unknown one included, "none" excluded (default 192).
-        attribute_keys: attribute names that form attribute items.
-    """
-
-    tags: tuple[str, ...]
-    attributes: tuple[str, ...]
-    characters: tuple[str, ...]
-    n_tags: int = 32
-    n_attrs: int = 32
-    n_chars: int = 192
-    attribute_keys: tuple[str, ...] = DEFAULT_ATTRIBUTE_KEYS
-    _lookup: _Lookup = field(init=False, repr=False, compare=False, hash=False)
-
-    def __post_init__(self) -> None:
-        for name, items, slots in (
-            ("tags", self.tags, self.n_tags),
-            ("attributes", self.attributes, self.n_attrs),
-            ("characters", self.characters, self.n_chars),
-        ):
-            if slots < 1:
-                raise VocabularyError(f"vocabulary needs at least one {name} slot (the unknown one), got {slots}")
-            if len(items) > slots - 1:
-                raise VocabularyError(f"{len(items)} {name} do not fit in {slots} slots (the last is unknown)")
-            if len(set(items)) != len(items):
-                raise VocabularyError(f"vocabulary {name} contain duplicates")
-        if any(len(c) != 1 for c in self.characters):
-            raise VocabularyError("vocabulary characters must be single code points")
-        tag_index = {t: i for i, t in enumerate(self.tags)}
-        attr_index = {a: i + 1 for i, a in enumerate(self.attributes)}
-        char_index = {c: i + 1 for i, c in enumerate(self.characters)}
-        unknown_tag, unknown_attr, unknown_char = self.n_tags - 1, self.n_attrs, self.n_chars
-        lookup = _Lookup(
-            lambda name: tag_index.get(name, unknown_tag),
-            lambda item: 0 if item is None else attr_index.get(item, unknown_attr),
-            lambda char: char_index.get(char, unknown_char),
-            frozenset(self.attribute_keys),
-        )
-        object.__setattr__(self, "_lookup", lookup)
-
-    @property
-    def unknown_tag(self) -> int:
-        return self.n_tags - 1
-
-    @property
-    def unknown_attr(self) -> int:
-        return self.n_attrs
-
-    @property
-    def unknown_char(self) -> int:
-        return self.n_chars
-
-    def tag_index(self, name: str) -> int:
-        """Index of a tag name (unknown slot if not in the vocabulary)."""
-        return self._lookup.resolve_tag(name)
-
-    def attr_index(self, item: str | None) -> int:
-        """Index of an attribute item such as ``"mathvariant=bold"`` (0 for None, unknown slot if absent)."""
-        return self._lookup.resolve_attr(item)
-
-    def char_index(self, char: str) -> int:
-        """Index of a character (unknown slot if not in the vocabulary)."""
-        return self._lookup.resolve_char(char)
-
-    @classmethod
-    def from_counts(
-        cls,
-        counts: FeatureCounts,
-        *,
-        n_tags: int = 32,
-        n_attrs: int = 32,
-        n_chars: int = 192,
-        attribute_keys: Sequence[str] = DEFAULT_ATTRIBUTE_KEYS,
-    ) -> Vocabulary:
-        """Keep the most frequent items of each kind; ties broken by the item's text, so the result is
-        deterministic for the same counts.
-
-        Args:
-            counts: from `count_features` (built with the same ``attribute_keys``).
-            n_tags, n_attrs, n_chars: slot counts as in the class docstring.
-            attribute_keys: must be those the counts were made with.
-        """
-
-        def top(counter: Counter[str], k: int) -> tuple[str, ...]:
-            ranked = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
-            return tuple(key for key, _ in ranked[: max(k, 0)])
-
-        return cls(
-            tags=top(counts.tags, n_tags - 1),
-            attributes=top(counts.attributes, n_attrs - 1),
-            characters=top(counts.characters, n_chars - 1),
-            n_tags=n_tags,
-            n_attrs=n_attrs,
-            n_chars=n_chars,
-            attribute_keys=tuple(sorted(attribute_keys)),
-        )
-
-    def to_json(self) -> dict[str, object]:
-        """The JSON document `save` writes."""
-        return {
-            "format": VOCABULARY_FORMAT,
-            "version": VOCABULARY_VERSION,
-            "sizes": {"tags": self.n_tags, "attributes": self.n_attrs, "characters": self.n_chars},
-            "attribute_keys": list(self.attribute_keys),
-            "tags": list(self.tags),
-            "attributes": list(self.attributes),
-            "characters": list(self.characters),
-        }
-
-    def to_json_text(self) -> str:
-        """Canonical text: sorted keys, ASCII escapes, fixed indentation, trailing newline (stable checksums)."""
-        return json.dumps(self.to_json(), sort_keys=True, ensure_ascii=True, indent=1) + "\n"
-
-    def checksum(self) -> str:
-        """SHA-256 (hex) of the canonical text, for model bundle manifests."""
-        return hashlib.sha256(self.to_json_text().encode("ascii")).hexdigest()
-
-    def save(self, path: str | Path) -> Path:
-        """Write the vocabulary as canonical JSON; returns the path."""
-        path = Path(path)
-        path.write_text(self.to_json_text(), encoding="ascii")
-        return path
-
-    @classmethod
-    def from_json(cls, data: dict[str, object], *, source: str = "vocabulary") -> Vocabulary:
-        """Build from the document of `to_json`, checking format and version."""
-        if not isinstance(data, dict) or data.get("format") != VOCABULARY_FORMAT:
-            raise VocabularyError(f"{source} is not an eqsearch vocabulary (no format '{VOCABULARY_FORMAT}')")
-        if data.get("version") != VOCABULARY_VERSION:
-            raise VocabularyError(
-                f"{source} has vocabulary version {data.get('version')!r}; this eqsearch reads {VOCABULARY_VERSION}",
-                hint="rebuild the vocabulary or use the eqsearch version that wrote it",
-            )
-        try:
-            sizes = data["sizes"]
-            return cls(
-                tags=tuple(data["tags"]),  # type: ignore[arg-type]
-                attributes=tuple(data["attributes"]),  # type: ignore[arg-type]
-                characters=tuple(data["characters"]),  # type: ignore[arg-type]
-                n_tags=int(sizes["tags"]),  # type: ignore[index]
-                n_attrs=int(sizes["attributes"]),  # type: ignore[index]
-                n_chars=int(sizes["characters"]),  # type: ignore[index]
-                attribute_keys=tuple(data["attribute_keys"]),  # type: ignore[arg-type]
-            )
-        except (KeyError, TypeError, ValueError) as error:
-            raise VocabularyError(f"{source} is missing or has a malformed field: {error}") from None
-
-    @classmethod
-    def load(cls, path: str | Path) -> Vocabulary:
-        """Read a vocabulary written by `save`.
-
-        Raises:
-            VocabularyError: the file is missing, not JSON, or of another format or version.
-        """
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise VocabularyError(f"vocabulary file not found: {path}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise VocabularyError(f"vocabulary file {path} is not valid JSON: {error}") from None
-        return cls.from_json(data, source=str(path))
-
-
-def build_vocabulary(
-    mathml: Iterable[str | bytes],
-    *,
-    n_tags: int = 32,
-    n_attrs: int = 32,
-    n_chars: int = 192,
-    attribute_keys: Sequence[str] = DEFAULT_ATTRIBUTE_KEYS,
-    skip_malformed: bool = False,
-) -> Vocabulary:
-    """Count node features over a corpus and keep the most frequent items (see `Vocabulary.from_counts`).
-
-    Args:
-        mathml: MathML strings.
-        n_tags: tag slots incl. unknown (default 32).
-        n_attrs: attribute slots incl. unknown (default 32).
-        n_chars: character slots incl. unknown (default 192).
-        attribute_keys: attribute names that count.
-        skip_malformed: skip malformed MathML instead of raising `MathMLError`.
-    """
-    counts = count_features(mathml, attribute_keys=attribute_keys, skip_malformed=skip_malformed)
-    return Vocabulary.from_counts(
-        counts, n_tags=n_tags, n_attrs=n_attrs, n_chars=n_chars, attribute_keys=attribute_keys
-    )
-
-
 # --------------------------------------------------------------------------------------------------------------
 # Featurization
 
@@ -666,7 +463,7 @@ def featurize_mathml(mathml: str | bytes, vocab: Vocabulary) -> GraphArrays:
         MathMLError: not well-formed XML, no ``<math>`` element, or mixed content.
     """
     columns = _Columns()
-    _walk(_parse_math(mathml), vocab._lookup, columns, 0)
+    _walk(_parse_math(mathml), vocab.lookup, columns, 0)
     return columns.to_graph_arrays(1)
 
 
@@ -679,7 +476,7 @@ def featurize_many(mathml: Iterable[str | bytes], vocab: Vocabulary) -> GraphArr
         MathMLError: naming the index of the first malformed equation.
     """
     columns = _Columns()
-    lookup = vocab._lookup
+    lookup = vocab.lookup
     count = 0
     for count, item in enumerate(mathml, start=1):
         try:

@@ -3,7 +3,7 @@
 An equation's MathML tree becomes a graph (KDD'20 §3.2). Node features are three categorical indices
 (XML tag, attribute, character) instead of the paper's 256-d one-hot vector: the model's first layer
 looks the indices up in three embedding tables, which is the same linear map as W·one_hot and far
-cheaper. Index conventions (fixed; the vocabulary sizes live in `engine.model.featurize.Vocabulary`):
+cheaper. Index conventions (fixed; the vocabulary sizes live in `engine.model.vocabulary.Vocabulary`):
 
 - ``tag``  in ``[0, n_tags)``; the last slot is "unknown tag".
 - ``attr`` in ``[0, n_attrs]``; 0 = "no attribute" (an all-zero one-hot segment), the last slot is "unknown".

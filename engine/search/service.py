@@ -1,11 +1,12 @@
-"""Hybrid search: optional LaTeX + optional keywords + filters, fused client-side, hits per equation or per paper.
+"""Hybrid search: runs a `HybridQuery` against one deployment's indices, fuses the ranked lists, builds the page.
 
-A query's formula goes LaTeX -> MathML (`KatexConverter`) -> vector (`Encoder`) -> kNN on the equations index, with
-the filters as pre-filters inside ``knn.filter``; its keywords go to BM25 (`multi_match` over title, abstract and
-context). Both run as one ``_msearch`` that returns ranked ids only, and are fused here (`engine.search.fusion`:
-reciprocal rank fusion, or a normalised linear blend weighted by `HybridQuery.formula_weight`), so it works on any
-licence and on the minimal distribution; a second request fetches the page's equations with highlights. Every hit
-says what matched it (the formula, the text, or both) from the lists it was found in.
+A query's formula goes LaTeX -> MathML (`KatexConverter`) -> vector (`Encoder`) -> kNN on the equations index; its
+keywords go to BM25. Both ranked lists run as one ``_msearch`` that returns ranked ids only, and are fused here
+(`engine.search.fusion`: reciprocal rank fusion, or a normalised linear blend weighted by
+`HybridQuery.formula_weight`), so it works on any licence and on the minimal distribution; a second request fetches
+the page's equations with highlights. The request bodies come from `engine.search.query`, the hits and pages from
+`engine.search.results`; this module holds what needs the client: the requests, the index's ``_meta`` and the
+cache of converted and encoded query formulas.
 
 LaTeX that does not parse never fails the search: `SearchResults.latex_error` carries the converter's message and,
 when keywords were given, the keyword results still come back.
@@ -16,9 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
@@ -26,169 +25,32 @@ from elasticsearch import ConnectionError as EsConnectionError
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.index.mappings import VECTOR_FIELD, alias_name
 from eqsearch.engine.search.fusion import Fused, linear_fusion, reciprocal_rank_fusion
+from eqsearch.engine.search.query import (
+    MAX_RESULT_WINDOW,
+    SOURCE_EXCLUDES,
+    HybridQuery,
+    candidate_window,
+    knn_body,
+    page_body,
+    ranking_searches,
+)
+from eqsearch.engine.search.results import (
+    EquationHit,
+    PaperGroup,
+    SearchResults,
+    equation_hit,
+    group_hits,
+    select_page,
+)
 
 if TYPE_CHECKING:
     from eqsearch.engine.latex.converter import ConversionResult
     from eqsearch.engine.model.encoder import Encoder
 
-Fusion = Literal["rrf", "linear"]
-Matched = Literal["formula", "text", "both"]
+__all__ = ["META_SECONDS", "EquationNotFoundError", "SearchError", "SearchService"]
 
-MAX_PAGE_SIZE = 100
 #: How long the equations index's ``_meta`` (similarity, encoder) is trusted before it is read again.
 META_SECONDS = 30.0
-MAX_RESULT_WINDOW = 1000
-
-
-@dataclass(frozen=True)
-class HybridQuery:
-    """What a researcher asked for.
-
-    Args:
-        latex: a formula in LaTeX (None or blank: keywords only).
-        keywords: free text matched against paper titles, abstracts and equation context (None: formula only).
-        categories: arXiv categories to keep (any of them); empty keeps all.
-        year_from: first publication year to keep (inclusive).
-        year_to: last publication year to keep (inclusive).
-        paper_id: keep only this paper's equations.
-        formula_weight: the formula <-> keywords balance in [0, 1]: 1 ranks by the formula only, 0 by the keywords
-            only. Used as the linear blend weight, and to weight the two rankings in reciprocal rank fusion.
-        fusion: ``rrf`` (reciprocal rank fusion, robust to score scales) or ``linear`` (min-max normalised scores
-            blended by `formula_weight`).
-        page: 1-based result page.
-        size: hits (or paper groups) per page, 1..100.
-        group_by_paper: return one group per paper holding its matching equations, paginated by group.
-
-    Raises:
-        ValueError: a field is out of range (weight outside [0, 1], page < 1, size outside 1..100, years reversed).
-    """
-
-    latex: str | None = None
-    keywords: str | None = None
-    categories: tuple[str, ...] = ()
-    year_from: int | None = None
-    year_to: int | None = None
-    paper_id: str | None = None
-    formula_weight: float = 0.5
-    fusion: Fusion = "rrf"
-    page: int = 1
-    size: int = 10
-    group_by_paper: bool = False
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.formula_weight <= 1.0:
-            raise ValueError(f"formula_weight must lie in [0, 1], got {self.formula_weight}")
-        if self.fusion not in ("rrf", "linear"):
-            raise ValueError(f"fusion must be 'rrf' or 'linear', got {self.fusion!r}")
-        if self.page < 1:
-            raise ValueError(f"page must be 1 or more, got {self.page}")
-        if not 1 <= self.size <= MAX_PAGE_SIZE:
-            raise ValueError(f"size must lie in 1..{MAX_PAGE_SIZE}, got {self.size}")
-        if self.year_from is not None and self.year_to is not None and self.year_from > self.year_to:
-            raise ValueError(f"year_from ({self.year_from}) is after year_to ({self.year_to})")
-        if isinstance(self.categories, str):
-            raise ValueError("categories must be a tuple of category names, not one string")
-
-    @property
-    def has_formula(self) -> bool:
-        return bool(self.latex and self.latex.strip())
-
-    @property
-    def has_keywords(self) -> bool:
-        return bool(self.keywords and self.keywords.strip())
-
-
-@dataclass(frozen=True)
-class EquationHit:
-    """One equation in the results, with its paper's fields.
-
-    Args:
-        eq_id: the equation's document id (paper key + equation number).
-        paper_id: the paper's id (arXiv id without version, or the source's id).
-        latex: the equation's LaTeX as written in the paper.
-        mathml: its Presentation MathML (None when conversion failed).
-        section_title: the title of the section it sits in.
-        context: plain text around it (before + after).
-        score: the fused score (higher is better; comparable within one result set only).
-        matched: what found it: ``formula`` (kNN), ``text`` (BM25) or ``both``.
-        highlights: field -> highlighted fragments (``<em>`` marks the matched terms).
-        title: the paper's title.
-        authors: the paper's authors.
-        year: the paper's publication year.
-        categories: the paper's arXiv categories.
-        abstract: the start of the paper's abstract (a snippet, not the whole text).
-        formula_score: the raw kNN score when the formula matched.
-        text_score: the raw BM25 score when the text matched.
-    """
-
-    eq_id: str
-    paper_id: str
-    latex: str
-    mathml: str | None
-    section_title: str
-    context: str
-    score: float
-    matched: Matched
-    highlights: dict[str, list[str]] = field(default_factory=dict)
-    title: str = ""
-    authors: tuple[str, ...] = ()
-    year: int | None = None
-    categories: tuple[str, ...] = ()
-    abstract: str = ""
-    formula_score: float | None = None
-    text_score: float | None = None
-
-
-@dataclass(frozen=True)
-class PaperGroup:
-    """One paper and its matching equations (best first); the group's score is its best equation's.
-
-    Args:
-        paper_id: the paper's id.
-        title: its title.
-        authors: its authors.
-        year: its publication year.
-        categories: its arXiv categories.
-        abstract: the start of its abstract.
-        score: the best fused score among its equations.
-        equations: its matching equations, best first.
-    """
-
-    paper_id: str
-    title: str
-    authors: tuple[str, ...]
-    year: int | None
-    categories: tuple[str, ...]
-    abstract: str
-    score: float
-    equations: list[EquationHit]
-
-
-@dataclass(frozen=True)
-class SearchResults:
-    """One page of results.
-
-    Args:
-        hits: the page's equations, best first (when grouped: the groups' equations, flattened in group order).
-        groups: the page's paper groups, best first (empty unless the query asked for grouping).
-        total: how many equations (or, grouped, papers) matched, as far as the fused candidate lists reach.
-        page: the 1-based page returned.
-        size: the page size asked for.
-        latex_error: the converter's message when the LaTeX did not parse (the keyword results still come back).
-        warnings: anything else the user should know (e.g. the result window was capped).
-        took_ms: wall time of the search in milliseconds, conversion and encoding included.
-        analyzer: the text analyzer of the index searched (``english`` or ``standard``).
-    """
-
-    hits: list[EquationHit]
-    groups: list[PaperGroup]
-    total: int
-    page: int
-    size: int
-    latex_error: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    took_ms: float = 0.0
-    analyzer: str = "standard"
 
 
 class SearchError(EqsearchError):
@@ -203,17 +65,6 @@ class EquationNotFoundError(EqsearchError):
     exit_code = 4
 
 
-#: BM25 fields and their boosts: a word in a title says more about the paper than one in an equation's context.
-TEXT_FIELDS = ("title^2", "abstract", "section_title^1.5", "context")
-HIGHLIGHT_FIELDS = ("title", "abstract", "section_title", "context")
-ABSTRACT_SNIPPET = 300
-#: BM25 hits counted exactly for `SearchResults.total`: no page past the result window can be asked for, so a count
-#: beyond it tells nothing, and while hits must be counted Lucene cannot skip the ones that cannot reach the top k.
-#: (No measurable effect on the replicated benchmark corpus, whose ~185 copies of each text tie at the top score so
-#: that nothing can be skipped anyway; see benchmarks/search.md.)
-TEXT_COUNT_LIMIT = MAX_RESULT_WINDOW
-_SOURCE_EXCLUDES = [VECTOR_FIELD]
-_RANKING_FIELDS = ("eq_id", "paper_id")
 # Only what the client reads comes back: less for the node to serialise and for the client to parse.
 _RANKING_RESPONSE_FIELDS = [
     "responses.status",  # keeps every response in the array: a filtered-out empty one would shift the others
@@ -302,19 +153,12 @@ class SearchService:
             if vector is not None and (mismatch := self._encoder_mismatch()) is not None:
                 warnings.append(mismatch)
                 vector = None
-        # the candidate depth does not shrink with the page: every page is a slice of the same fused list
-        window = max(
-            self.candidate_depth, query.page * query.size * (self.group_oversample if query.group_by_paper else 1)
+        window, capped = candidate_window(
+            query, candidate_depth=self.candidate_depth, group_oversample=self.group_oversample
         )
-        if window > MAX_RESULT_WINDOW:
+        if capped:
             warnings.append(f"results are limited to the first {MAX_RESULT_WINDOW} candidates per list")
-            window = MAX_RESULT_WINDOW
-        filters = self._filters(query)
-        searches: list[tuple[str, dict[str, Any]]] = []
-        if vector is not None and query.formula_weight > 0:
-            searches.append(("formula", self._ranking_only(self._knn_body(vector, window, filters))))
-        if query.has_keywords and query.formula_weight < 1:
-            searches.append(("text", self._ranking_only(self._text_body(query.keywords or "", window, filters))))
+        searches = ranking_searches(query, vector, window=window, num_candidates_factor=self.num_candidates_factor)
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
         lists, paper_of, text_total = self._ranked_lists(searches)
@@ -323,21 +167,12 @@ class SearchService:
             fused = reciprocal_rank_fusion(lists, k=self.rrf_k, weights={"formula": 2 * w, "text": 2 * (1 - w)})
         else:
             fused = linear_fusion(lists, {"formula": query.formula_weight, "text": 1 - query.formula_weight})
-        start = (query.page - 1) * query.size
-        if query.group_by_paper:
-            papers: dict[str, list[Fused]] = {}
-            for item in fused:
-                papers.setdefault(paper_of.get(item.doc_id, ""), []).append(item)
-            page_items = [item for members in list(papers.values())[start : start + query.size] for item in members]
-            total = len(papers)
-        else:
-            page_items = fused[start : start + query.size]
-            total = max(len(fused), text_total)
+        page_items, total = select_page(fused, paper_of, query, text_total)
         documents = self._fetch_page(
             [item.doc_id for item in page_items], query.keywords if query.has_keywords else None
         )
         hits = [
-            self._hit(item, documents[item.doc_id])
+            equation_hit(item, documents[item.doc_id])
             for item in page_items
             if item.doc_id in documents  # deleted between the two requests: dropped, not an error
         ]
@@ -349,17 +184,11 @@ class SearchService:
         ``eq_id``."""
         if not eq_ids:
             return {}
-        body: dict[str, Any] = {
-            "query": {"terms": {"eq_id": eq_ids}},
-            "size": len(eq_ids),
-            "_source": {"excludes": _SOURCE_EXCLUDES},
-            "track_total_hits": False,
-        }
-        if keywords:
-            text = self._text_body(keywords, len(eq_ids), [])
-            body["highlight"] = {**text["highlight"], "highlight_query": text["query"]["bool"]["must"][0]}
         response = self._call(
-            self.client.search, index=self.equations_alias, body=body, filter_path=_PAGE_RESPONSE_FIELDS
+            self.client.search,
+            index=self.equations_alias,
+            body=page_body(eq_ids, keywords),
+            filter_path=_PAGE_RESPONSE_FIELDS,
         )
         hits = (response.get("hits") or {}).get("hits") or []
         return {hit["_source"]["eq_id"]: hit for hit in hits}
@@ -393,10 +222,16 @@ class SearchService:
         if vector is None:
             why = "no equation has that id" if not found else "it has no vector (its LaTeX did not convert)"
             raise EquationNotFoundError(f"cannot find equations like {eq_id!r}: {why}")
-        body = self._knn_body(np.asarray(vector, dtype=np.float32), size, [], exclude=[eq_id])
+        body = knn_body(
+            np.asarray(vector, dtype=np.float32),
+            size,
+            [],
+            num_candidates_factor=self.num_candidates_factor,
+            exclude=[eq_id],
+        )
         hits_raw = self._call(self.client.search, index=self.equations_alias, body=body)["hits"]["hits"]
         hits = [
-            self._hit(Fused(raw["_id"], score, {"formula": score}, {"formula": rank}), raw)
+            equation_hit(Fused(raw["_id"], score, {"formula": score}, {"formula": rank}), raw)
             for rank, (raw, score) in enumerate(((raw, float(raw["_score"] or 0.0)) for raw in hits_raw), start=1)
         ]
         return self._results(hits, [], len(hits), query, None, [], began)
@@ -404,7 +239,7 @@ class SearchService:
     def get_equation(self, eq_id: str) -> dict[str, Any] | None:
         """The stored equation document (vector excluded), or None when absent."""
         try:
-            response = self.client.get(index=self.equations_alias, id=eq_id, source_excludes=_SOURCE_EXCLUDES)
+            response = self.client.get(index=self.equations_alias, id=eq_id, source_excludes=SOURCE_EXCLUDES)
         except NotFoundError:
             return None
         return response["_source"]
@@ -427,7 +262,7 @@ class SearchService:
             query={"term": {"paper_id": paper_id}},
             sort=[{"number": "asc"}],
             size=10_000,
-            source_excludes=_SOURCE_EXCLUDES,
+            source_excludes=SOURCE_EXCLUDES,
         )["hits"]["hits"]
         outline = {s.get("index"): s for s in paper.get("sections") or []}
         sections: dict[int, dict[str, Any]] = {}
@@ -518,66 +353,6 @@ class SearchService:
             vector = vector / norm if norm > 0 else vector
         return vector
 
-    @staticmethod
-    def _filters(query: HybridQuery) -> list[dict[str, Any]]:
-        filters: list[dict[str, Any]] = []
-        if query.categories:
-            filters.append({"terms": {"categories": list(query.categories)}})
-        if query.year_from is not None or query.year_to is not None:
-            bounds = {}
-            if query.year_from is not None:
-                bounds["gte"] = query.year_from
-            if query.year_to is not None:
-                bounds["lte"] = query.year_to
-            filters.append({"range": {"year": bounds}})
-        if query.paper_id:
-            filters.append({"term": {"paper_id": query.paper_id}})
-        return filters
-
-    def _knn_body(
-        self, vector: np.ndarray, k: int, filters: list[dict[str, Any]], exclude: Sequence[str] = ()
-    ) -> dict[str, Any]:
-        pre_filter: dict[str, Any] = {"bool": {"filter": list(filters)}}
-        if exclude:
-            pre_filter["bool"]["must_not"] = [{"ids": {"values": list(exclude)}}]
-        knn: dict[str, Any] = {
-            "field": VECTOR_FIELD,
-            "query_vector": [float(x) for x in vector],
-            "k": k,
-            "num_candidates": min(10_000, max(100, k * self.num_candidates_factor)),
-        }
-        if filters or exclude:
-            knn["filter"] = pre_filter  # inside knn: a pre-filter, so k hits come back when k exist
-        # a knn query, not the top-level knn section: the same per-shard search, without the extra DFS round that the
-        # top-level section takes (about 0.3 ms of the node's CPU per search here, see benchmarks/search.md)
-        return {"query": {"knn": knn}, "size": k, "_source": {"excludes": _SOURCE_EXCLUDES}, "track_total_hits": False}
-
-    @staticmethod
-    def _ranking_only(body: dict[str, Any]) -> dict[str, Any]:
-        """The same search returning scores and the ``eq_id`` and ``paper_id`` doc values only.
-
-        Fusion ranks up to `candidate_depth` candidates per list but a page shows a handful, so the lists read no
-        stored field at all (``stored_fields: _none_``; not even ``_id``): stored fields are compressed in blocks
-        shared with the large ``_source`` (MathML), and decompressing one per candidate was most of the lists' cost
-        (see benchmarks/search.md). ``eq_id`` equals ``_id`` for every writer, and doc values are cheap to read.
-        """
-        light = {key: value for key, value in body.items() if key not in ("highlight", "_source")}
-        return {**light, "stored_fields": "_none_", "docvalue_fields": list(_RANKING_FIELDS)}
-
-    @staticmethod
-    def _text_body(keywords: str, size: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
-        match = {"multi_match": {"query": keywords, "fields": list(TEXT_FIELDS), "type": "best_fields"}}
-        return {
-            "query": {"bool": {"must": [match], "filter": filters}},
-            "size": size,
-            "_source": {"excludes": _SOURCE_EXCLUDES},
-            "highlight": {
-                "fields": {name: {"number_of_fragments": 2, "fragment_size": 150} for name in HIGHLIGHT_FIELDS},
-                "require_field_match": True,
-            },
-            "track_total_hits": TEXT_COUNT_LIMIT,
-        }
-
     def _ranked_lists(
         self, searches: list[tuple[str, dict[str, Any]]]
     ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, str], int]:
@@ -620,33 +395,6 @@ class SearchService:
         except (ApiError, EsConnectionError) as error:
             raise SearchError(f"Elasticsearch refused the search: {error}") from error
 
-    @staticmethod
-    def _hit(item: Fused, raw: dict[str, Any]) -> EquationHit:
-        source = raw.get("_source") or {}
-        named = set(item.sources)  # the lists it was found in: kNN (formula), BM25 (text) or both
-        matched: Matched = "both" if {"formula", "text"} <= named else ("formula" if "formula" in named else "text")
-        abstract = source.get("abstract") or ""
-        if len(abstract) > ABSTRACT_SNIPPET:
-            abstract = abstract[:ABSTRACT_SNIPPET].rsplit(" ", 1)[0] + " ..."
-        return EquationHit(
-            eq_id=raw["_id"],
-            paper_id=source.get("paper_id") or "",
-            latex=source.get("latex") or "",
-            mathml=source.get("mathml"),
-            section_title=source.get("section_title") or "",
-            context=source.get("context") or "",
-            score=item.score,
-            matched=matched,
-            highlights={k: list(v) for k, v in (raw.get("highlight") or {}).items()},
-            title=source.get("title") or "",
-            authors=tuple(source.get("authors") or ()),
-            year=source.get("year"),
-            categories=tuple(source.get("categories") or ()),
-            abstract=abstract,
-            formula_score=item.sources.get("formula"),
-            text_score=item.sources.get("text"),
-        )
-
     def _results(
         self,
         hits: list[EquationHit],
@@ -668,38 +416,3 @@ class SearchService:
             took_ms=(time.perf_counter() - began) * 1000.0,
             analyzer=self.analyzer(),
         )
-
-
-def group_hits(hits: Sequence[EquationHit]) -> list[PaperGroup]:
-    """Hits grouped per paper, groups in the order of their best hit, hits in their order within each group."""
-    groups: dict[str, list[EquationHit]] = {}
-    for hit in hits:
-        groups.setdefault(hit.paper_id, []).append(hit)
-    out = []
-    for paper_id, members in groups.items():
-        first = members[0]
-        out.append(
-            PaperGroup(
-                paper_id=paper_id,
-                title=first.title,
-                authors=first.authors,
-                year=first.year,
-                categories=first.categories,
-                abstract=first.abstract,
-                score=first.score,
-                equations=members,
-            )
-        )
-    return out
-
-
-__all__ = [
-    "EquationHit",
-    "EquationNotFoundError",
-    "HybridQuery",
-    "PaperGroup",
-    "SearchError",
-    "SearchResults",
-    "SearchService",
-    "group_hits",
-]

@@ -1,47 +1,30 @@
 """Ingest jobs: sources -> extract -> convert -> encode -> bulk index into Elasticsearch, resumable.
 
-A job streams papers through `eqsearch.ingest.pipeline.process_task` (extraction + LaTeX -> MathML), encodes the
-converted equations, and sends one document per equation (and one per paper) in bulk batches. Ids are
-deterministic (paper key = paper id + source version, then the equation number), so running a job twice, or
-resuming one, overwrites documents instead of duplicating them.
-
-The job's record lives in the jobs index: a job document (state, progress, counts, errors by reason, first
-per-document failures) and one checkpoint document per finished paper, written only after Elasticsearch has
-acknowledged that paper's documents. A job killed at any point (``kill -9`` included) resumes by skipping exactly
-the checkpointed papers; papers in flight are indexed again (same ids), and the totals are the sum of the
-checkpoints, so nothing is lost and nothing counted twice.
-
-A paper indexed again (a new arXiv version, an edited source) may now have fewer or other equations. Once a paper's
-new documents are acknowledged, the job looks up every equation document with its ``paper_id`` (a point in time with
-``search_after``: the minimal distribution has no ``_delete_by_query``) and deletes those its new version no longer
-has (count ``equations_stale_deleted``), before the paper's checkpoint. A crash before the deletes leaves the
-paper's old equations next to the new ones until the resumed job does them; never a paper without equations. A paper
-whose own document Elasticsearch refused keeps its old equations, as its old paper document stands. The ids about to
-be deleted are recorded first (a ``pruning`` record, which the checkpoint then replaces), so a job killed among the
-deletes still counts them when it resumes. Two jobs ingesting the same paper at once never delete each other's
-equations: a job keeps (count ``equations_stale_kept``, and its record says so) the equations another running job
-wrote, and prunes nothing of a paper whose paper document another job has written since; ingesting that paper again
-afterwards removes what is left of the older version. With refresh off during the load, a paper's new version and
-its deletions become searchable at the same refresh, so searches see one version of it (after a crash, or once a
-migration has moved an index mid-job, both can show until the paper's deletes are done and refreshed).
+`IngestJob` is the pipeline: it discovers the sources' papers, streams them through
+`eqsearch.ingest.pipeline.process_task` (extraction + LaTeX -> MathML, in this process or in worker processes),
+encodes the converted equations, and sends one document per equation and one per paper
+(`eqsearch.engine.index.documents`) in bulk batches. Ids are deterministic, so running a job twice, or resuming one,
+overwrites documents instead of duplicating them. After each flush the pruner deletes the equations that papers'
+new versions no longer have (`pruner`), and the store checkpoints the flushed papers (`store`): a job killed at any
+point (``kill -9`` included) resumes by skipping exactly the checkpointed papers; papers in flight are indexed again
+(same ids), and the totals are the sum of the checkpoints. With refresh off during the load, a paper's new version
+and its deletions become searchable at the same refresh, so searches see one version of it (after a crash, or once
+a migration has moved an index mid-job, both can show until the paper's deletes are done and refreshed).
 
 While loading, the equations and papers indices run with ``refresh_interval: -1`` and no replicas; the previous
 settings (recorded in the job document, so that a resumed job restores the right ones) come back when the job
 ends, whether it finished, failed or was interrupted.
 
-A migration (`eqsearch.engine.index.admin.IndexAdmin.migrate`) may run during a job: before each write the job looks
-for the migration's lock and waits while it stands (its record says so in ``message``), and a write that the
-migration's write block refused is sent again once the alias has moved. The new index keeps its normal refresh
-interval for the rest of the job rather than getting the loading settings again: the migration refreshed the
-frozen copy, so a paper caught between its writes and its deletes by the block shows both versions until its
-deletes land and the next refresh (a second), not until the job's end. The recorded settings are restored on the
-new index when the job ends.
+A migration may run during a job: every write goes through the `writer`, which waits while the migration's lock
+stands and sends again what its write block refused. The new index keeps its normal refresh interval for the rest
+of the job rather than getting the loading settings again: the migration refreshed the frozen copy, so a paper
+caught between its writes and its deletes by the block shows both versions until its deletes land and the next
+refresh (a second), not until the job's end. The recorded settings are restored on the new index when the job ends.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import hashlib
 import os
 import re
@@ -54,56 +37,39 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from elasticsearch import ApiError, Elasticsearch, NotFoundError
-from eqsearch.engine.errors import EqsearchError
-from eqsearch.engine.es.local_node import pid_alive
-from eqsearch.engine.index.admin import (
+from elasticsearch import Elasticsearch
+from eqsearch.engine.index import (
+    VECTOR_FIELD,
     BulkFailure,
-    BulkReport,
     IndexAdmin,
-    bulk_index,
+    IndexOptions,
     bulk_loading_settings,
     current_load_settings,
-    is_write_block,
-    is_write_block_error,
+    paper_documents,
     probe_text_analyzer,
     retrying,
+    stored_equation_ids,
 )
-from eqsearch.engine.index.mappings import VECTOR_FIELD, IndexOptions
-from eqsearch.engine.model.encoder import Encoder
+from eqsearch.engine.model import Encoder
 from eqsearch.ingest.config import ExtractConfig
-from eqsearch.ingest.pipeline import WorkerPool, process_task
-from eqsearch.ingest.records import STATUS_APPROXIMATE, STATUS_OK, Paper
-from eqsearch.ingest.sources import DocumentTask, discover
-
-STATE_RUNNING = "running"
-STATE_FINISHED = "finished"
-STATE_FAILED = "failed"
-STATE_INTERRUPTED = "interrupted"
-
-COUNT_NAMES = (
-    "papers",
-    "papers_failed",
-    "equations",
-    "equations_indexed",
-    "equations_with_vector",
-    "equations_unconverted",
-    "equations_unencoded",
-    "documents_failed",
-    "equations_stale_deleted",
-    "equations_stale_kept",
+from eqsearch.ingest.jobs.errors import IngestJobError
+from eqsearch.ingest.jobs.pruner import PaperWrites, StalePruner
+from eqsearch.ingest.jobs.store import (
+    STATE_FAILED,
+    STATE_FINISHED,
+    STATE_INTERRUPTED,
+    STATE_RUNNING,
+    JobProgress,
+    JobReport,
+    JobStore,
+    JobTally,
+    now,
+    sorted_scan,
 )
-
-#: Times one write is sent again after a write block (each time after a migration ended, or the block was gone).
-BLOCKED_ROUNDS = 10
-
-Batch = list[tuple[str, Paper, list[dict[str, Any]], Counter[str], Counter[str]]]
-
-
-class IngestJobError(EqsearchError):
-    """An ingest job cannot start or cannot go on."""
-
-    exit_code = 10
+from eqsearch.ingest.jobs.writer import MigrationAwareWriter
+from eqsearch.ingest.pipeline import WorkerPool, process_task
+from eqsearch.ingest.records import STATUS_APPROXIMATE, STATUS_OK, Equation, Paper
+from eqsearch.ingest.sources import DocumentTask, discover
 
 
 @dataclass(frozen=True)
@@ -148,98 +114,11 @@ class IngestJobConfig:
 
     @property
     def effective_job_id(self) -> str:
+        """The job's id: the given one, else one derived from the sources."""
         if self.job_id:
             return self.job_id
         names = sorted(str(Path(s).resolve()) if not s.startswith("py:") else s for s in self.sources)
         return "ingest-" + hashlib.sha1("\n".join(names).encode()).hexdigest()[:12]
-
-
-@dataclass
-class JobProgress:
-    """Handed to the progress callback after every flush."""
-
-    job_id: str
-    papers_done: int
-    papers_total: int
-    counts: dict[str, int]
-    resumed_from: int
-
-
-@dataclass
-class JobReport:
-    """The outcome of `IngestJob.run`.
-
-    Args:
-        job_id: the job's id.
-        state: ``finished``, ``failed`` or ``interrupted``.
-        counts: totals over the whole job (resumed runs included): see `COUNT_NAMES`.
-        errors_by_reason: ``stage:reason`` -> count (``extract:...``, ``convert:...``, ``encode:...``,
-            ``index:<error type>``).
-        failures: the first per-document bulk failures.
-        papers_total: papers the sources hold.
-        resumed_from: papers already done when this run started.
-        seconds: wall time of this run.
-    """
-
-    job_id: str
-    state: str
-    counts: dict[str, int]
-    errors_by_reason: dict[str, int]
-    failures: list[BulkFailure]
-    papers_total: int
-    resumed_from: int
-    seconds: float
-
-    @property
-    def equations_per_second(self) -> float:
-        return self.counts.get("equations_indexed", 0) / self.seconds if self.seconds > 0 else 0.0
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
-
-
-def paper_year(paper: Paper) -> int | None:
-    """Publication year: arXiv metadata's first version date, else its ``year``, else a new-style arXiv id."""
-    meta = paper.metadata or {}
-    for key in ("published", "update_date"):
-        value = meta.get(key)
-        if isinstance(value, str):
-            found = re.search(r"\b(19|20)\d\d\b", value)
-            if found:
-                return int(found.group(0))
-    if isinstance(meta.get("year"), int | str) and str(meta["year"]).isdigit():
-        return int(meta["year"])
-    found = re.fullmatch(r"(\d\d)(\d\d)\.\d{4,5}", paper.id)
-    if found and 1 <= int(found.group(2)) <= 12:
-        return 2000 + int(found.group(1))
-    return None
-
-
-def paper_fields(paper: Paper, job_id: str) -> dict[str, Any]:
-    """The paper fields shared by the paper document and each of its equation documents."""
-    meta = paper.metadata or {}
-    categories = meta.get("categories") or []
-    if isinstance(categories, str):
-        categories = categories.split()
-    return {
-        "paper_id": paper.id,
-        "paper_key": paper.key,
-        "title": paper.title or meta.get("title") or "",
-        "abstract": paper.abstract or meta.get("abstract") or "",
-        "authors": list(paper.authors),
-        "categories": list(categories),
-        "year": paper_year(paper),
-        "citations_out": list(dict.fromkeys(paper.citations)),
-        "source_version": paper.version,
-        "source": paper.source,
-        "job_id": job_id,
-    }
-
-
-def equation_id(paper: Paper, number: int) -> str:
-    """The deterministic id of a paper's equation: ``<paper id>[v<version>]:<number>``."""
-    return f"{paper.key}:{number}"
 
 
 class IngestJob:
@@ -270,75 +149,18 @@ class IngestJob:
         self.on_progress = on_progress
         self.job_id = config.effective_job_id
         self.admin = IndexAdmin(client, config.index_prefix)
-        self.jobs_alias = self.admin.alias("jobs")
-        self.counts: Counter[str] = Counter()
-        self.errors: Counter[str] = Counter()
-        self.failures: list[BulkFailure] = []
-        self.papers_done = 0
-        self.papers_total = 0
-        self._resumed = False  # a run of this job ran before: it may have left pruning records
-        self._written_papers: set[str] = set()  # paper ids written by this run (their documents may be unrefreshed)
-
-    # -- the job record ------------------------------------------------------------------------------------------
-    def _job_doc(self) -> dict[str, Any] | None:
-        try:
-            return self.client.get(index=self.jobs_alias, id=self.job_id)["_source"]
-        except NotFoundError:
-            return None
-
-    def _write_job(self, **fields: Any) -> None:
-        body = {
-            "record": "job",
-            "job_id": self.job_id,
-            "updated_at": _now(),
-            "progress": {"papers_done": self.papers_done, "papers_total": self.papers_total},
-            "counts": {name: int(self.counts.get(name, 0)) for name in COUNT_NAMES},
-            "errors_by_reason": dict(self.errors),
-            "failures": [f.to_json() for f in self.failures[: self.config.failures_kept]],
-            **fields,
-        }
-        for _ in range(BLOCKED_ROUNDS):
-            try:
-                retrying(self.client).update(index=self.jobs_alias, id=self.job_id, doc=body, doc_as_upsert=True)
-                return
-            except ApiError as error:
-                if not is_write_block_error(error) or (not self._await_migration() and self._blocked()):
-                    raise
-        retrying(self.client).update(index=self.jobs_alias, id=self.job_id, doc=body, doc_as_upsert=True)
-
-    def _note(self, message: str | None) -> None:
-        """Set the job document's message; best effort (the jobs index itself may be the one being migrated)."""
-        with contextlib.suppress(Exception):
-            self.client.update(index=self.jobs_alias, id=self.job_id, doc={"message": message, "updated_at": _now()})
-
-    def _checkpoint_id(self, source: str) -> str:
-        return f"{self.job_id}/{hashlib.sha1(source.encode()).hexdigest()}"
-
-    def checkpoints(self) -> Iterator[dict[str, Any]]:
-        """Every checkpoint document of this job."""
-        self.client.indices.refresh(index=self.jobs_alias)
-        query = {"bool": {"filter": [{"term": {"record": "checkpoint"}}, {"term": {"job_id": self.job_id}}]}}
-        for _, source in self._scan(self.jobs_alias, query, "source"):
-            yield source
-
-    def _scan(self, index: str, query: dict[str, Any], sort_field: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        search_after = None
-        while True:
-            kwargs: dict[str, Any] = {"search_after": search_after} if search_after else {}
-            sort = [{sort_field: "asc"}]
-            hits = self.client.search(index=index, query=query, size=1000, sort=sort, **kwargs)["hits"]
-            if not hits["hits"]:
-                return
-            for hit in hits["hits"]:
-                yield hit["_id"], hit["_source"]
-            search_after = hits["hits"][-1]["sort"]
-
-    def _forget_checkpoints(self) -> None:
-        records = {"terms": {"record": ["checkpoint", "pruning"]}}
-        query = {"bool": {"filter": [records, {"term": {"job_id": self.job_id}}]}}
-        self.client.indices.refresh(index=self.jobs_alias)
-        ids = [doc_id for doc_id, _ in self._scan(self.jobs_alias, query, "source")]
-        self._bulk([{"_op_type": "delete", "_index": self.jobs_alias, "_id": i} for i in ids])
+        self.tally = JobTally()
+        self.writer = MigrationAwareWriter(
+            client,
+            self.admin,
+            job_id=self.job_id,
+            max_retries=config.max_retries,
+            initial_backoff=config.initial_backoff,
+            poll_s=config.migration_poll_s,
+            on_wait=lambda message: self.store.note(message),
+        )
+        self.store = JobStore(client, self.admin.alias("jobs"), self.job_id, self.writer, config.failures_kept)
+        self.pruner = StalePruner(client, self.admin, self.store, self.writer)
 
     def _check_encoder_fits(self, index: str) -> None:
         """Refuse to put this encoder's vectors beside another model's: kNN would compare the incomparable.
@@ -380,32 +202,27 @@ class IngestJob:
         )
         indices = self.admin.ensure(options)
         self._check_encoder_fits(indices["equations"])
-        previous = self._job_doc()
+        previous = self.store.read()
         if self.config.restart and previous is not None:
-            self._forget_checkpoints()
+            self.store.forget_checkpoints()
             previous = None
-        self._resumed = previous is not None
+        self.pruner.resumed = previous is not None
         # The stale-equation lookups search: documents a killed run left unrefreshed must be visible to them.
         retrying(self.client).indices.refresh(index=self.admin.alias("equations"))
-        done: set[str] = set()
-        if previous is not None:
-            for checkpoint in self.checkpoints():
-                done.add(checkpoint["source"])
-                self.counts.update(checkpoint.get("counts") or {})
-                self.errors.update(checkpoint.get("errors_by_reason") or {})
-                self.failures.extend(BulkFailure(**f) for f in checkpoint.get("failures") or [])
+        done = self.store.load_checkpoints(self.tally) if previous is not None else set()
         # Through the aliases, not the concrete indices: a migration during the job moves them.
         restore = (previous or {}).get("options", {}).get("restore_settings") or {
             kind: current_load_settings(self.client, self.admin.alias(kind)) for kind in ("equations", "papers")
         }
         tasks = list(discover(list(self.config.sources), self.config.kind))
-        self.papers_total = len(tasks)
-        self.papers_done = resumed_from = len(done)
+        self.tally.papers_total = len(tasks)
+        self.tally.papers_done = resumed_from = len(done)
         todo = [task for task in tasks if task.source not in done]
-        self._write_job(
+        self.store.write(
+            self.tally,
             state=STATE_RUNNING,
             sources=list(self.config.sources),
-            created_at=(previous or {}).get("created_at") or _now(),
+            created_at=(previous or {}).get("created_at") or now(),
             pid=os.getpid(),
             host=socket.gethostname(),
             options={"restore_settings": restore, "batch_equations": self.config.batch_equations},
@@ -421,9 +238,10 @@ class IngestJob:
                 self._ingest(todo)
             self._refresh_cited_by()
             state = STATE_FINISHED
-            if self.counts["equations_stale_kept"]:
+            kept = self.tally.counts["equations_stale_kept"]
+            if kept:
                 message = (
-                    f"{self.counts['equations_stale_kept']} equations of earlier versions were kept because another "
+                    f"{kept} equations of earlier versions were kept because another "
                     "job was ingesting the same papers; ingest those papers again once it has finished to remove them"
                 )
         except KeyboardInterrupt:
@@ -434,14 +252,14 @@ class IngestJob:
             raise
         finally:
             with contextlib.suppress(Exception):
-                self._write_job(state=state, message=message, finished_at=_now())
+                self.store.write(self.tally, state=state, message=message, finished_at=now())
         return JobReport(
             job_id=self.job_id,
             state=state,
-            counts={name: int(self.counts.get(name, 0)) for name in COUNT_NAMES},
-            errors_by_reason=dict(self.errors),
-            failures=list(self.failures),
-            papers_total=self.papers_total,
+            counts=self.tally.count_record(),
+            errors_by_reason=dict(self.tally.errors),
+            failures=list(self.tally.failures),
+            papers_total=self.tally.papers_total,
             resumed_from=resumed_from,
             seconds=time.perf_counter() - began,
         )
@@ -475,15 +293,15 @@ class IngestJob:
                 opened.__exit__(None, None, None)
 
     def _ingest(self, tasks: Sequence[DocumentTask]) -> None:
-        batch: Batch = []
+        batch: list[PaperWrites] = []
         pending = 0
         for source, paper in self._papers(tasks):
-            if any(queued.id == paper.id for _, queued, _, _, _ in batch):
+            if any(queued.paper.id == paper.id for queued in batch):
                 # one version of a paper per flush: the later one's stale lookup must see the earlier one's ids
                 self._flush(batch)
                 batch, pending = [], 0
             actions, counts, errors = self.paper_actions(paper)
-            batch.append((source, paper, actions, counts, errors))
+            batch.append(PaperWrites(source, paper, actions, counts, errors))
             pending += len(actions)
             if pending >= self.config.batch_equations:
                 self._flush(batch)
@@ -500,55 +318,23 @@ class IngestJob:
             errors[f"extract:{paper.error.reason if paper.error else 'failed'}"] += 1
             if not paper.sections:
                 return [], counts, errors
-        shared = paper_fields(paper, self.job_id)
-        now = _now()
         equations = paper.equations()
         vectors = self._encode(equations, errors)
-        outline = {s.index: s for s in paper.sections}
-        actions = [
-            {
-                "_index": self.admin.alias("papers"),
-                "_id": paper.id,
-                "_source": {
-                    **shared,
-                    "kind": paper.kind,
-                    "status": paper.status,
-                    "equation_count": len(equations),
-                    "indexed_at": now,
-                    "sections": [
-                        {"index": s.index, "level": s.level, "title": s.title, "equations": len(s.equations)}
-                        for s in paper.sections
-                    ],
-                },
-            }
-        ]
+        paper_document, equation_documents = paper_documents(
+            paper, job_id=self.job_id, indexed_at=now(), vectors=vectors
+        )
         for eq in equations:
             counts["equations"] += 1
-            converted = eq.status in (STATUS_OK, STATUS_APPROXIMATE) and eq.mathml is not None
-            if not converted:
+            if not (eq.status in (STATUS_OK, STATUS_APPROXIMATE) and eq.mathml is not None):
                 counts["equations_unconverted"] += 1
                 errors[f"convert:{eq.reason or eq.status}"] += 1
-            source: dict[str, Any] = {
-                **shared,
-                "eq_id": equation_id(paper, eq.number),
-                "number": eq.number,
-                "latex": eq.latex,
-                "mathml": eq.mathml,
-                "environment": eq.environment,
-                "status": eq.status,
-                "reason": eq.reason,
-                "section": eq.section,
-                "section_title": outline[eq.section].title if eq.section in outline else "",
-                "context": " ".join(part for part in (eq.context_before, eq.context_after) if part),
-                "indexed_at": now,
-            }
-            vector = vectors.get(eq.number)
-            if vector is not None:
-                source[VECTOR_FIELD] = vector
-            actions.append({"_index": self.admin.alias("equations"), "_id": source["eq_id"], "_source": source})
+        papers, equations_alias = self.admin.alias("papers"), self.admin.alias("equations")
+        actions = [{"_index": papers, "_id": paper.id, "_source": paper_document}]
+        actions += [{"_index": equations_alias, "_id": doc["eq_id"], "_source": doc} for doc in equation_documents]
         return actions, counts, errors
 
-    def _encode(self, equations: Sequence[Any], errors: Counter[str]) -> dict[int, list[float]]:
+    def _encode(self, equations: Sequence[Equation], errors: Counter[str]) -> dict[int, list[float]]:
+        """Equation number -> vector of the converted equations the encoder takes (errors counted by reason)."""
         todo = [eq for eq in equations if eq.status in (STATUS_OK, STATUS_APPROXIMATE) and eq.mathml]
         if not todo:
             return {}
@@ -570,226 +356,60 @@ class IngestJob:
             out[number] = [float(x) for x in row]
         return out
 
-    def _flush(self, batch: Batch) -> None:
-        self._await_migration()
+    def _flush(self, batch: list[PaperWrites]) -> None:
+        self.writer.await_migration()
         owner: dict[str, int] = {}
-        for position, (_, _, actions, _, _) in enumerate(batch):
-            for action in actions:
+        for position, item in enumerate(batch):
+            for action in item.actions:
                 owner[action["_id"]] = position
-        report = self._bulk(
-            [action for _, _, actions, _, _ in batch for action in actions],
-            chunk_size=max(self.config.batch_equations, 100),
+        report = self.writer.bulk(
+            [action for item in batch for action in item.actions], chunk_size=max(self.config.batch_equations, 100)
         )
         failed_by_paper: dict[int, list[BulkFailure]] = {}
         for failure in report.failures:
             failed_by_paper.setdefault(owner.get(failure.doc_id, -1), []).append(failure)
-        stale, kept = self._stale_equations(batch, failed_by_paper)
-        prune_failed = self._delete_stale(batch, stale)
+        pruned = self.pruner.prune(batch, failed_by_paper)
         checkpoints = []
-        for position, (source, paper, actions, counts, errors) in enumerate(batch):
+        for position, item in enumerate(batch):
+            counts, errors = item.counts, item.errors
             failures = failed_by_paper.get(position, [])
             failed_ids = {f.doc_id for f in failures}
-            for action in actions[1:]:
+            equation_actions = item.actions[1:]
+            for action in equation_actions:
                 if action["_id"] not in failed_ids:
                     counts["equations_indexed"] += 1
                     if VECTOR_FIELD in action["_source"]:
                         counts["equations_with_vector"] += 1
             counts["equations_unencoded"] += sum(
-                1 for a in actions[1:] if a["_source"]["mathml"] and VECTOR_FIELD not in a["_source"]
+                1 for a in equation_actions if a["_source"]["mathml"] and VECTOR_FIELD not in a["_source"]
             )
-            not_deleted = prune_failed.get(position, [])
-            if position in stale:
-                counts["equations_stale_deleted"] += len(stale[position]) - len(not_deleted)
-            if kept.get(position):
-                counts["equations_stale_kept"] += kept[position]
+            not_deleted = pruned.refused.get(position, [])
+            if position in pruned.stale:
+                counts["equations_stale_deleted"] += len(pruned.stale[position]) - len(not_deleted)
+            if pruned.kept.get(position):
+                counts["equations_stale_kept"] += pruned.kept[position]
             counts["documents_failed"] += len(failures) + len(not_deleted)
             for failure in failures:
                 errors[f"index:{failure.error_type}"] += 1
             for failure in not_deleted:
                 errors[f"prune:{failure.error_type}"] += 1
             failures = failures + not_deleted
-            self.counts.update(counts)
-            self.errors.update(errors)
-            self.failures.extend(failures)
-            if actions:
-                self._written_papers.add(paper.id)
-            checkpoints.append(
-                {
-                    "_index": self.jobs_alias,
-                    "_id": self._checkpoint_id(source),
-                    "_source": {
-                        "record": "checkpoint",
-                        "job_id": self.job_id,
-                        "source": source,
-                        "paper_key": paper.key,
-                        "updated_at": _now(),
-                        "counts": dict(counts),
-                        "errors_by_reason": dict(errors),
-                        "failures": [f.to_json() for f in failures[: self.config.failures_kept]],
-                    },
-                }
-            )
+            self.tally.add(counts, errors, failures)
+            checkpoints.append(self.store.checkpoint_action(item.source, item.paper.key, counts, errors, failures))
         # only now, with the papers' documents acknowledged and their stale ones deleted, do their checkpoints exist
-        self._bulk(checkpoints)
-        self.papers_done += len(batch)
-        self._write_job(state=STATE_RUNNING)
+        self.writer.bulk(checkpoints)
+        self.tally.papers_done += len(batch)
+        self.store.write(self.tally, state=STATE_RUNNING)
         if self.on_progress is not None:
             self.on_progress(
-                JobProgress(self.job_id, self.papers_done, self.papers_total, dict(self.counts), self.papers_done)
-            )
-
-    def _stale_equations(
-        self, batch: Batch, failed_by_paper: dict[int, list[BulkFailure]]
-    ) -> tuple[dict[int, list[str]], dict[int, int]]:
-        """Batch position -> ids of that paper's equation documents which its new version no longer has; and batch
-        position -> how many such documents are kept because another job may be writing that paper now."""
-        prunable: dict[str, int] = {}
-        for position, (_, paper, actions, _, _) in enumerate(batch):
-            refused = {f.doc_id for f in failed_by_paper.get(position, [])}
-            # the paper document is the index's idea of the paper: while the old one stands, so do its equations
-            if actions and actions[0]["_id"] not in refused:
-                prunable[paper.id] = position
-        if not prunable:
-            return {}, {}
-        equations = self.admin.alias("equations")
-        if not prunable.keys().isdisjoint(self._written_papers):
-            # an earlier flush of this run wrote one of these papers, with refresh off: make it searchable first
-            retrying(self.client).indices.refresh(index=equations)
-        keep = {action["_id"] for position in prunable.values() for action in batch[position][2][1:]}
-        query = {"terms": {"paper_id": list(prunable)}}
-        candidates = [
-            (doc_id, source.get("paper_id", ""), source.get("job_id"))
-            for doc_id, source in self.admin.scan(equations, query=query, source=["paper_id", "job_id"])
-            if source.get("paper_id", "") in prunable and doc_id not in keep
-        ]
-        stale: dict[int, set[str]] = {}
-        kept: Counter[int] = Counter()
-        if candidates:  # only then (a paper indexed before): the lookups below cost two requests per flush
-            # Another job may be ingesting some of these papers right now: its equations are not this job's to
-            # delete, and a paper whose document it wrote after this job's is its to prune.
-            superseded = self._papers_written_by_others(sorted({paper_id for _, paper_id, _ in candidates}))
-            others = self._other_running_jobs()
-            for doc_id, paper_id, job_id in candidates:
-                if paper_id in superseded or job_id in others:
-                    kept[prunable[paper_id]] += 1
-                else:
-                    stale.setdefault(prunable[paper_id], set()).add(doc_id)
-        if self._resumed:  # a killed run may have deleted some already: its pruning records name them
-            by_source = {batch[position][0]: position for position in prunable.values()}
-            ids = [self._checkpoint_id(source) for source in by_source]
-            for doc in self.client.mget(index=self.jobs_alias, ids=ids)["docs"]:
-                record = doc.get("_source") if doc.get("found") else None
-                if record and record.get("record") == "pruning" and record.get("source") in by_source:
-                    recorded = set((record.get("options") or {}).get("stale_ids") or ()) - keep
-                    stale.setdefault(by_source[record["source"]], set()).update(recorded)
-        return {position: sorted(ids) for position, ids in stale.items() if ids}, dict(kept)
-
-    def _papers_written_by_others(self, paper_ids: list[str]) -> set[str]:
-        """The papers among ``paper_ids`` whose paper document another job has written since this one (a real-time
-        read: no refresh needed)."""
-        docs = retrying(self.client).mget(index=self.admin.alias("papers"), ids=paper_ids, source=["job_id"])["docs"]
-        return {
-            doc["_id"] for doc in docs if doc.get("found") and (doc.get("_source") or {}).get("job_id") != self.job_id
-        }
-
-    def _other_running_jobs(self) -> set[str]:
-        """Ids of the deployment's other jobs that are running: their record says so and, on this machine, their
-        process is alive (a job on another machine is trusted; one in this process is another thread's)."""
-        query = {
-            "bool": {
-                "filter": [{"term": {"record": "job"}}, {"term": {"state": STATE_RUNNING}}],
-                "must_not": [{"term": {"job_id": self.job_id}}],
-            }
-        }
-        try:
-            hits = retrying(self.client).search(
-                index=self.jobs_alias, query=query, size=1000, source=["job_id", "pid", "host"]
-            )
-        except NotFoundError:
-            return set()
-        running = set()
-        for hit in hits["hits"]["hits"]:
-            record = hit["_source"]
-            pid = int(record.get("pid") or 0)
-            if record.get("host") != socket.gethostname() or pid == os.getpid() or (pid > 0 and pid_alive(pid)):
-                running.add(str(record.get("job_id")))
-        return running
-
-    def _delete_stale(self, batch: Batch, stale: dict[int, list[str]]) -> dict[int, list[BulkFailure]]:
-        """Delete the stale equation documents; batch position -> the deletes Elasticsearch refused."""
-        if not stale:
-            return {}
-        # Recorded before the deletes (and replaced by the checkpoint after them): a run killed among them still
-        # counts them when it resumes, though the documents are gone by then.
-        records = []
-        for position, ids in stale.items():
-            source, paper = batch[position][0], batch[position][1]
-            body = {
-                "record": "pruning",
-                "job_id": self.job_id,
-                "source": source,
-                "paper_key": paper.key,
-                "updated_at": _now(),
-                "options": {"stale_ids": ids},
-            }
-            records.append({"_index": self.jobs_alias, "_id": self._checkpoint_id(source), "_source": body})
-        self._bulk(records)
-        owner = {doc_id: position for position, ids in stale.items() for doc_id in ids}
-        equations = self.admin.alias("equations")
-        report = self._bulk([{"_op_type": "delete", "_index": equations, "_id": doc_id} for doc_id in owner])
-        refused: dict[int, list[BulkFailure]] = {}
-        for failure in report.failures:
-            if failure.status != 404:  # 404: already gone (a killed run of this job deleted it)
-                refused.setdefault(owner.get(failure.doc_id, -1), []).append(failure)
-        return refused
-
-    # -- living with a migration ---------------------------------------------------------------------------------
-    def _bulk(self, actions: list[dict[str, Any]], **kwargs: Any) -> BulkReport:
-        """`bulk_index`, sending again what a migration's write block refused once the migration is over."""
-        kwargs = {"max_retries": self.config.max_retries, "initial_backoff": self.config.initial_backoff, **kwargs}
-        report = bulk_index(self.client, actions, **kwargs)
-        for _ in range(BLOCKED_ROUNDS):
-            blocked = {(f.op, f.doc_id) for f in report.failures if is_write_block(f)}
-            if not blocked or (not self._await_migration() and self._blocked()):
-                break  # a block no migration holds (a full disk, an admin) is reported like any refusal
-            again = bulk_index(
-                self.client, [a for a in actions if (a.get("_op_type", "index"), a["_id"]) in blocked], **kwargs
-            )
-            kept = [f for f in report.failures if (f.op, f.doc_id) not in blocked]
-            report = BulkReport(ok=report.ok + again.ok, failures=kept + again.failures)
-        return report
-
-    def _blocked(self) -> bool:
-        """Whether an index the job writes to is still write-blocked."""
-        return self.admin.write_blocked(",".join(self.admin.alias(kind) for kind in ("equations", "papers", "jobs")))
-
-    def _await_migration(self) -> bool:
-        """Wait while a migration holds its lock.
-
-        Returns:
-            Whether there was a migration to wait for.
-
-        Raises:
-            IngestJobError: the migration's process died (on this machine), leaving its lock and its write block.
-        """
-        waited = False
-        while True:
-            lock = self.admin.migration_lock()
-            if lock is None or self.admin.migration_finished(lock):
-                break
-            if lock.holder_alive() is False:
-                raise IngestJobError(
-                    f"{lock.describe()} stopped without finishing; {lock.source} stays write-blocked",
-                    hint=f"run 'eqsearch index migrate {lock.kind}' (it cleans up and migrates again), then resume "
-                    f"job {self.job_id}",
+                JobProgress(
+                    self.job_id,
+                    self.tally.papers_done,
+                    self.tally.papers_total,
+                    dict(self.tally.counts),
+                    self.tally.papers_done,
                 )
-            if not waited:
-                self._note(f"waiting for {lock.describe()}")
-            waited = True
-            time.sleep(self.config.migration_poll_s)
-        if waited:
-            self._note(None)
-        return waited
+            )
 
     def _refresh_cited_by(self) -> None:
         """Set ``cited_by_count`` on every indexed paper (and its equations) whose count changed."""
@@ -809,38 +429,18 @@ class IngestJob:
             if not agg["buckets"] or after is None:
                 break
         actions = []
-        query = {"match_all": {}}
-        for doc_id, source in self._scan(papers, query, "paper_id"):
+        equations = self.admin.alias("equations")
+        for doc_id, source in sorted_scan(self.client, papers, {"match_all": {}}, "paper_id"):
             count = cited.get(doc_id, 0)
             if int(source.get("cited_by_count") or 0) == count and "cited_by_count" in source:
                 continue
-            actions.append({"_op_type": "update", "_index": papers, "_id": doc_id, "doc": {"cited_by_count": count}})
-            key = source.get("paper_key") or doc_id
-            for number in range(int(source.get("equation_count") or 0)):
-                actions.append(
-                    {
-                        "_op_type": "update",
-                        "_index": self.admin.alias("equations"),
-                        "_id": f"{key}:{number}",
-                        "doc": {"cited_by_count": count},
-                    }
-                )
+            update = {"cited_by_count": count}
+            actions.append({"_op_type": "update", "_index": papers, "_id": doc_id, "doc": update})
+            actions += [
+                {"_op_type": "update", "_index": equations, "_id": eq_id, "doc": update}
+                for eq_id in stored_equation_ids(doc_id, source)
+            ]
         if actions:
-            report = self._bulk(actions)
+            report = self.writer.bulk(actions)
             # an equation that failed to index cannot be updated: that is already counted, not a new error
-            self.errors.update(f"cited-by:{f.error_type}" for f in report.failures if f.status != 404)
-
-
-def job_records(client: Elasticsearch, prefix: str = "eqsearch", size: int = 50) -> list[dict[str, Any]]:
-    """The most recent job documents of a deployment, newest first (empty when there is no jobs index)."""
-    try:
-        response = client.search(
-            index=f"{prefix}-jobs",
-            query={"term": {"record": "job"}},
-            sort=[{"updated_at": "desc"}],
-            size=size,
-            source_excludes=["failures"],
-        )
-    except NotFoundError:
-        return []
-    return [hit["_source"] for hit in response["hits"]["hits"]]
+            self.tally.errors.update(f"cited-by:{f.error_type}" for f in report.failures if f.status != 404)

@@ -6,7 +6,7 @@ import shutil
 import time
 
 import pytest
-from eqsearch.engine.latex.converter import installed_katex_version
+from eqsearch.engine.latex.install import installed_katex_version
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.pipeline import run_extraction
 from eqsearch.ingest.sources import discover

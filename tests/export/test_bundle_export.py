@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 from eqsearch.engine.model.bundle import BundleError, read_manifest
-from eqsearch.engine.model.featurize import build_vocabulary, featurize_mathml
+from eqsearch.engine.model.featurize import featurize_mathml
 from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
+from eqsearch.engine.model.vocabulary import build_vocabulary
 from eqsearch.export.bundle import check_parity, write_bundle
 from eqsearch.training.batching import graph_tensors
 from eqsearch.training.model import FormulaEncoder, ModelConfig

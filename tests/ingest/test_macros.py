@@ -66,3 +66,8 @@ def test_display_shortcuts_and_environment_aliases():
     assert set(table.shortcuts) == {"\\be", "\\ee", "\\beq"} and not table.macros
     assert table.environment_aliases == {"eqn": "equation"}
     assert expand_shortcuts(r"\be x \ee \bee", table.shortcuts) == r"\begin{equation} x \end{equation} \bee"
+
+
+def test_definition_cut_off_by_the_end_of_the_text_is_skipped():
+    table = extract_macros("\\newcommand{\\a}{x}\\newcommand\\")  # a lone backslash where the name would be
+    assert list(table.macros) == ["\\a"] and not table.issues

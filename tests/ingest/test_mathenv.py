@@ -11,6 +11,11 @@ def test_every_environment_and_its_starred_form(name, star):
     assert list(found[0].args) == ["2"] * DISPLAY_ENVIRONMENTS[name]
 
 
+def test_environment_arguments_are_brace_groups():
+    found = find_displays(r"\begin{IEEEeqnarray}{r{}C\}l} a \end{IEEEeqnarray} \begin{alignat} 2 b \end{alignat}")
+    assert [(d.args, d.body) for d in found] == [(("r{}C\\}l",), " a "), ((), " 2 b ")]  # a lone token is body
+
+
 def test_brackets_and_double_dollars():
     found = find_displays(r"a \[ x \\[2pt] y \] b $$ z $$ c")
     assert [(d.environment, d.body) for d in found] == [("\\[", r" x \\[2pt] y "), ("$$", " z ")]

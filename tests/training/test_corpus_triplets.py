@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from eqsearch.engine.model.featurize import build_vocabulary, featurize_mathml
+from eqsearch.engine.model.featurize import featurize_mathml
+from eqsearch.engine.model.vocabulary import build_vocabulary
 from eqsearch.ingest.records import read_papers
 from eqsearch.training.dataset import build_corpus, load_corpus, save_corpus, split_papers
 from eqsearch.training.triplets import SOURCES, TripletSampler

@@ -259,7 +259,7 @@ def test_migration_from_the_admin_pages_keeps_every_document(fresh_app):
     assert refused.status_code == 403  # no CSRF token
     done = client.post("/admin/kinds/equations/migrate", data={"confirm": "yes", "csrf_token": csrf_of(client)})
     assert done.status_code == 302  # at once: the copy runs in the background (a web request may not outlast it)
-    services._migrations["equations"].join(timeout=120)
+    services.runner.migrations["equations"].join(timeout=120)
     after = {i.name: i.docs for i in services.indices() if i.kind == "equations" and i.alias}
     page = client.get("/admin/").get_data(as_text=True)
     assert 'id="last-migrations"' in page and f"12 documents copied; {services.alias('equations')} now reads" in page
@@ -292,7 +292,7 @@ def test_jobs_through_the_api_with_a_bearer_token(fresh_app, tmp_path):
     started = client.post("/api/jobs", json={"path": str(CORPUS / "latex")}, headers=bearer)
     assert started.status_code == 202
     job_id = started.get_json()["job_id"]
-    fresh_app.extensions["eqsearch.services"]._jobs[job_id].join(timeout=120)
+    fresh_app.extensions["eqsearch.services"].runner.jobs[job_id].join(timeout=120)
     job = client.get(f"/api/jobs/{job_id}", headers=bearer).get_json()
     assert job["state"] == "finished" and job["counts"]["equations_indexed"] == 5
     citations = client.get("/api/papers/latex/heat").get_json()["citations_out"]
@@ -316,7 +316,7 @@ def test_a_failed_job_resumes_from_its_checkpoints(fresh_app, es_client):
     assert b"Resume" in page.data and b"killed" in page.data
     response = client.post(f"/admin/jobs/{job['job_id']}/resume", data={"csrf_token": csrf_of(client)})
     assert response.status_code == 302
-    services._jobs[job["job_id"]].join(timeout=60)
+    services.runner.jobs[job["job_id"]].join(timeout=60)
     resumed = services.job(job["job_id"])
     assert resumed["state"] == "finished" and resumed["progress"] == {"papers_done": 2, "papers_total": 2}
     assert resumed["counts"]["papers"] == 2 and resumed["counts"]["equations_indexed"] == 5  # none counted twice

@@ -1,6 +1,6 @@
 // eqsearch KaTeX worker: LaTeX -> Presentation MathML, one JSON object per line on stdin and stdout.
 //
-// Started by engine/latex/converter.py as `node worker.js OPTIONS_JSON`; it prints {"ready": true, "katex": VERSION} once,
+// Started by engine/latex/worker.py as `node worker.js OPTIONS_JSON`; it prints {"ready": true, "katex": VERSION} once,
 // then answers requests in the order they arrive:
 //   {"define": KEY, "macros": {"\\R": "\\mathbb{R}", ...}}   stores a document's macros under KEY (no answer)
 //   {"id": N, "latex": "...", "macros": KEY|null}             -> {"id": N, "mathml": "<math ...>", "unknown": [...]}

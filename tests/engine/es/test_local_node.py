@@ -22,8 +22,9 @@ from eqsearch.engine.es.client import (
     connect,
 )
 from eqsearch.engine.es.config import EsConfig, LocalNodeConfig
+from eqsearch.engine.es.distribution import PINNED, Distribution
 from eqsearch.engine.es.java import JavaNotFoundError, find_java
-from eqsearch.engine.es.local_node import PINNED, Distribution, LocalNode, PortInUseError
+from eqsearch.engine.es.local_node import LocalNode, PortInUseError
 
 MAIN = LocalNodeConfig.from_env()
 TEST_NODES = MAIN.home.parent / "test-nodes"

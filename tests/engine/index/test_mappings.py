@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 from elasticsearch import BadRequestError
-from eqsearch.engine.index.admin import IndexAdmin, probe_text_analyzer
-from eqsearch.engine.index.mappings import (
+from eqsearch.engine.index import (
     INDEX_KINDS,
+    IndexAdmin,
     IndexOptions,
     alias_name,
     index_definition,
     parse_version,
+    probe_text_analyzer,
     versioned_name,
 )
 

@@ -14,19 +14,17 @@ import time
 from pathlib import Path
 
 import pytest
-from eqsearch.engine.latex.converter import (
+from eqsearch.engine.latex.converter import REASONS, ConversionResult, KatexConfig, KatexConverter
+from eqsearch.engine.latex.install import (
     DEFAULT_KATEX_DIR,
-    REASONS,
-    ConversionResult,
-    KatexConfig,
-    KatexConverter,
     KatexNotInstalledError,
-    _check_installed,
+    check_installed,
     ensure_katex_installed,
     installed_katex_version,
 )
 from eqsearch.engine.latex.macros import MacroDef
-from eqsearch.engine.model.featurize import build_vocabulary, featurize_many
+from eqsearch.engine.model.featurize import featurize_many
+from eqsearch.engine.model.vocabulary import build_vocabulary
 from lxml import etree
 
 ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -35,7 +33,7 @@ ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 @pytest.fixture(scope="module")
 def converter():
     try:
-        _check_installed(KatexConfig())
+        check_installed()
     except KatexNotInstalledError as error:
         if ON_CI:
             pytest.fail(f"KaTeX is required on CI: {error}", pytrace=False)

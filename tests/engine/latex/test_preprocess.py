@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from eqsearch.engine.latex.macros import MacroDef, MacroExpansionError, build_macro_table, expand_macros
+from eqsearch.engine.latex.macros import MacroDef, MacroExpansionError, build_katex_macros, expand_macros
 from eqsearch.engine.latex.preprocess import clean_latex, preprocess_latex, wrap_environment
 
 
@@ -32,6 +32,8 @@ from eqsearch.engine.latex.preprocess import clean_latex, preprocess_latex, wrap
         (r"\displaybreak[0] x", r" x"),
         (r"\mbox x", r"\text x"),
         (r"\mboxes", r"\mboxes"),  # another macro that merely starts with a rule's name
+        (r"{x \ref} y", r"{x \text{(?)}} y"),  # a } is no argument: the braces stay balanced
+        (r"{\displaybreak[a} b]", r"{[a} b]"),  # nor are brackets that a } interrupts an optional argument
     ],
 )
 def test_clean_latex_rules(latex, expected):
@@ -77,8 +79,8 @@ def test_preprocess_cleans_before_wrapping():
     )
 
 
-def test_macro_table_splits_katex_and_python_macros():
-    table = build_macro_table(
+def test_katex_macros_split_between_katex_and_python():
+    macros = build_katex_macros(
         [
             MacroDef("\\R", "\\ensuremath{\\mathbb{R}}"),
             MacroDef("\\Tr", "Tr", source="DeclareMathOperator"),
@@ -91,30 +93,30 @@ def test_macro_table_splits_katex_and_python_macros():
             MacroDef("not a name", "x"),
         ]
     )
-    assert table.katex == {
+    assert macros.katex == {
         "\\R": "\\mathbb{R}",
         "\\Tr": "\\operatorname{Tr}",
         "\\argmax": "\\operatorname*{arg\\,max}",
         "\\op": "\\operatorname{op}",
         "\\norm": "\\|#1\\|",
     }
-    assert set(table.expanded) == {"\\x", "\\ignore"}
-    same = build_macro_table([MacroDef("\\R", "\\mathbb{R}")])
-    assert build_macro_table([MacroDef("\\R", "\\mathbb{R}")]).key == same.key != table.key
+    assert set(macros.expanded) == {"\\x", "\\ignore"}
+    same = build_katex_macros([MacroDef("\\R", "\\mathbb{R}")])
+    assert build_katex_macros([MacroDef("\\R", "\\mathbb{R}")]).key == same.key != macros.key
 
 
 def test_optional_argument_and_unused_argument_expansion():
-    table = build_macro_table([MacroDef("\\x", "#1_{#2}", nargs=2, default="0"), MacroDef("\\ignore", "", nargs=1)])
-    assert expand_macros(r"\x[n]{a} + \x{b} + \x c\ignore{zzz}", table) == r"n_{a} + 0_{b} + 0_{c}"
+    macros = build_katex_macros([MacroDef("\\x", "#1_{#2}", nargs=2, default="0"), MacroDef("\\ignore", "", nargs=1)])
+    assert expand_macros(r"\x[n]{a} + \x{b} + \x c\ignore{zzz}", macros) == r"n_{a} + 0_{b} + 0_{c}"
     # nested: the optional argument holds a macro that is expanded too; \xy is another name
-    assert expand_macros(r"\x[\x{q}]{a} \xy", table) == r"0_{q}_{a} \xy"
-    assert expand_macros(r"\\x", table) == r"\\x"  # a line break followed by "x"
+    assert expand_macros(r"\x[\x{q}]{a} \xy", macros) == r"0_{q}_{a} \xy"
+    assert expand_macros(r"\\x", macros) == r"\\x"  # a line break followed by "x"
 
 
 def test_self_recursive_expansion_stops():
-    table = build_macro_table([MacroDef("\\loop", "\\loop[#1]{#2}", nargs=2, default="a")])
+    macros = build_katex_macros([MacroDef("\\loop", "\\loop[#1]{#2}", nargs=2, default="a")])
     with pytest.raises(MacroExpansionError, match="did not terminate"):
-        expand_macros(r"\loop{x}", table, max_expansions=50)
-    growing = build_macro_table([MacroDef("\\g", "\\g{#1}\\g{#1}", nargs=1, default="")])
+        expand_macros(r"\loop{x}", macros, max_expansions=50)
+    growing = build_katex_macros([MacroDef("\\g", "\\g{#1}\\g{#1}", nargs=1, default="")])
     with pytest.raises(MacroExpansionError):
         expand_macros(r"\g{x}", growing, max_expansions=10**6, max_length=5000)

@@ -1,4 +1,5 @@
-"""Bundle manifest checks: every mismatch is refused with a message that says why. No torch, no onnxruntime."""
+"""Bundle manifests: every mismatch is refused with a message that says why, and what the exporter's path
+(`make_manifest` + `write_manifest`) writes is what `read_manifest` accepts. No torch, no onnxruntime."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ from pathlib import Path
 
 import pytest
 from eqsearch.engine.checksums import sha256_file
-from eqsearch.engine.model.bundle import BundleError, read_manifest
+from eqsearch.engine.model.bundle import (
+    GRAPH_INPUTS,
+    REQUIRED_KEYS,
+    BundleError,
+    load_bundle_vocabulary,
+    make_manifest,
+    read_manifest,
+    write_manifest,
+)
+from eqsearch.engine.model.vocabulary import build_vocabulary
 
 
 def _bundle(tmp_path: Path, **changes) -> Path:
@@ -73,3 +83,79 @@ def test_missing_and_changed_files(tmp_path: Path) -> None:
     (path / "manifest.json").unlink()
     with pytest.raises(BundleError, match=r"no manifest\.json"):
         read_manifest(path)
+
+
+def _written(tmp_path: Path, **provenance) -> Path:
+    """A bundle whose manifest comes from `make_manifest` + `write_manifest`, the exporter's path."""
+    path = tmp_path / "written"
+    path.mkdir(parents=True)
+    (path / "model.onnx").write_bytes(b"onnx bytes")
+    vocabulary = build_vocabulary(['<math><mi mathvariant="bold">x</mi><mo>+</mo><mn>2</mn></math>'], n_tags=8)
+    vocabulary.save(path / "vocabulary.json")
+    manifest = make_manifest(
+        path,
+        encoder="kdd20-gcn",
+        embedding_dim=16,
+        similarity="cosine",
+        opset=18,
+        output="embedding",
+        vocabulary=vocabulary,
+        eqsearch_version="0.1.0",
+        provenance={"training": {"steps": 3}, **provenance},
+    )
+    write_manifest(path, manifest)
+    return path
+
+
+def test_a_manifest_made_by_the_writer_path_is_accepted(tmp_path: Path) -> None:
+    path = _written(tmp_path)
+    manifest = read_manifest(path, eqsearch_version="0.1.0")
+    assert manifest.encoder == "kdd20-gcn" and manifest.embedding_dim == 16 and manifest.opset == 18
+    assert manifest.similarity == "cosine" and manifest.inputs == GRAPH_INPUTS
+    assert manifest.vocabulary_sizes == {"tags": 8, "attributes": 32, "characters": 192}
+    assert manifest.raw["training"] == {"steps": 3} and set(REQUIRED_KEYS) <= set(manifest.raw)
+    assert manifest.raw["files"]["model.onnx"]["bytes"] == len(b"onnx bytes")
+    assert load_bundle_vocabulary(manifest).n_tags == 8
+    written = (path / "manifest.json").read_text(encoding="utf-8")
+    assert written == json.dumps(json.loads(written), indent=1, sort_keys=True) + "\n"  # canonical text
+
+
+@pytest.mark.parametrize("key", sorted(REQUIRED_KEYS))
+def test_a_manifest_missing_a_required_key_is_refused(tmp_path: Path, key: str) -> None:
+    path = _written(tmp_path)
+    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    del manifest[key]
+    write_manifest(path, manifest)
+    with pytest.raises(BundleError) as caught:
+        read_manifest(path, eqsearch_version="0.1.0")
+    assert key in str(caught.value) or key.replace("_", " ") in str(caught.value)
+
+
+def test_the_writer_path_refuses_what_the_schema_does_not_allow(tmp_path: Path) -> None:
+    with pytest.raises(BundleError, match=r"would replace keys of the manifest schema"):
+        _written(tmp_path / "a", files={})
+    path = _written(tmp_path / "b")
+    (path / "model.onnx").unlink()
+    vocabulary = build_vocabulary(["<math><mi>x</mi></math>"])
+    with pytest.raises(BundleError, match=r"no model\.onnx"):
+        make_manifest(
+            path,
+            encoder="kdd20-gcn",
+            embedding_dim=16,
+            similarity="cosine",
+            opset=18,
+            output="embedding",
+            vocabulary=vocabulary,
+            eqsearch_version="0.1.0",
+        )
+    with pytest.raises(BundleError, match="encoder kind 'bitmap-cnn' is unknown"):
+        make_manifest(
+            path,
+            encoder="bitmap-cnn",
+            embedding_dim=16,
+            similarity="cosine",
+            opset=18,
+            output="embedding",
+            vocabulary=vocabulary,
+            eqsearch_version="0.1.0",
+        )

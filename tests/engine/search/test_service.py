@@ -9,9 +9,11 @@ vectors and formulas that share structure get close ones. Elasticsearch is never
 from __future__ import annotations
 
 import pytest
-from eqsearch.engine.index.admin import IndexAdmin, bulk_index
+from eqsearch.engine.index.admin import IndexAdmin
+from eqsearch.engine.index.bulk import bulk_index
 from eqsearch.engine.index.mappings import IndexOptions
-from eqsearch.engine.search.service import EquationNotFoundError, HybridQuery, SearchService
+from eqsearch.engine.search.query import HybridQuery
+from eqsearch.engine.search.service import EquationNotFoundError, SearchService
 from hashing_encoder import HashingEncoder
 
 pytestmark = pytest.mark.es
@@ -250,12 +252,3 @@ def test_get_paper_with_sections_and_citations(service):
     equation = service.get_equation("2101.00001:0")
     assert equation["latex"] == "E = mc^2" and "vector" not in equation
     assert service.get_equation("nope") is None
-
-
-def test_query_validation():
-    with pytest.raises(ValueError):
-        HybridQuery(formula_weight=1.5)
-    with pytest.raises(ValueError):
-        HybridQuery(page=0)
-    with pytest.raises(ValueError):
-        HybridQuery(year_from=2020, year_to=2010)

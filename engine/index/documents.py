@@ -1,0 +1,205 @@
+"""The document shape: the ids, and the equation and paper documents every writer of the indices puts there.
+
+The ingest job writes these documents, the cited-by recount updates them by id, a re-encoding migration replaces
+their vectors and the search benchmark replicates them: all through this module, so that a field or an id is
+decided in one place (the mappings that accept them are in `mappings`).
+
+Ids are deterministic: a paper's key is its id plus ``v<source version>`` when the version is known, an equation's
+id is ``<paper key>:<number>`` (its position among the paper's equations). Running a job again, or resuming one,
+therefore overwrites documents instead of duplicating them; a paper document's id is the bare paper id, so a new
+version replaces the old one.
+
+The engine never imports ``eqsearch.ingest`` (ingest builds on the engine), so the documents are built from
+whatever has the attributes of `PaperRecord`, `SectionRecord` and `EquationRecord` (``typing.Protocol`` classes
+that ingest's ``Paper``, ``Section`` and ``Equation`` satisfy as they are). A protocol rather than plain values:
+a document reads a dozen attributes of a paper and nine of each equation, which as parameters would be long lists
+repeated at every call; and the ingest job hands over the records it already has. Writers that only have stored
+documents or ids (the recount, the benchmark) use the plain-value functions `paper_key` and `equation_id`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from eqsearch.engine.index.mappings import VECTOR_FIELD
+
+
+class EquationRecord(Protocol):
+    """What an equation document is made of (ingest's ``Equation`` has it)."""
+
+    @property
+    def number(self) -> int: ...
+    @property
+    def latex(self) -> str: ...
+    @property
+    def mathml(self) -> str | None: ...
+    @property
+    def environment(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def section(self) -> int: ...
+    @property
+    def context_before(self) -> str: ...
+    @property
+    def context_after(self) -> str: ...
+
+
+class SectionRecord(Protocol):
+    """A section of a paper as its document outlines it (ingest's ``Section`` has it)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def level(self) -> int: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def equations(self) -> Sequence[EquationRecord]: ...
+
+
+class PaperRecord(Protocol):
+    """What a paper document, and the paper fields of its equation documents, are made of (ingest's ``Paper``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def version(self) -> int | None: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def abstract(self) -> str | None: ...
+    @property
+    def authors(self) -> Sequence[str]: ...
+    @property
+    def metadata(self) -> Mapping[str, Any] | None: ...
+    @property
+    def citations(self) -> Sequence[str]: ...
+    @property
+    def sections(self) -> Sequence[SectionRecord]: ...
+
+
+def paper_key(paper_id: str, version: int | None) -> str:
+    """The key that makes equation ids unique: the paper id, plus ``v<version>`` when the source version is known."""
+    return paper_id if version is None else f"{paper_id}v{version}"
+
+
+def equation_id(key: str, number: int) -> str:
+    """The id of equation ``number`` of the paper with key ``key`` (`paper_key`): ``<paper key>:<number>``."""
+    return f"{key}:{number}"
+
+
+def stored_equation_ids(paper_id: str, paper_document: Mapping[str, Any]) -> list[str]:
+    """The ids of the equations a stored paper document counts (its ``paper_key`` and ``equation_count``)."""
+    key = paper_document.get("paper_key") or paper_id
+    return [equation_id(key, number) for number in range(int(paper_document.get("equation_count") or 0))]
+
+
+def paper_year(paper: PaperRecord) -> int | None:
+    """Publication year: arXiv metadata's first version date, else its ``year``, else a new-style arXiv id."""
+    meta = paper.metadata or {}
+    for key in ("published", "update_date"):
+        value = meta.get(key)
+        if isinstance(value, str):
+            found = re.search(r"\b(19|20)\d\d\b", value)
+            if found:
+                return int(found.group(0))
+    if isinstance(meta.get("year"), int | str) and str(meta["year"]).isdigit():
+        return int(meta["year"])
+    found = re.fullmatch(r"(\d\d)(\d\d)\.\d{4,5}", paper.id)
+    if found and 1 <= int(found.group(2)) <= 12:
+        return 2000 + int(found.group(1))
+    return None
+
+
+def paper_fields(paper: PaperRecord, job_id: str) -> dict[str, Any]:
+    """The paper fields shared by the paper document and each of its equation documents.
+
+    Args:
+        paper: the extracted paper.
+        job_id: the ingest job writing it (another job's later write of the paper tells a pruner to keep away).
+    """
+    meta = paper.metadata or {}
+    categories = meta.get("categories") or []
+    if isinstance(categories, str):
+        categories = categories.split()
+    return {
+        "paper_id": paper.id,
+        "paper_key": paper_key(paper.id, paper.version),
+        "title": paper.title or meta.get("title") or "",
+        "abstract": paper.abstract or meta.get("abstract") or "",
+        "authors": list(paper.authors),
+        "categories": list(categories),
+        "year": paper_year(paper),
+        "citations_out": list(dict.fromkeys(paper.citations)),
+        "source_version": paper.version,
+        "source": paper.source,
+        "job_id": job_id,
+    }
+
+
+def paper_documents(
+    paper: PaperRecord, *, job_id: str, indexed_at: str, vectors: Mapping[int, list[float]]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The paper document (id: the paper id) and one document per equation (id: its ``eq_id``), in order.
+
+    Args:
+        paper: the extracted paper.
+        job_id: the ingest job writing it.
+        indexed_at: ISO 8601 time of the write, the same on all of the paper's documents.
+        vectors: equation number -> its vector; an equation without one (not converted, or refused by the encoder)
+            gets no vector field and is found by text only.
+
+    Returns:
+        The paper document and the equation documents.
+    """
+    shared = paper_fields(paper, job_id)
+    equations = [eq for section in paper.sections for eq in section.equations]
+    titles = {section.index: section.title for section in paper.sections}
+    paper_document = {
+        **shared,
+        "kind": paper.kind,
+        "status": paper.status,
+        "equation_count": len(equations),
+        "indexed_at": indexed_at,
+        "sections": [
+            {"index": s.index, "level": s.level, "title": s.title, "equations": len(s.equations)}
+            for s in paper.sections
+        ],
+    }
+    equation_documents = []
+    for eq in equations:
+        document = {
+            **shared,
+            "eq_id": equation_id(shared["paper_key"], eq.number),
+            "number": eq.number,
+            "latex": eq.latex,
+            "mathml": eq.mathml,
+            "environment": eq.environment,
+            "status": eq.status,
+            "reason": eq.reason,
+            "section": eq.section,
+            "section_title": titles.get(eq.section, ""),
+            "context": " ".join(part for part in (eq.context_before, eq.context_after) if part),
+            "indexed_at": indexed_at,
+        }
+        equation_documents.append(with_vector(document, vectors.get(eq.number)))
+    return paper_document, equation_documents
+
+
+def with_vector(document: Mapping[str, Any], vector: list[float] | None) -> dict[str, Any]:
+    """The equation document with ``vector`` as its vector, or with none (never another model's old one)."""
+    out = {key: value for key, value in document.items() if key != VECTOR_FIELD}
+    if vector is not None:
+        out[VECTOR_FIELD] = vector
+    return out

@@ -1,0 +1,498 @@
+"""Migrations: move an index kind to a new version (copy, verify, atomic alias swap) while searches and writers run.
+
+Searches keep going to the old index until the alias moves in one atomic ``_aliases`` call. Writers (ingest jobs)
+live with a migration through a lock protocol: the migration takes a lock record in the jobs index
+(`MigrationLock`), which writers read before each write and wait on, and puts a write block on the old index, which
+refuses the writes of those that looked just before the lock was taken (`is_write_block` tells them to wait and send
+again). How each kind's last migration ended is recorded next to the lock (`MigrationOutcome`), so that any process
+can show it. `reencode_vectors` is the rewrite that re-embeds the equations with a new model on their way across.
+
+The functions take the deployment's `IndexAdmin` first; `IndexAdmin.migrate` and its siblings delegate here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import itertools
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from elasticsearch import ApiError, ConflictError, NotFoundError
+from elasticsearch import ConnectionError as EsConnectionError
+from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.es import pid_alive
+from eqsearch.engine.index.bulk import bulk_index, bulk_loading_settings, current_load_settings, is_write_block_error
+from eqsearch.engine.index.documents import with_vector
+from eqsearch.engine.index.errors import IndexOperationError, MigrationError
+from eqsearch.engine.index.mappings import INDEX_KINDS, IndexOptions
+
+if TYPE_CHECKING:
+    from eqsearch.engine.index.admin import IndexAdmin
+
+#: Id of the migration lock in the jobs index. No job or checkpoint id contains ':' (job ids are [A-Za-z0-9._-]).
+MIGRATION_LOCK_ID = "eqsearch:migration"
+#: Id prefix of the record of each kind's last migration (``eqsearch:last-migration:equations``): how it ended.
+LAST_MIGRATION_ID = "eqsearch:last-migration:"
+#: The least time between two progress updates of a running migration's lock record.
+PROGRESS_SECONDS = 1.0
+#: How long a read waits for the shard of an index that is being created to start (it answers 503 until then).
+SHARD_START_SECONDS = 5.0
+
+#: A page of document sources in, the same page changed out (same order, same length).
+Rewrite = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    """The outcome of a migration."""
+
+    kind: str
+    source: str
+    target: str
+    copied: int
+    source_count: int
+    target_count: int
+    seconds: float
+    old_deleted: bool
+
+
+@dataclass(frozen=True)
+class MigrationLock:
+    """The record of a running migration, kept in the jobs index under `MIGRATION_LOCK_ID` (one per deployment).
+
+    Ingest jobs read it before each write and wait while it stands; a second migration refuses to start.
+
+    Args:
+        kind: the index kind being migrated.
+        source: the concrete index the alias pointed at (write-blocked for the copy).
+        target: the new concrete index.
+        pid: the migrating process.
+        host: the machine it runs on.
+        started_at: ISO 8601 time the migration took the lock.
+        source_was_blocked: the source already had a write block (an abandoned migration leaves it in place).
+        copied: documents copied so far (as last recorded; not recorded while the jobs index itself is migrated).
+        total: documents to copy (None until the copy starts).
+    """
+
+    kind: str
+    source: str
+    target: str
+    pid: int
+    host: str
+    started_at: str
+    source_was_blocked: bool = False
+    copied: int = 0
+    total: int | None = None
+
+    def holder_alive(self) -> bool | None:
+        """Whether the migrating process still runs: None when it runs on another machine (unknown)."""
+        if self.host != socket.gethostname():
+            return None
+        return self.pid == os.getpid() or pid_alive(self.pid)
+
+    def describe(self) -> str:
+        """One phrase for people: which migration, where, since when."""
+        return (
+            f"the migration of {self.kind} ({self.source} -> {self.target}, pid {self.pid} on {self.host}, "
+            f"started {self.started_at[:19].replace('T', ' ')})"
+        )
+
+    def to_record(self) -> dict[str, Any]:
+        """The lock's document in the jobs index."""
+        return {
+            "record": "migration",
+            "state": "running",
+            "source": self.source,
+            "sources": [self.source, self.target],
+            "pid": self.pid,
+            "host": self.host,
+            "created_at": self.started_at,
+            "updated_at": self.started_at,
+            "message": f"migrating {self.kind}: {self.source} -> {self.target}",
+            "options": {
+                "kind": self.kind,
+                "source": self.source,
+                "target": self.target,
+                "source_was_blocked": self.source_was_blocked,
+            },
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> MigrationLock:
+        """The lock a `to_record` document (with the progress recorded since) describes."""
+        options = record.get("options") or {}
+        return cls(
+            kind=str(options.get("kind", "")),
+            source=str(options.get("source", "")),
+            target=str(options.get("target", "")),
+            pid=int(record.get("pid") or 0),
+            host=str(record.get("host", "")),
+            started_at=str(record.get("created_at", "")),
+            source_was_blocked=bool(options.get("source_was_blocked", False)),
+            copied=int((record.get("counts") or {}).get("copied") or 0),
+            total=(record.get("counts") or {}).get("total"),
+        )
+
+
+@dataclass(frozen=True)
+class MigrationOutcome:
+    """How the last migration of one index kind ended, as recorded in the jobs index.
+
+    Args:
+        kind: the index kind.
+        state: ``finished`` (the alias moved) or ``failed`` (nothing changed).
+        source: the index the alias pointed at before.
+        target: the new index (deleted again when the migration failed).
+        finished_at: ISO 8601 time it ended.
+        copied: documents copied.
+        seconds: how long it ran.
+        message: one sentence for people: what happened, and for a failure, why.
+    """
+
+    kind: str
+    state: str
+    source: str
+    target: str
+    finished_at: str
+    copied: int
+    seconds: float
+    message: str
+
+    def to_record(self) -> dict[str, Any]:
+        """The outcome's document in the jobs index."""
+        return {
+            "record": "migration-outcome",
+            "state": self.state,
+            "source": self.source,
+            "sources": [self.source, self.target],
+            "created_at": self.finished_at,
+            "updated_at": self.finished_at,
+            "finished_at": self.finished_at,
+            "message": self.message,
+            "counts": {"copied": self.copied},
+            "options": {"kind": self.kind, "target": self.target, "seconds": self.seconds},
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> MigrationOutcome:
+        """The outcome a `to_record` document describes."""
+        options = record.get("options") or {}
+        return cls(
+            kind=str(options.get("kind", "")),
+            state=str(record.get("state", "")),
+            source=str(record.get("source", "")),
+            target=str(options.get("target", "")),
+            finished_at=str(record.get("finished_at", "")),
+            copied=int((record.get("counts") or {}).get("copied") or 0),
+            seconds=float(options.get("seconds") or 0.0),
+            message=str(record.get("message", "")),
+        )
+
+
+def reencode_vectors(encoder: Any) -> Rewrite:
+    """A `migrate` rewrite that replaces each equation's vector with ``encoder``'s vector of its MathML.
+
+    An equation without MathML, or whose MathML the encoder refuses, loses its vector (as the ingest job leaves it):
+    it stays findable by text, never by a vector of another model.
+    """
+    from eqsearch.engine.model import MathMLError
+
+    def encode_one(mathml: str) -> list[float] | None:
+        try:
+            return [float(x) for x in encoder.encode([mathml])[0]]
+        except MathMLError:
+            return None
+
+    def rewrite(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        rows = [i for i, body in enumerate(bodies) if body.get("mathml")]
+        try:
+            vectors: list[list[float] | None] = (
+                [[float(x) for x in v] for v in encoder.encode([bodies[i]["mathml"] for i in rows])] if rows else []
+            )
+        except MathMLError:  # one bad equation in the page: encode the page one by one
+            vectors = [encode_one(bodies[i]["mathml"]) for i in rows]
+        by_row = dict(zip(rows, vectors, strict=True))
+        return [with_vector(body, by_row.get(i)) for i, body in enumerate(bodies)]
+
+    return rewrite
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def _rewritten(
+    documents: Iterator[tuple[str, dict[str, Any]]], rewrite: Rewrite | None, page: int
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The documents, each page of ``page`` passed through ``rewrite`` (when given)."""
+    if rewrite is None:
+        yield from documents
+        return
+    while chunk := list(itertools.islice(documents, page)):
+        bodies = rewrite([body for _, body in chunk])
+        if len(bodies) != len(chunk):
+            raise MigrationError(f"the rewrite returned {len(bodies)} documents for a page of {len(chunk)}")
+        yield from ((doc_id, body) for (doc_id, _), body in zip(chunk, bodies, strict=True))
+
+
+def migrate(
+    admin: IndexAdmin,
+    kind: str,
+    options: IndexOptions | None = None,
+    *,
+    batch_size: int = 1000,
+    delete_old: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    take_over: bool = False,
+    rewrite: Rewrite | None = None,
+) -> MigrationReport:
+    """Move ``kind`` to a new version: create it, copy every document (vectors included), verify, swap.
+
+    With ``rewrite``, each page of documents is changed on its way (``eqsearch index migrate equations
+    --reencode`` puts vectors of a new model bundle into them): a model upgrade without stopping search.
+
+    Searches keep going to the old index until the alias moves in one atomic ``_aliases`` call, so they never
+    stop and never see a document twice (the alias always names one index). Ingest jobs may run meanwhile:
+
+    1. The migration takes a lock record in the jobs index (`MigrationLock`); jobs look for it before each
+       write and wait while it stands, so they pause between bulk requests instead of failing.
+    2. It puts a write block on the old index. Elasticsearch answers that call only once every write already
+       in flight on the index has finished, and refuses every later one (403 ``cluster_block_exception``): a
+       job that looked for the lock just before it was taken has its bulk refused, waits, and sends it again.
+    3. The old index is therefore frozen while it is copied, and the counts must match exactly.
+    4. The alias moves; the lock goes; waiting jobs send their writes through the alias, to the new index.
+       The old index keeps its write block, so a writer that still resolved it is refused and retries.
+
+    Why a pause and not writes routed to the new index during the copy: ingest also updates documents
+    (``cited_by_count``) and deletes them (equations of an earlier version of a paper). An update or delete
+    that reaches the new index before the copy brings that document over would be lost or undone by the
+    copy, and every writer would have to learn of the migration at the very instant it starts. The write
+    block is a barrier Elasticsearch itself enforces; its price is that ingest writes wait for the copy.
+
+    A migration that dies (``kill -9``) leaves its lock and the block; jobs on the same machine then stop
+    with an error that says to run the migration again, which cleans up (deletes the half-made index, lifts
+    the block) and starts afresh. A lock taken on another machine cannot be checked from here: ``take_over``
+    clears it, for when that process is known to be gone.
+
+    Args:
+        admin: the deployment's indices.
+        kind: ``equations``, ``papers`` or ``jobs``.
+        options: the new index's options (default: the current index's, with the code's current mapping).
+        batch_size: documents per scroll page and bulk request.
+        delete_old: delete the old index after the swap.
+        on_progress: called with ``(copied, total)``.
+        take_over: clear the lock of another migration whose process is known to be gone.
+        rewrite: called with each page of document sources (at most ``batch_size``), returns them changed, in
+            the same order (ids stay).
+
+    Returns:
+        What was copied from where to where, with both counts.
+
+    Raises:
+        MigrationError: another migration is running, or the copy failed or the counts differ; the new index is
+            deleted, the block lifted, the alias unchanged.
+    """
+    client = admin.client
+    began = time.perf_counter()
+    source = admin.current(kind)
+    if source is None:
+        raise IndexOperationError(f"no {admin.alias(kind)} alias to migrate", hint=f"eqsearch index create {kind}")
+    options = options or admin.options_of(kind) or IndexOptions()
+    _clear_finished_or_dead_lock(admin, take_over=take_over)
+    target = admin.next_version_name(kind)
+    lock = MigrationLock(kind, source, target, os.getpid(), socket.gethostname(), _now(), admin.write_blocked(source))
+    copied = 0
+    _take_lock(admin, lock)
+    try:
+        admin.create_index(kind, target, options)
+        # The barrier: answered once the writes in flight on `source` are done; later ones are refused.
+        client.indices.add_block(index=source, block="write")
+        client.indices.refresh(index=source)
+        total = int(client.count(index=source)["count"])
+        recorded_at = 0.0
+        _record_progress(admin, lock, copied, total)
+
+        def progress(ok: bool, item: dict[str, Any]) -> None:
+            nonlocal copied, recorded_at
+            copied += 1
+            if copied % batch_size == 0:
+                if on_progress is not None:
+                    on_progress(copied, total)
+                if time.monotonic() - recorded_at >= PROGRESS_SECONDS:
+                    _record_progress(admin, lock, copied, total)
+                    recorded_at = time.monotonic()
+
+        with bulk_loading_settings(client, target, restore_to=current_load_settings(client, target)):
+            report = bulk_index(
+                client,
+                (
+                    {"_index": target, "_id": doc_id, "_source": body}
+                    for doc_id, body in _rewritten(admin.scan(source, batch_size), rewrite, batch_size)
+                ),
+                chunk_size=batch_size,
+                on_item=progress,
+            )
+        if report.failures:
+            first = report.failures[0]
+            raise MigrationError(
+                f"{report.failed} documents failed to copy from {source} to {target}; first: {first.doc_id}: "
+                f"{first.error_type}: {first.reason}",
+                hint="fix the mapping so it accepts the existing documents, then migrate again",
+            )
+        client.indices.refresh(index=target)
+        source_count = int(client.count(index=source)["count"])
+        target_count = int(client.count(index=target)["count"])
+        if source_count != target_count:  # nothing writes to either while the block stands: a real fault
+            raise MigrationError(
+                f"{target} holds {target_count} documents but {source} holds {source_count}",
+                hint="run the migration again; if it happens again, check the cluster's health and logs",
+            )
+        client.indices.update_aliases(
+            actions=[
+                {"remove": {"index": source, "alias": admin.alias(kind)}},
+                {"add": {"index": target, "alias": admin.alias(kind), "is_write_index": True}},
+            ]
+        )
+    except BaseException as error:
+        with contextlib.suppress(ApiError, EsConnectionError):
+            _undo(admin, lock)
+            if isinstance(error, Exception):  # not for Ctrl-C: the user saw it stop
+                why = error.message if isinstance(error, EqsearchError) else str(error)
+                _record_outcome(admin, lock, "failed", copied, began, f"failed, nothing changed: {why}")
+        raise
+    # A lock left here (connection lost) is harmless: its target is behind the alias, so it reads as finished.
+    with contextlib.suppress(ApiError, EsConnectionError):
+        _drop_lock(admin)
+        message = f"{copied:,} documents copied; {admin.alias(kind)} now reads {target}"
+        _record_outcome(admin, lock, "finished", copied, began, message)
+    if on_progress is not None:
+        on_progress(copied, total)
+    if delete_old:
+        client.indices.delete(index=source)
+    return MigrationReport(
+        kind, source, target, copied, source_count, target_count, time.perf_counter() - began, delete_old
+    )
+
+
+def migration_lock(admin: IndexAdmin) -> MigrationLock | None:
+    """The lock of the migration in progress (or of one that died), or None.
+
+    A real-time get: it sees a lock the moment it is taken, without a refresh. A jobs index that another thread
+    or process is creating at this very moment (a first migration creates it) exists before its shard has
+    started, and answers 503 for that moment: asked again for up to `SHARD_START_SECONDS`.
+    """
+    deadline = time.monotonic() + SHARD_START_SECONDS
+    while True:
+        try:
+            record = admin.client.get(index=admin.alias("jobs"), id=MIGRATION_LOCK_ID)["_source"]
+        except NotFoundError:  # no lock, or no jobs index at all
+            return None
+        except ApiError as error:
+            if error.meta.status != 503 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+            continue
+        return MigrationLock.from_record(record)
+
+
+def migration_finished(admin: IndexAdmin, lock: MigrationLock) -> bool:
+    """Whether the lock's alias already points at its target (only the lock's removal was left to do)."""
+    return admin.current(lock.kind) == lock.target
+
+
+def last_migrations(admin: IndexAdmin) -> dict[str, MigrationOutcome]:
+    """How the last migration of each index kind ended (kinds never migrated are absent)."""
+    ids = [f"{LAST_MIGRATION_ID}{kind}" for kind in INDEX_KINDS]
+    try:
+        docs = admin.client.mget(index=admin.alias("jobs"), ids=ids)["docs"]
+    except NotFoundError:  # no jobs index yet
+        return {}
+    outcomes = [MigrationOutcome.from_record(doc["_source"]) for doc in docs if doc.get("found")]
+    return {outcome.kind: outcome for outcome in outcomes}
+
+
+def _record_progress(admin: IndexAdmin, lock: MigrationLock, copied: int, total: int) -> None:
+    """Best effort: the copy's progress in the lock record, for other processes to show (not when the jobs
+    index itself is migrated: the lock then lives in the write-blocked source)."""
+    if lock.kind == "jobs":
+        return
+    with contextlib.suppress(ApiError, EsConnectionError):
+        admin.client.update(
+            index=admin.alias("jobs"),
+            id=MIGRATION_LOCK_ID,
+            doc={"counts": {"copied": copied, "total": total}, "updated_at": _now()},
+        )
+
+
+def _record_outcome(
+    admin: IndexAdmin, lock: MigrationLock, state: str, copied: int, began: float, message: str
+) -> None:
+    """Best effort: how the migration ended, in the jobs index (read by `last_migrations`)."""
+    outcome = MigrationOutcome(
+        lock.kind, state, lock.source, lock.target, _now(), copied, round(time.perf_counter() - began, 1), message
+    )
+    with contextlib.suppress(ApiError, EsConnectionError):
+        admin.client.index(
+            index=admin.alias("jobs"), id=f"{LAST_MIGRATION_ID}{lock.kind}", document=outcome.to_record()
+        )
+
+
+def _clear_finished_or_dead_lock(admin: IndexAdmin, *, take_over: bool) -> None:
+    lock = migration_lock(admin)
+    if lock is None:
+        return
+    if migration_finished(admin, lock):
+        _drop_lock(admin)
+        return
+    if lock.holder_alive() is False or take_over:
+        _undo(admin, lock)
+        return
+    where = "it runs on another machine" if lock.holder_alive() is None else "its process is alive"
+    raise MigrationError(
+        f"{lock.describe()} is still in progress ({where})",
+        hint=(
+            "wait for it to finish; if its process is gone, run "
+            f"'eqsearch index migrate {lock.kind} --take-over' to clean up after it and migrate"
+        ),
+    )
+
+
+def _take_lock(admin: IndexAdmin, lock: MigrationLock) -> None:
+    if lock.kind != "jobs":  # the lock lives in the jobs index
+        admin.ensure(admin.default_options(), kinds=("jobs",))
+    try:
+        admin.client.create(index=admin.alias("jobs"), id=MIGRATION_LOCK_ID, document=lock.to_record())
+    except ConflictError:
+        other = migration_lock(admin)
+        raise MigrationError(
+            f"{other.describe() if other else 'another migration'} started meanwhile",
+            hint="wait for it to finish, then migrate again",
+        ) from None
+    except ApiError as error:
+        if not is_write_block_error(error):
+            raise
+        raise MigrationError(
+            f"{admin.alias('jobs')} is write-blocked, so no migration can record itself",
+            hint=f"lift the block (PUT {admin.current('jobs')}/_settings with index.blocks.write: null) if no "
+            "migration is running",
+        ) from None
+
+
+def _drop_lock(admin: IndexAdmin) -> None:
+    with contextlib.suppress(NotFoundError):
+        admin.client.delete(index=admin.alias("jobs"), id=MIGRATION_LOCK_ID)
+
+
+def _undo(admin: IndexAdmin, lock: MigrationLock) -> None:
+    """Clean up after a migration that did not swap: delete its target, lift its block, drop its lock."""
+    if not migration_finished(admin, lock):
+        admin.client.indices.delete(index=lock.target, ignore_unavailable=True)
+        if not lock.source_was_blocked:
+            # before the lock goes: when the jobs index is migrated, the lock lives in the blocked source
+            admin.client.indices.put_settings(index=lock.source, settings={"index.blocks.write": None})
+    _drop_lock(admin)

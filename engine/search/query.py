@@ -1,0 +1,262 @@
+"""What a search asks for (`HybridQuery`) and the Elasticsearch request bodies it becomes; no client here.
+
+A query's filters (categories, years, one paper) become pre-filters inside the kNN query and filters of the BM25
+query alike, so both ranked lists cover the same equations. The ranking searches return scores and two doc values
+only (`ranking_only`); the page's equations are then fetched by id with highlights (`page_body`). These are free
+functions of their arguments, so what is sent can be checked without a node (`SearchService` sends them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from eqsearch.engine.index.mappings import VECTOR_FIELD
+
+__all__ = [
+    "HIGHLIGHT_FIELDS",
+    "MAX_PAGE_SIZE",
+    "MAX_RESULT_WINDOW",
+    "RANKING_FIELDS",
+    "SOURCE_EXCLUDES",
+    "TEXT_COUNT_LIMIT",
+    "TEXT_FIELDS",
+    "Fusion",
+    "HybridQuery",
+    "candidate_window",
+    "knn_body",
+    "num_candidates",
+    "page_body",
+    "query_filters",
+    "ranking_only",
+    "ranking_searches",
+    "text_body",
+]
+
+Fusion = Literal["rrf", "linear"]
+
+MAX_PAGE_SIZE = 100
+MAX_RESULT_WINDOW = 1000
+#: BM25 fields and their boosts: a word in a title says more about the paper than one in an equation's context.
+TEXT_FIELDS = ("title^2", "abstract", "section_title^1.5", "context")
+HIGHLIGHT_FIELDS = ("title", "abstract", "section_title", "context")
+#: BM25 hits counted exactly for `SearchResults.total`: no page past the result window can be asked for, so a count
+#: beyond it tells nothing, and while hits must be counted Lucene cannot skip the ones that cannot reach the top k.
+#: (No measurable effect on the replicated benchmark corpus, whose ~185 copies of each text tie at the top score so
+#: that nothing can be skipped anyway; see benchmarks/search.md.)
+TEXT_COUNT_LIMIT = MAX_RESULT_WINDOW
+#: Never sent back: the vector is large and no caller reads it from a hit.
+SOURCE_EXCLUDES = [VECTOR_FIELD]
+#: The doc values a ranking search returns per hit (``eq_id`` equals ``_id`` for every writer).
+RANKING_FIELDS = ("eq_id", "paper_id")
+
+
+@dataclass(frozen=True)
+class HybridQuery:
+    """What a researcher asked for.
+
+    Args:
+        latex: a formula in LaTeX (None or blank: keywords only).
+        keywords: free text matched against paper titles, abstracts and equation context (None: formula only).
+        categories: arXiv categories to keep (any of them); empty keeps all.
+        year_from: first publication year to keep (inclusive).
+        year_to: last publication year to keep (inclusive).
+        paper_id: keep only this paper's equations.
+        formula_weight: the formula <-> keywords balance in [0, 1]: 1 ranks by the formula only, 0 by the keywords
+            only. Used as the linear blend weight, and to weight the two rankings in reciprocal rank fusion.
+        fusion: ``rrf`` (reciprocal rank fusion, robust to score scales) or ``linear`` (min-max normalised scores
+            blended by `formula_weight`).
+        page: 1-based result page.
+        size: hits (or paper groups) per page, 1..100.
+        group_by_paper: return one group per paper holding its matching equations, paginated by group.
+
+    Raises:
+        ValueError: a field is out of range (weight outside [0, 1], page < 1, size outside 1..100, years reversed).
+    """
+
+    latex: str | None = None
+    keywords: str | None = None
+    categories: tuple[str, ...] = ()
+    year_from: int | None = None
+    year_to: int | None = None
+    paper_id: str | None = None
+    formula_weight: float = 0.5
+    fusion: Fusion = "rrf"
+    page: int = 1
+    size: int = 10
+    group_by_paper: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.formula_weight <= 1.0:
+            raise ValueError(f"formula_weight must lie in [0, 1], got {self.formula_weight}")
+        if self.fusion not in ("rrf", "linear"):
+            raise ValueError(f"fusion must be 'rrf' or 'linear', got {self.fusion!r}")
+        if self.page < 1:
+            raise ValueError(f"page must be 1 or more, got {self.page}")
+        if not 1 <= self.size <= MAX_PAGE_SIZE:
+            raise ValueError(f"size must lie in 1..{MAX_PAGE_SIZE}, got {self.size}")
+        if self.year_from is not None and self.year_to is not None and self.year_from > self.year_to:
+            raise ValueError(f"year_from ({self.year_from}) is after year_to ({self.year_to})")
+        if isinstance(self.categories, str):
+            raise ValueError("categories must be a tuple of category names, not one string")
+
+    @property
+    def has_formula(self) -> bool:
+        return bool(self.latex and self.latex.strip())
+
+    @property
+    def has_keywords(self) -> bool:
+        return bool(self.keywords and self.keywords.strip())
+
+
+def candidate_window(query: HybridQuery, *, candidate_depth: int, group_oversample: int) -> tuple[int, bool]:
+    """How many candidates each ranked list contributes to fusion for this query's page.
+
+    The depth does not shrink with the page: every page is a slice of the same fused list. Grouped queries fetch
+    `group_oversample` equations per group asked for.
+
+    Args:
+        query: the query (its page, size and grouping count).
+        candidate_depth: the least number of candidates per list.
+        group_oversample: equations fetched per requested group when grouping by paper.
+
+    Returns:
+        The window, and whether it was capped at `MAX_RESULT_WINDOW`.
+    """
+    wanted = query.page * query.size * (group_oversample if query.group_by_paper else 1)
+    window = max(candidate_depth, wanted)
+    if window > MAX_RESULT_WINDOW:
+        return MAX_RESULT_WINDOW, True
+    return window, False
+
+
+def query_filters(query: HybridQuery) -> list[dict[str, Any]]:
+    """The query's filters as Elasticsearch filter clauses (empty when it has none)."""
+    filters: list[dict[str, Any]] = []
+    if query.categories:
+        filters.append({"terms": {"categories": list(query.categories)}})
+    if query.year_from is not None or query.year_to is not None:
+        bounds = {}
+        if query.year_from is not None:
+            bounds["gte"] = query.year_from
+        if query.year_to is not None:
+            bounds["lte"] = query.year_to
+        filters.append({"range": {"year": bounds}})
+    if query.paper_id:
+        filters.append({"term": {"paper_id": query.paper_id}})
+    return filters
+
+
+def num_candidates(k: int, factor: int) -> int:
+    """kNN ``num_candidates`` for ``k`` hits: ``factor`` times k, at least 100 and at most 10,000."""
+    return min(10_000, max(100, k * factor))
+
+
+def knn_body(
+    vector: np.ndarray,
+    k: int,
+    filters: list[dict[str, Any]],
+    *,
+    num_candidates_factor: int,
+    exclude: Sequence[str] = (),
+) -> dict[str, Any]:
+    """A kNN search of the equations' vectors, its filters applied as pre-filters.
+
+    Args:
+        vector: the query vector (already normalised where the index compares by cosine).
+        k: how many nearest equations.
+        filters: filter clauses (`query_filters`).
+        num_candidates_factor: see `num_candidates`.
+        exclude: equation ids never to return (the equation a "more like this" starts from).
+
+    Returns:
+        The search body.
+    """
+    pre_filter: dict[str, Any] = {"bool": {"filter": list(filters)}}
+    if exclude:
+        pre_filter["bool"]["must_not"] = [{"ids": {"values": list(exclude)}}]
+    knn: dict[str, Any] = {
+        "field": VECTOR_FIELD,
+        "query_vector": [float(x) for x in vector],
+        "k": k,
+        "num_candidates": num_candidates(k, num_candidates_factor),
+    }
+    if filters or exclude:
+        knn["filter"] = pre_filter  # inside knn: a pre-filter, so k hits come back when k exist
+    # a knn query, not the top-level knn section: the same per-shard search, without the extra DFS round that the
+    # top-level section takes (about 0.3 ms of the node's CPU per search here, see benchmarks/search.md)
+    return {"query": {"knn": knn}, "size": k, "_source": {"excludes": SOURCE_EXCLUDES}, "track_total_hits": False}
+
+
+def _text_match(keywords: str) -> dict[str, Any]:
+    return {"multi_match": {"query": keywords, "fields": list(TEXT_FIELDS), "type": "best_fields"}}
+
+
+def _highlight() -> dict[str, Any]:
+    return {
+        "fields": {name: {"number_of_fragments": 2, "fragment_size": 150} for name in HIGHLIGHT_FIELDS},
+        "require_field_match": True,
+    }
+
+
+def text_body(keywords: str, size: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
+    """A BM25 ``multi_match`` search over `TEXT_FIELDS` with `filters`, highlighted, counting up to
+    `TEXT_COUNT_LIMIT` hits."""
+    return {
+        "query": {"bool": {"must": [_text_match(keywords)], "filter": filters}},
+        "size": size,
+        "_source": {"excludes": SOURCE_EXCLUDES},
+        "highlight": _highlight(),
+        "track_total_hits": TEXT_COUNT_LIMIT,
+    }
+
+
+def ranking_only(body: dict[str, Any]) -> dict[str, Any]:
+    """The same search returning scores and the ``eq_id`` and ``paper_id`` doc values only.
+
+    Fusion ranks up to ``candidate_depth`` candidates per list but a page shows a handful, so the lists read no
+    stored field at all (``stored_fields: _none_``; not even ``_id``): stored fields are compressed in blocks
+    shared with the large ``_source`` (MathML), and decompressing one per candidate was most of the lists' cost
+    (see benchmarks/search.md). ``eq_id`` equals ``_id`` for every writer, and doc values are cheap to read.
+    """
+    light = {key: value for key, value in body.items() if key not in ("highlight", "_source")}
+    return {**light, "stored_fields": "_none_", "docvalue_fields": list(RANKING_FIELDS)}
+
+
+def ranking_searches(
+    query: HybridQuery, vector: np.ndarray | None, *, window: int, num_candidates_factor: int
+) -> list[tuple[str, dict[str, Any]]]:
+    """The ranked lists a query needs, as ``(name, body)``: ``formula`` (kNN) and ``text`` (BM25), either or both.
+
+    A list is left out when its side is missing (no vector, no keywords) or weighted 0 by ``formula_weight``.
+
+    Args:
+        query: the query.
+        vector: the formula's vector (None: no formula list).
+        window: candidates per list (`candidate_window`).
+        num_candidates_factor: see `num_candidates`.
+    """
+    filters = query_filters(query)
+    searches: list[tuple[str, dict[str, Any]]] = []
+    if vector is not None and query.formula_weight > 0:
+        body = knn_body(vector, window, filters, num_candidates_factor=num_candidates_factor)
+        searches.append(("formula", ranking_only(body)))
+    if query.has_keywords and query.formula_weight < 1:
+        searches.append(("text", ranking_only(text_body(query.keywords or "", window, filters))))
+    return searches
+
+
+def page_body(eq_ids: Sequence[str], keywords: str | None) -> dict[str, Any]:
+    """The search that fetches a page's equations by id: sources (vector excluded) and, with keywords, highlights of
+    the keywords' BM25 query."""
+    body: dict[str, Any] = {
+        "query": {"terms": {"eq_id": list(eq_ids)}},
+        "size": len(eq_ids),
+        "_source": {"excludes": SOURCE_EXCLUDES},
+        "track_total_hits": False,
+    }
+    if keywords:
+        body["highlight"] = {**_highlight(), "highlight_query": _text_match(keywords)}
+    return body

@@ -1,0 +1,173 @@
+"""The document shape, without a node: ids, the paper document and the equation documents of an extracted paper
+(field by field and in order: Elasticsearch keeps a source as it was sent), the year, and vectors replaced."""
+
+from __future__ import annotations
+
+from eqsearch.engine.index import (
+    VECTOR_FIELD,
+    equation_id,
+    paper_documents,
+    paper_fields,
+    paper_key,
+    paper_year,
+    stored_equation_ids,
+    with_vector,
+)
+from eqsearch.ingest.records import Equation, Issue, Paper, Section
+
+
+def small_paper(**changes: object) -> Paper:
+    """A paper of two sections: a front matter without equations, and "Main" with one converted equation and one
+    KaTeX refused."""
+    paper = Paper(
+        id="2401.00001",
+        source="papers.jsonl:1",
+        kind="jsonl",
+        version=2,
+        title="On sums",
+        abstract=None,
+        authors=["A. Author", "B. Author"],
+        metadata={"categories": "math.CO math.NT", "published": "Mon, 1 Jan 2024 00:00:00 GMT", "abstract": "Sums."},
+        citations=["2301.00002", "2301.00003", "2301.00002"],
+    )
+    for name, value in changes.items():
+        setattr(paper, name, value)
+    converted = Equation(
+        number=0,
+        latex="x^2 + y^2",
+        environment="equation",
+        section=1,
+        offset=120,
+        context_before="Let",
+        context_after="hold.",
+        status="ok",
+        mathml="<math><msup><mi>x</mi><mn>2</mn></msup></math>",
+    )
+    refused = Equation(
+        number=1, latex=r"\frac{1}{", environment="align*", section=1, offset=200, status="failed", reason="parse-error"
+    )
+    paper.sections = [
+        Section(index=0, level=0, kind="front", title=""),
+        Section(index=1, level=2, kind="section", title="Main", equations=[converted, refused]),
+    ]
+    return paper
+
+
+SHARED = {
+    "paper_id": "2401.00001",
+    "paper_key": "2401.00001v2",
+    "title": "On sums",
+    "abstract": "Sums.",
+    "authors": ["A. Author", "B. Author"],
+    "categories": ["math.CO", "math.NT"],
+    "year": 2024,
+    "citations_out": ["2301.00002", "2301.00003"],
+    "source_version": 2,
+    "source": "papers.jsonl:1",
+    "job_id": "job-1",
+}
+
+
+def test_ids_are_the_paper_key_and_the_equation_number():
+    assert paper_key("2401.00001", 2) == "2401.00001v2"
+    assert paper_key("latex/heat", None) == "latex/heat"
+    assert equation_id("2401.00001v2", 7) == "2401.00001v2:7"
+    assert paper_key("2401.00001", 2) == small_paper().key  # the same key as ingest's records
+    assert stored_equation_ids("2401.00001", {"paper_key": "2401.00001v2", "equation_count": 2}) == [
+        "2401.00001v2:0",
+        "2401.00001v2:1",
+    ]
+    assert stored_equation_ids("latex/heat", {"equation_count": 1}) == ["latex/heat:0"]
+    assert stored_equation_ids("latex/empty", {}) == []
+
+
+def test_the_paper_and_equation_documents_of_a_paper():
+    paper_document, equation_documents = paper_documents(
+        small_paper(), job_id="job-1", indexed_at="2026-01-02T03:04:05.678+00:00", vectors={0: [0.5, -0.5]}
+    )
+    assert paper_document == {
+        **SHARED,
+        "kind": "jsonl",
+        "status": "ok",
+        "equation_count": 2,
+        "indexed_at": "2026-01-02T03:04:05.678+00:00",
+        "sections": [
+            {"index": 0, "level": 0, "title": "", "equations": 0},
+            {"index": 1, "level": 2, "title": "Main", "equations": 2},
+        ],
+    }
+    assert list(paper_document) == [*SHARED, "kind", "status", "equation_count", "indexed_at", "sections"]
+    converted, refused = equation_documents
+    assert converted == {
+        **SHARED,
+        "eq_id": "2401.00001v2:0",
+        "number": 0,
+        "latex": "x^2 + y^2",
+        "mathml": "<math><msup><mi>x</mi><mn>2</mn></msup></math>",
+        "environment": "equation",
+        "status": "ok",
+        "reason": None,
+        "section": 1,
+        "section_title": "Main",
+        "context": "Let hold.",
+        "indexed_at": "2026-01-02T03:04:05.678+00:00",
+        VECTOR_FIELD: [0.5, -0.5],
+    }
+    equation_fields = ["eq_id", "number", "latex", "mathml", "environment", "status", "reason", "section"]
+    equation_fields += ["section_title", "context", "indexed_at"]
+    assert list(converted) == [*SHARED, *equation_fields, VECTOR_FIELD]
+    assert refused == {
+        **SHARED,
+        "eq_id": "2401.00001v2:1",
+        "number": 1,
+        "latex": r"\frac{1}{",
+        "mathml": None,
+        "environment": "align*",
+        "status": "failed",
+        "reason": "parse-error",
+        "section": 1,
+        "section_title": "Main",
+        "context": "",
+        "indexed_at": "2026-01-02T03:04:05.678+00:00",
+    }  # no vector: found by text only
+    assert list(refused) == [*SHARED, *equation_fields]
+
+
+def test_paper_fields_fall_back_on_metadata_and_keep_a_paper_without_a_version_unversioned():
+    paper = small_paper(version=None, title=None, abstract="Own abstract.", metadata={"title": "From metadata"})
+    assert paper_fields(paper, "job-2") == {
+        **SHARED,
+        "paper_key": "2401.00001",
+        "title": "From metadata",
+        "abstract": "Own abstract.",
+        "categories": [],
+        "year": 2024,  # from the new-style arXiv id
+        "source_version": None,
+        "job_id": "job-2",
+    }
+
+
+def test_paper_year_reads_metadata_then_the_arxiv_id():
+    def year(paper_id: str = "latex/heat", **metadata: object) -> int | None:
+        return paper_year(small_paper(id=paper_id, metadata=metadata))
+
+    assert year(published="Tue, 3 Mar 1998 10:00:00 GMT", update_date="2001-05-01") == 1998
+    assert year(update_date="2001-05-01") == 2001
+    assert year(year="1987") == 1987 and year(year=1987) == 1987
+    assert year("2113.00001") is None  # month 13: not an arXiv id
+    assert year("1905.12345") == 2019
+    assert year() is None
+
+
+def test_a_failed_paper_with_sections_still_gets_its_documents():
+    paper = small_paper(status="failed", error=Issue("timeout", "over the time budget"))
+    paper_document, equation_documents = paper_documents(paper, job_id="j", indexed_at="t", vectors={})
+    assert paper_document["status"] == "failed" and len(equation_documents) == 2
+    assert all(VECTOR_FIELD not in document for document in equation_documents)
+
+
+def test_with_vector_replaces_or_removes_the_vector():
+    document = {"eq_id": "p:0", VECTOR_FIELD: [1.0], "mathml": "<math/>"}
+    assert with_vector(document, [2.0]) == {"eq_id": "p:0", "mathml": "<math/>", VECTOR_FIELD: [2.0]}
+    assert with_vector(document, None) == {"eq_id": "p:0", "mathml": "<math/>"}
+    assert document[VECTOR_FIELD] == [1.0]  # the original is left as it was

@@ -1,0 +1,87 @@
+"""Client-side fusion on hand-made ranked lists: exact scores, order, ties, weights, and degenerate inputs."""
+
+from __future__ import annotations
+
+import pytest
+from eqsearch.engine.search.fusion import Fused, linear_fusion, min_max, reciprocal_rank_fusion
+
+FORMULA = [("a", 0.9), ("b", 0.8), ("c", 0.7)]
+TEXT = [("c", 12.0), ("d", 6.0), ("a", 3.0)]
+
+
+def ids(fused: list[Fused]) -> list[str]:
+    return [item.doc_id for item in fused]
+
+
+def test_rrf_sums_reciprocal_ranks_and_keeps_raw_scores_and_ranks():
+    fused = reciprocal_rank_fusion({"formula": FORMULA, "text": TEXT}, k=60)
+    scores = {item.doc_id: item.score for item in fused}
+    assert scores["a"] == pytest.approx(1 / 61 + 1 / 63)
+    assert scores["c"] == pytest.approx(1 / 63 + 1 / 61)
+    assert scores["b"] == pytest.approx(1 / 62) and scores["d"] == pytest.approx(1 / 62)
+    # a and c tie, b and d tie: ties are broken by document id
+    assert ids(fused) == ["a", "c", "b", "d"]
+    first = fused[0]
+    assert first.sources == {"formula": 0.9, "text": 3.0} and first.ranks == {"formula": 1, "text": 3}
+    assert fused[3].sources == {"text": 6.0} and fused[3].ranks == {"text": 2}
+
+
+def test_rrf_weights_scale_each_list_and_zero_drops_a_list():
+    weighted = reciprocal_rank_fusion({"formula": FORMULA, "text": TEXT}, k=60, weights={"formula": 2.0, "text": 0.0})
+    assert ids(weighted) == ["a", "b", "c", "d"]  # the formula order; d (text only) scores 0
+    assert weighted[0].score == pytest.approx(2 / 61)
+    assert weighted[3].score == 0.0
+    # a list missing from the weights counts with weight 1
+    partial = reciprocal_rank_fusion({"formula": FORMULA, "text": TEXT}, k=60, weights={"formula": 0.0})
+    assert ids(partial) == ["c", "d", "a", "b"]
+
+
+def test_rrf_rank_constant_and_its_validation():
+    small_k = reciprocal_rank_fusion({"formula": FORMULA}, k=1)
+    assert [item.score for item in small_k] == pytest.approx([1 / 2, 1 / 3, 1 / 4])
+    with pytest.raises(ValueError, match="k must be positive"):
+        reciprocal_rank_fusion({"formula": FORMULA}, k=0)
+
+
+def test_rrf_of_one_list_keeps_its_order_and_of_none_is_empty():
+    assert ids(reciprocal_rank_fusion({"text": TEXT})) == ["c", "d", "a"]
+    assert reciprocal_rank_fusion({}) == []
+    assert reciprocal_rank_fusion({"formula": [], "text": []}) == []
+    assert ids(reciprocal_rank_fusion({"formula": [], "text": TEXT})) == ["c", "d", "a"]
+
+
+def test_a_list_naming_a_document_twice_keeps_its_first_entry():
+    fused = reciprocal_rank_fusion({"formula": [("a", 0.9), ("b", 0.5), ("a", 0.1)]}, k=60)
+    assert ids(fused) == ["a", "b"]
+    assert fused[0].sources == {"formula": 0.9} and fused[0].ranks == {"formula": 1}
+
+
+def test_min_max_rescales_within_a_list():
+    assert min_max([("a", 4.0), ("b", 3.0), ("c", 2.0)]) == {"a": 1.0, "b": 0.5, "c": 0.0}
+    assert min_max([("a", 7.0), ("b", 7.0)]) == {"a": 1.0, "b": 1.0}  # all equal: all 1
+    assert min_max([]) == {}
+
+
+def test_linear_fusion_blends_normalised_scores_by_weight():
+    fused = linear_fusion({"formula": FORMULA, "text": TEXT}, {"formula": 0.5, "text": 0.5})
+    scores = {item.doc_id: item.score for item in fused}
+    # formula normalised: a 1, b 0.5, c 0; text normalised: c 1, d 1/3, a 0
+    assert scores == pytest.approx({"a": 0.5, "b": 0.25, "c": 0.5, "d": 1 / 6})
+    assert ids(fused) == ["a", "c", "b", "d"]  # a and c tie at 0.5: by id
+    assert fused[1].sources == {"formula": 0.7, "text": 12.0} and fused[1].ranks == {"formula": 3, "text": 1}
+
+
+def test_linear_fusion_full_weight_is_one_list_and_missing_weights_count_zero():
+    formula_only = linear_fusion({"formula": FORMULA, "text": TEXT}, {"formula": 1.0, "text": 0.0})
+    assert ids(formula_only)[:3] == ["a", "b", "c"]
+    assert {item.doc_id: item.score for item in formula_only}["d"] == 0.0
+    unweighted = linear_fusion({"formula": FORMULA, "text": TEXT}, {"text": 1.0})
+    assert ids(unweighted) == ["c", "d", "a", "b"]
+
+
+def test_linear_fusion_of_one_list_and_of_empty_lists():
+    one = linear_fusion({"text": TEXT}, {"text": 0.5})
+    assert ids(one) == ["c", "d", "a"]
+    assert [item.score for item in one] == pytest.approx([0.5, 0.5 / 3, 0.0])
+    assert linear_fusion({}, {"formula": 1.0}) == []
+    assert linear_fusion({"formula": [], "text": []}, {"formula": 0.5, "text": 0.5}) == []

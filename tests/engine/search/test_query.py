@@ -1,0 +1,170 @@
+"""The request bodies a `HybridQuery` becomes, checked without a node: filters, kNN and BM25 parts, candidate
+depth, the page fetch, and the query's own validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from eqsearch.engine.index.mappings import VECTOR_FIELD
+from eqsearch.engine.search.query import (
+    MAX_PAGE_SIZE,
+    MAX_RESULT_WINDOW,
+    RANKING_FIELDS,
+    SOURCE_EXCLUDES,
+    TEXT_COUNT_LIMIT,
+    TEXT_FIELDS,
+    HybridQuery,
+    candidate_window,
+    knn_body,
+    num_candidates,
+    page_body,
+    query_filters,
+    ranking_only,
+    ranking_searches,
+    text_body,
+)
+
+VECTOR = np.array([0.5, -0.25, 0.0], dtype=np.float32)
+ALL_FILTERS = HybridQuery(
+    latex="x^2", keywords="energy", categories=("math.PR", "quant-ph"), year_from=2017, year_to=2021, paper_id="p1"
+)
+
+
+def searches(query: HybridQuery, vector: np.ndarray | None = VECTOR, window: int = 50) -> dict[str, dict]:
+    return dict(ranking_searches(query, vector, window=window, num_candidates_factor=6))
+
+
+def test_filters_become_filter_clauses():
+    assert query_filters(HybridQuery()) == []
+    assert query_filters(ALL_FILTERS) == [
+        {"terms": {"categories": ["math.PR", "quant-ph"]}},
+        {"range": {"year": {"gte": 2017, "lte": 2021}}},
+        {"term": {"paper_id": "p1"}},
+    ]
+    assert query_filters(HybridQuery(year_to=2000)) == [{"range": {"year": {"lte": 2000}}}]
+    assert query_filters(HybridQuery(year_from=2000)) == [{"range": {"year": {"gte": 2000}}}]
+
+
+def test_filters_are_knn_pre_filters_and_bm25_filters():
+    bodies = searches(ALL_FILTERS)
+    filters = query_filters(ALL_FILTERS)
+    knn = bodies["formula"]["query"]["knn"]
+    assert knn["filter"] == {"bool": {"filter": filters}}  # inside knn: a pre-filter, not a post-filter
+    assert "post_filter" not in bodies["formula"]
+    text = bodies["text"]["query"]["bool"]
+    assert text["filter"] == filters
+    assert text["must"] == [{"multi_match": {"query": "energy", "fields": list(TEXT_FIELDS), "type": "best_fields"}}]
+
+
+def test_knn_body_without_filters_has_no_filter():
+    body = knn_body(VECTOR, 10, [], num_candidates_factor=6)
+    assert body == {
+        "query": {"knn": {"field": VECTOR_FIELD, "query_vector": [0.5, -0.25, 0.0], "k": 10, "num_candidates": 100}},
+        "size": 10,
+        "_source": {"excludes": SOURCE_EXCLUDES},
+        "track_total_hits": False,
+    }
+    assert all(type(x) is float for x in body["query"]["knn"]["query_vector"])  # JSON-ready, not numpy floats
+
+
+def test_knn_body_excludes_ids_as_a_pre_filter():
+    body = knn_body(VECTOR, 5, [], num_candidates_factor=6, exclude=["p1:0"])
+    assert body["query"]["knn"]["filter"] == {"bool": {"filter": [], "must_not": [{"ids": {"values": ["p1:0"]}}]}}
+
+
+def test_num_candidates_is_a_multiple_of_k_within_bounds():
+    assert num_candidates(10, 6) == 100  # at least 100
+    assert num_candidates(50, 6) == 300
+    assert num_candidates(1000, 6) == 6000
+    assert num_candidates(5000, 6) == 10_000  # at most 10,000
+    assert knn_body(VECTOR, 50, [], num_candidates_factor=3)["query"]["knn"]["num_candidates"] == 150
+
+
+def test_text_body_highlights_and_counts_up_to_the_limit():
+    body = text_body("harmonic oscillator", 20, [])
+    assert body["size"] == 20 and body["track_total_hits"] == TEXT_COUNT_LIMIT
+    assert body["query"]["bool"]["filter"] == []
+    assert set(body["highlight"]["fields"]) == {"title", "abstract", "section_title", "context"}
+    assert body["highlight"]["require_field_match"] is True
+
+
+def test_ranking_searches_read_doc_values_only():
+    for body in searches(ALL_FILTERS).values():
+        assert body["stored_fields"] == "_none_" and body["docvalue_fields"] == list(RANKING_FIELDS)
+        assert "_source" not in body and "highlight" not in body
+    original = text_body("energy", 5, [])
+    light = ranking_only(original)
+    assert "highlight" in original and "_source" in original  # the body it came from is left alone
+    assert light["query"] == original["query"] and light["size"] == 5
+
+
+def test_formula_only_keyword_only_and_weights_choose_the_lists():
+    assert set(searches(HybridQuery(latex="x^2"))) == {"formula"}
+    assert set(searches(HybridQuery(keywords="energy"), vector=None)) == {"text"}
+    assert set(searches(HybridQuery(latex="x^2", keywords="energy"))) == {"formula", "text"}
+    # a formula that did not convert (no vector) leaves the keywords alone
+    assert set(searches(HybridQuery(latex=r"\frac{", keywords="energy"), vector=None)) == {"text"}
+    assert set(searches(HybridQuery(latex="x^2", keywords="energy", formula_weight=1.0))) == {"formula"}
+    assert set(searches(HybridQuery(latex="x^2", keywords="energy", formula_weight=0.0))) == {"text"}
+    assert searches(HybridQuery(keywords="   "), vector=None) == {}  # blank keywords: no list at all
+    assert searches(HybridQuery(), vector=None) == {}
+
+
+def test_every_list_is_as_deep_as_the_window():
+    bodies = searches(HybridQuery(latex="x^2", keywords="energy"), window=70)
+    assert bodies["formula"]["size"] == 70 and bodies["formula"]["query"]["knn"]["k"] == 70
+    assert bodies["formula"]["query"]["knn"]["num_candidates"] == 420
+    assert bodies["text"]["size"] == 70
+
+
+@pytest.mark.parametrize(
+    ("query", "window", "capped"),
+    [
+        (HybridQuery(page=1, size=10), 50, False),  # the candidate depth, whatever the page
+        (HybridQuery(page=5, size=10), 50, False),
+        (HybridQuery(page=6, size=10), 60, False),  # past the depth: as deep as the page reaches
+        (HybridQuery(page=3, size=10, group_by_paper=True), 150, False),  # grouped: 5 equations per group
+        (HybridQuery(page=11, size=100), MAX_RESULT_WINDOW, True),
+        (HybridQuery(page=10, size=100), MAX_RESULT_WINDOW, False),
+    ],
+)
+def test_candidate_window(query: HybridQuery, window: int, capped: bool):
+    assert candidate_window(query, candidate_depth=50, group_oversample=5) == (window, capped)
+
+
+def test_page_body_fetches_by_id_with_highlights_of_the_keywords():
+    plain = page_body(["p1:0", "p2:3"], None)
+    assert plain == {
+        "query": {"terms": {"eq_id": ["p1:0", "p2:3"]}},
+        "size": 2,
+        "_source": {"excludes": SOURCE_EXCLUDES},
+        "track_total_hits": False,
+    }
+    highlighted = page_body(["p1:0"], "energy")
+    text = text_body("energy", 1, [])
+    assert highlighted["highlight"] == {**text["highlight"], "highlight_query": text["query"]["bool"]["must"][0]}
+    assert highlighted["query"] == {"terms": {"eq_id": ["p1:0"]}} and highlighted["size"] == 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"formula_weight": 1.5}, "formula_weight"),
+        ({"formula_weight": -0.1}, "formula_weight"),
+        ({"fusion": "max"}, "fusion"),
+        ({"page": 0}, "page"),
+        ({"size": 0}, "size"),
+        ({"size": MAX_PAGE_SIZE + 1}, "size"),
+        ({"year_from": 2020, "year_to": 2010}, "after year_to"),
+        ({"categories": "math.PR"}, "not one string"),
+    ],
+)
+def test_query_validation(fields: dict, message: str):
+    with pytest.raises(ValueError, match=message):
+        HybridQuery(**fields)
+
+
+def test_formula_and_keywords_are_present_only_when_not_blank():
+    assert HybridQuery(latex=" x ").has_formula and not HybridQuery(latex="  ").has_formula
+    assert HybridQuery(keywords="a").has_keywords and not HybridQuery(keywords="").has_keywords
+    assert HybridQuery(size=MAX_PAGE_SIZE).size == MAX_PAGE_SIZE
