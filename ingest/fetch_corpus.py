@@ -1,4 +1,4 @@
-"""Download the real math this machine can reach (shared/research/corpora.md) into a cache folder.
+"""Download real math from the ordinary package registries (Debian, PyPI, CRAN mirrors on Debian) into a cache folder.
 
 Sets, each from an ordinary package registry (download sizes as measured on Debian 12 and PyPI):
 
