@@ -31,6 +31,7 @@ def hit_json(hit: EquationHit) -> dict[str, Any]:
     data["highlights"] = {k: [str(sanitize_highlight(f)) for f in v] for k, v in hit.highlights.items()}
     data["authors"] = list(hit.authors)
     data["categories"] = list(hit.categories)
+    data["channels"] = list(hit.channels)
     return data
 
 

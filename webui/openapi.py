@@ -71,6 +71,12 @@ def openapi_document(server_url: str) -> dict[str, Any]:
             "context": {"type": "string"},
             "score": {"type": "number"},
             "matched": {"type": "string", "enum": ["formula", "text", "both"]},
+            "channels": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["structure", "embedding", "text"]},
+                "description": "The channels whose ranked lists found the equation: structure (BM25 over the "
+                "formula's structural terms), embedding (kNN on the model's vectors), text (BM25 over the words).",
+            },
             "highlights": {
                 "type": "object",
                 "additionalProperties": {"type": "array", "items": {"type": "string"}},

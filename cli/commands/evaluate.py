@@ -219,6 +219,104 @@ def _run_evaluate_trec(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_evaluate_formulas(args: argparse.Namespace) -> int:
+    from eqsearch.engine.search.rankers import DEFAULT_RANKER, RANKERS, get_ranker
+
+    if args.list_rankers:
+        width = max(len(name) for name in RANKERS)
+        for name, ranker in RANKERS.items():
+            mark = " (default)" if name == DEFAULT_RANKER else ""
+            print(f"{name:<{width}}  {ranker.description}{mark}")
+        return 0
+    missing = [flag for flag in ("collection", "topics", "qrels") if getattr(args, flag) is None]
+    if missing:
+        args.parser.error("need " + ", ".join(f"--{flag}" for flag in missing) + " (or --list-rankers)")
+    if not 1 <= args.depth <= 1000:
+        args.parser.error(f"--depth must lie in 1..1000 (the result window), got {args.depth}")
+    try:
+        ranking = get_ranker(args.ranker or DEFAULT_RANKER)
+    except ValueError as error:
+        args.parser.error(str(error))
+
+    from eqsearch.engine.es import EsConfig, LocalNode, LocalNodeConfig, connect
+    from eqsearch.engine.latex import KatexConverter
+    from eqsearch.engine.model import load_encoder
+    from eqsearch.evaluation.formulas import evaluate_formulas
+    from eqsearch.evaluation.trec import read_qrels, write_run
+    from tqdm import tqdm
+
+    qrels = read_qrels(args.qrels)
+    config = EsConfig.from_env()
+    if config.url is None:  # the managed local node, as `make run` uses it: started when it is not running
+        LocalNode(LocalNodeConfig.from_env()).start()
+    client, _ = connect(config)
+    encoder = load_encoder(args.bundle)
+    ingest_bar = None if args.quiet else tqdm(unit="formula", desc="ingest", file=sys.stderr)
+    topic_bar = None
+
+    def ingested(state: Any) -> None:
+        if ingest_bar is not None:
+            ingest_bar.total = state.papers_total
+            ingest_bar.update(state.papers_done - ingest_bar.n)
+
+    def searched(topic: str) -> None:
+        nonlocal topic_bar
+        if args.quiet:
+            return
+        if topic_bar is None:
+            if ingest_bar is not None:
+                ingest_bar.close()
+            topic_bar = tqdm(unit="topic", desc="search", file=sys.stderr)
+        topic_bar.update(1)
+
+    try:
+        with KatexConverter() as converter:
+            evaluation = evaluate_formulas(
+                client,
+                encoder,
+                converter,
+                args.collection,
+                args.topics,
+                qrels,
+                ranking=ranking,
+                depth=args.depth,
+                keep=args.keep,
+                on_ingest=ingested,
+                on_topic=searched,
+            )
+    finally:
+        for bar in (ingest_bar, topic_bar):
+            if bar is not None:
+                bar.close()
+    summary = evaluation.to_json()
+    counts = evaluation.ingest["counts"]
+    print(
+        f"ranker {ranking.name}: {summary['topics']} topics, {evaluation.collection_size:,} formulas "
+        f"({counts.get('equations_with_vector', 0):,} with a vector; ingest {evaluation.ingest_seconds:.0f} s), "
+        f"depth {args.depth}, median {summary['query_ms_median']:.0f} ms per topic"
+    )
+    for reason, count in sorted(evaluation.ingest["errors_by_reason"].items(), key=lambda kv: -kv[1]):
+        print(f"  {count:>7,}  {reason} (still indexed: found by the structure of their LaTeX)")
+    print(
+        f"nDCG′ {summary['ndcg']:.4f}  MAP′ {summary['map']:.4f}  P′@10 {summary['p10']:.4f}  "
+        f"bpref {summary['bpref']:.4f}"
+    )
+    if args.per_topic:
+        for topic, values in summary["per_topic"].items():
+            print(f"  {topic}\tnDCG′={values['ndcg']:.4f}\tMAP′={values['map']:.4f}\tP′@10={values['p10']:.4f}")
+    if args.run:
+        write_run(args.run, evaluation.run, tag=f"eqsearch-{ranking.name}")
+        print(f"run written to {args.run}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"figures written to {args.json}")
+    if args.keep:
+        print(
+            f"indices kept under the prefix {evaluation.index_prefix} (EQSEARCH_INDEX_PREFIX={evaluation.index_prefix})"
+        )
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``evaluate`` and its kinds to the `eqsearch` CLI."""
     evaluate = subparsers.add_parser(
@@ -258,7 +356,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "rankings, for the model and the bag-of-words baseline. Runs without torch.",
     )
     labelled.add_argument(
-        "file", nargs="?", help="labelled set (format: eqsearch/training/labelled.py; default: the shipped set)"
+        "file", nargs="?", help="labelled set (format: eqsearch/evaluation/labelled.py; default: the shipped set)"
     )
     labelled.add_argument("--bundle", help="model bundle directory (default: the installed one)")
     labelled.add_argument("--per-category", action="store_true", help="also print the 1-NN accuracy per category")
@@ -277,7 +375,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Search every display equation of a papers JSONL with each query of a keyword query set, for "
         "the model and the bag-of-words baseline; a result is relevant when one of the query's keywords occurs "
         "around it (paper title, section title, context). Reports P@10, P@100, P@1000 and uMAP (the paper's "
-        "Table 3). Runs without torch. Format and heuristic: eqsearch/training/keyword_queries.py.",
+        "Table 3). Runs without torch. Format and heuristic: eqsearch/evaluation/keywords.py.",
     )
     keywords.add_argument(
         "queries", nargs="?", help="keyword query set (default: the shipped set, evaluation/data/keyword-queries.tsv)"
@@ -295,7 +393,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="nDCG′, MAP′, P′@10 and bpref of TREC runs (ARQMath conventions)",
         description="Score TREC runs against qrels as ARQMath does: unjudged results removed (the primes), "
         "relevant = grade >= 2 for the binary measures, first 1000 results. Conventions: "
-        "eqsearch/training/trec.py.",
+        "eqsearch/evaluation/trec.py.",
     )
     trec.add_argument("--qrels", required=True, help="TREC qrels: topic iteration docid grade")
     trec.add_argument(
@@ -307,3 +405,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     trec.add_argument("--per-topic", action="store_true", help="also print every topic's measures")
     trec.add_argument("--json", help="also write the figures to this JSON file")
     trec.set_defaults(handler=_run_evaluate_trec, parser=trec)
+
+    formulas = kinds.add_parser(
+        "formulas",
+        help="formula retrieval end to end: ingest a collection, search its topics, score with ARQMath's measures",
+        description="Ingest a formula collection into temporary indices through the production ingest job (one "
+        "document per formula, found by its id), search each topic as a formula-only query through the production "
+        "search service (what the UI and the API do), and print nDCG′, MAP′, P′@10 and bpref (ARQMath's prime "
+        "measures). Uses the configured cluster, or the managed local node (started when needed). Files: "
+        "COLLECTION and TOPICS are 'visual_id<TAB>latex' / 'topic<TAB>latex' lines under that header row; QRELS "
+        "is TREC qrels.",
+    )
+    formulas.add_argument("--collection", type=Path, help="the formulas: a 'visual_id<TAB>latex' TSV")
+    formulas.add_argument("--topics", type=Path, help="the queries: a 'topic<TAB>latex' TSV")
+    formulas.add_argument("--qrels", type=Path, help="TREC qrels: topic iteration visual_id grade")
+    formulas.add_argument("--ranker", default=None, help="a registered formula ranking (default: production's)")
+    formulas.add_argument("--list-rankers", action="store_true", help="list the registered rankers and exit")
+    formulas.add_argument("--run", type=Path, help="write the TREC run to this file")
+    formulas.add_argument("--json", type=Path, help="write the figures (ndcg, map, p10, per topic...) to this file")
+    formulas.add_argument("--depth", type=int, default=1000, help="results per topic, at most 1000 (1000)")
+    formulas.add_argument("--keep", action="store_true", help="keep the temporary indices (default: deleted)")
+    formulas.add_argument("--bundle", help="model bundle directory (default: the installed one)")
+    formulas.add_argument("--per-topic", action="store_true", help="also print every topic's measures")
+    formulas.add_argument("--quiet", action="store_true", help="no progress bars")
+    formulas.set_defaults(handler=_run_evaluate_formulas, parser=formulas)

@@ -28,12 +28,16 @@ from eqsearch.engine.index.documents import (
     paper_key,
     paper_year,
     stored_equation_ids,
+    structure_fields,
+    with_structure,
     with_vector,
 )
 from eqsearch.engine.index.errors import IndexOperationError, MigrationError
 from eqsearch.engine.index.mappings import (
     INDEX_KINDS,
     MAPPING_VERSIONS,
+    SPANS_FIELD,
+    STRUCTURE_FIELD,
     VECTOR_FIELD,
     IndexOptions,
     alias_name,
@@ -55,6 +59,8 @@ __all__ = [
     "MAPPING_VERSIONS",
     "MIGRATION_LOCK_ID",
     "RETRY_STATUSES",
+    "SPANS_FIELD",
+    "STRUCTURE_FIELD",
     "VECTOR_FIELD",
     "BulkFailure",
     "BulkReport",
@@ -88,6 +94,8 @@ __all__ = [
     "reencode_vectors",
     "retrying",
     "stored_equation_ids",
+    "structure_fields",
     "versioned_name",
+    "with_structure",
     "with_vector",
 ]

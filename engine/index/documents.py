@@ -23,7 +23,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from eqsearch.engine.index.mappings import VECTOR_FIELD
+from eqsearch.engine.index.mappings import SPANS_FIELD, STRUCTURE_FIELD, VECTOR_FIELD
+from eqsearch.engine.model.structure import formula_structure
 
 
 class EquationRecord(Protocol):
@@ -191,10 +192,24 @@ def paper_documents(
             "section": eq.section,
             "section_title": titles.get(eq.section, ""),
             "context": " ".join(part for part in (eq.context_before, eq.context_after) if part),
+            **structure_fields(eq.mathml, eq.latex),
             "indexed_at": indexed_at,
         }
         equation_documents.append(with_vector(document, vectors.get(eq.number)))
     return paper_document, equation_documents
+
+
+def structure_fields(mathml: str | None, latex: str) -> dict[str, Any]:
+    """The structural fields of an equation document: its terms (from the MathML, or the LaTeX when it did not
+    convert) and its sub-expression hashes (`engine.model.structure`)."""
+    structure = formula_structure(mathml, latex)
+    return {STRUCTURE_FIELD: structure.text, SPANS_FIELD: sorted(structure.spans)}
+
+
+def with_structure(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The equation document with its structural fields made anew from its stored MathML and LaTeX (a migration
+    does this, so that documents written before the fields existed, or by another tokenizer, get them)."""
+    return {**document, **structure_fields(document.get("mathml"), str(document.get("latex") or ""))}
 
 
 def with_vector(document: Mapping[str, Any], vector: list[float] | None) -> dict[str, Any]:

@@ -28,13 +28,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from eqsearch.engine.model.structure import STRUCTURE_VERSION
+
 IndexKind = Literal["equations", "papers", "jobs"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("equations", "papers", "jobs")
 
 #: Bump when a definition below changes; recorded in each index's ``_meta`` so `describe` can say it is stale.
-MAPPING_VERSIONS: dict[str, int] = {"equations": 1, "papers": 1, "jobs": 1}
+MAPPING_VERSIONS: dict[str, int] = {"equations": 2, "papers": 1, "jobs": 1}
 
 VECTOR_FIELD = "vector"
+#: The formula's structural terms (`engine.model.structure`): BM25 over them is the structural channel.
+STRUCTURE_FIELD = "structure"
+#: Hashes of the formula's sub-expressions, matched exactly by the structural rerank.
+SPANS_FIELD = "structure_spans"
 DEFAULT_DIMS = 64
 TEXT_ANALYZERS = ("english", "standard")
 
@@ -116,6 +122,7 @@ def _meta(kind: str, options: IndexOptions) -> dict[str, Any]:
         "similarity": options.similarity,
         "index_type": options.index_type,
         **({"encoder": options.encoder} if options.encoder else {}),
+        **({"structure_version": STRUCTURE_VERSION} if kind == "equations" else {}),
     }
 
 
@@ -173,6 +180,10 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
                 "section": {"type": "integer"},
                 "section_title": _text(analyzer),
                 "context": _text(analyzer),
+                # Terms kept whole (the whitespace analyzer: no lowercasing, no stemming); frequencies for BM25, no
+                # positions: the terms carry their own relations.
+                STRUCTURE_FIELD: {"type": "text", "analyzer": "whitespace", "index_options": "freqs"},
+                SPANS_FIELD: {"type": "keyword", "doc_values": False},
                 VECTOR_FIELD: vector,
                 **_paper_fields(analyzer),
             },

@@ -27,7 +27,7 @@ from elasticsearch import ConnectionError as EsConnectionError
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.es import pid_alive
 from eqsearch.engine.index.bulk import bulk_index, bulk_loading_settings, current_load_settings, is_write_block_error
-from eqsearch.engine.index.documents import with_vector
+from eqsearch.engine.index.documents import with_structure, with_vector
 from eqsearch.engine.index.errors import IndexOperationError, MigrationError
 from eqsearch.engine.index.mappings import INDEX_KINDS, IndexOptions
 
@@ -222,6 +222,17 @@ def reencode_vectors(encoder: Any) -> Rewrite:
     return rewrite
 
 
+def _restructured(rewrite: Rewrite | None) -> Rewrite:
+    """``rewrite`` after making each equation's structural fields anew from its MathML and LaTeX: every migration of
+    the equations index brings them up to the code's tokenizer (and gives them to documents written before)."""
+
+    def rewritten(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        bodies = [with_structure(body) for body in bodies]
+        return rewrite(bodies) if rewrite is not None else bodies
+
+    return rewritten
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
@@ -253,7 +264,8 @@ def migrate(
 ) -> MigrationReport:
     """Move ``kind`` to a new version: create it, copy every document (vectors included), verify, swap.
 
-    With ``rewrite``, each page of documents is changed on its way (``eqsearch index migrate equations
+    Equations get their structural fields made anew (`documents.with_structure`). With ``rewrite``, each page of
+    documents is also changed on its way (``eqsearch index migrate equations
     --reencode`` puts vectors of a new model bundle into them): a model upgrade without stopping search.
 
     Searches keep going to the old index until the alias moves in one atomic ``_aliases`` call, so they never
@@ -303,6 +315,8 @@ def migrate(
     if source is None:
         raise IndexOperationError(f"no {admin.alias(kind)} alias to migrate", hint=f"eqsearch index create {kind}")
     options = options or admin.options_of(kind) or IndexOptions()
+    if kind == "equations":
+        rewrite = _restructured(rewrite)
     _clear_finished_or_dead_lock(admin, take_over=take_over)
     target = admin.next_version_name(kind)
     lock = MigrationLock(kind, source, target, os.getpid(), socket.gethostname(), _now(), admin.write_blocked(source))

@@ -1,7 +1,8 @@
 """The formula model at run time: MathML -> graph arrays -> vectors, from a checked model bundle; never torch.
 
 `featurize` turns MathML into `GraphArrays` (`graph`) with a `Vocabulary` (`vocabulary`); `bundle` reads and
-writes the bundle's manifest; `encoder` runs the bundle's ONNX model with onnxruntime.
+writes the bundle's manifest; `encoder` runs the bundle's ONNX model with onnxruntime; `structure` turns a
+formula's symbol layout tree into search terms for the structural channel.
 """
 
 from eqsearch.engine.model.bundle import (
@@ -28,6 +29,7 @@ from eqsearch.engine.model.featurize import (
     featurize_mathml,
 )
 from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
+from eqsearch.engine.model.structure import STRUCTURE_VERSION, FormulaStructure, formula_structure
 from eqsearch.engine.model.vocabulary import (
     VOCABULARY_FORMAT,
     VOCABULARY_VERSION,
@@ -43,12 +45,14 @@ __all__ = [
     "GRAPH_INPUTS",
     "REQUIRED_KEYS",
     "SIMILARITIES",
+    "STRUCTURE_VERSION",
     "VOCABULARY_FORMAT",
     "VOCABULARY_VERSION",
     "BundleError",
     "BundleManifest",
     "Encoder",
     "FeatureCounts",
+    "FormulaStructure",
     "GraphArrays",
     "GraphEncoder",
     "MathMLError",
@@ -61,6 +65,7 @@ __all__ = [
     "default_bundle_path",
     "featurize_many",
     "featurize_mathml",
+    "formula_structure",
     "load_bundle_vocabulary",
     "load_encoder",
     "make_manifest",

@@ -1,19 +1,25 @@
-"""Hybrid search: a formula (kNN) and keywords (BM25), filtered alike, fused client-side into pages of hits.
+"""Hybrid search: a formula (structural BM25 and kNN) and keywords (BM25), filtered alike, fused client-side into
+pages of hits.
 
-`query` holds `HybridQuery` and the request bodies it becomes, `fusion` the rank fusion, `results` the hits and
-pages, and `service` the `SearchService` that sends the requests and puts the rest together.
+`query` holds `HybridQuery` and the request bodies it becomes, `rankers` the registered ways of ranking the formula
+side, `fusion` the rank fusion, `results` the hits and pages, and `service` the `SearchService` that sends the
+requests and puts the rest together.
 """
 
 from eqsearch.engine.search.fusion import Fused, linear_fusion, reciprocal_rank_fusion
 from eqsearch.engine.search.query import MAX_PAGE_SIZE, MAX_RESULT_WINDOW, Fusion, HybridQuery
+from eqsearch.engine.search.rankers import DEFAULT_RANKER, RANKERS, FormulaRanking, get_ranker
 from eqsearch.engine.search.results import EquationHit, Matched, PaperGroup, SearchResults, group_hits
 from eqsearch.engine.search.service import EquationNotFoundError, SearchError, SearchService
 
 __all__ = [
+    "DEFAULT_RANKER",
     "MAX_PAGE_SIZE",
     "MAX_RESULT_WINDOW",
+    "RANKERS",
     "EquationHit",
     "EquationNotFoundError",
+    "FormulaRanking",
     "Fused",
     "Fusion",
     "HybridQuery",
@@ -22,6 +28,7 @@ __all__ = [
     "SearchError",
     "SearchResults",
     "SearchService",
+    "get_ranker",
     "group_hits",
     "linear_fusion",
     "reciprocal_rank_fusion",

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from eqsearch.engine.index.mappings import VECTOR_FIELD
+from eqsearch.engine.index.mappings import SPANS_FIELD, STRUCTURE_FIELD, VECTOR_FIELD
+from eqsearch.engine.model.structure import FormulaStructure
+from eqsearch.engine.search.rankers import FormulaRanking
 
 __all__ = [
     "HIGHLIGHT_FIELDS",
@@ -32,6 +34,7 @@ __all__ = [
     "query_filters",
     "ranking_only",
     "ranking_searches",
+    "structure_body",
     "text_body",
 ]
 
@@ -190,6 +193,65 @@ def knn_body(
     return {"query": {"knn": knn}, "size": k, "_source": {"excludes": SOURCE_EXCLUDES}, "track_total_hits": False}
 
 
+def _span_match(structure: FormulaStructure, kind: str, weight: float) -> dict[str, Any] | None:
+    """The largest of the query's sub-expressions of one kind (``e`` exact, ``g`` generalised) that a candidate
+    shares, as ``weight`` x its size / the query's size: a ``dis_max`` of one constant-score term per span."""
+    size = max(structure.size, 1)
+    queries = [
+        {"constant_score": {"filter": {"term": {SPANS_FIELD: span}}, "boost": weight * span_size / size}}
+        for span, span_size in sorted(structure.spans.items())
+        if span.startswith(kind)
+    ]
+    return {"dis_max": {"queries": queries, "tie_breaker": 0.0}} if queries else None
+
+
+def structure_body(
+    structure: FormulaStructure,
+    k: int,
+    filters: list[dict[str, Any]],
+    *,
+    rerank_window: int = 0,
+    rerank_weight: float = 0.0,
+) -> dict[str, Any]:
+    """BM25 over the structural terms of the equations (`engine.model.structure`), optionally reranked.
+
+    The rerank rescores the top ``rerank_window`` by the sub-expressions they share with the query: the BM25 score
+    times ``1 + rerank_weight x (exact + generalised)``, each part the size of the largest shared sub-expression
+    over the query's size. A product rather than a sum, so that the rerank needs no knowledge of the BM25 scale.
+
+    Args:
+        structure: the query formula's structure (`formula_structure`).
+        k: how many equations.
+        filters: filter clauses (`query_filters`).
+        rerank_window: candidates rescored (0: no rerank).
+        rerank_weight: weight of the shared sub-expressions in the rescore.
+
+    Returns:
+        The search body.
+    """
+    body: dict[str, Any] = {
+        "query": {"bool": {"must": [{"match": {STRUCTURE_FIELD: structure.text}}], "filter": filters}},
+        "size": k,
+        "_source": {"excludes": SOURCE_EXCLUDES},
+        "track_total_hits": False,
+    }
+    spans = [m for kind in ("e", "g") if (m := _span_match(structure, kind, rerank_weight)) is not None]
+    if rerank_window > 0 and rerank_weight > 0 and spans:
+        # The match_all clause makes every candidate match with 1 + the shared sub-expressions, so that the
+        # multiplication keeps the BM25 order of the candidates that share nothing.
+        rescore = {"bool": {"should": [{"match_all": {"boost": 1.0}}, *spans]}}
+        body["rescore"] = {
+            "window_size": rerank_window,
+            "query": {
+                "rescore_query": rescore,
+                "query_weight": 1.0,
+                "rescore_query_weight": 1.0,
+                "score_mode": "multiply",
+            },
+        }
+    return body
+
+
 def _text_match(keywords: str) -> dict[str, Any]:
     return {"multi_match": {"query": keywords, "fields": list(TEXT_FIELDS), "type": "best_fields"}}
 
@@ -226,21 +288,43 @@ def ranking_only(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def ranking_searches(
-    query: HybridQuery, vector: np.ndarray | None, *, window: int, num_candidates_factor: int
+    query: HybridQuery,
+    vector: np.ndarray | None,
+    *,
+    window: int,
+    num_candidates_factor: int,
+    structure: FormulaStructure | None = None,
+    ranking: FormulaRanking | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
-    """The ranked lists a query needs, as ``(name, body)``: ``formula`` (kNN) and ``text`` (BM25), either or both.
+    """The ranked lists a query needs, as ``(name, body)``: ``structure`` (BM25 over structural terms),
+    ``formula`` (kNN on the embedding) and ``text`` (BM25 over the words), as many as apply.
 
-    A list is left out when its side is missing (no vector, no keywords) or weighted 0 by ``formula_weight``.
+    A list is left out when its side is missing (no structure, no vector, no keywords), when ``ranking`` gives its
+    channel no weight, or when ``formula_weight`` gives its side none.
 
     Args:
         query: the query.
-        vector: the formula's vector (None: no formula list).
+        vector: the formula's vector (None: no kNN list).
         window: candidates per list (`candidate_window`).
         num_candidates_factor: see `num_candidates`.
+        structure: the formula's structure (None: no structural list).
+        ranking: which formula channels to use and how (default: the embedding alone).
     """
     filters = query_filters(query)
     searches: list[tuple[str, dict[str, Any]]] = []
-    if vector is not None and query.formula_weight > 0:
+    use_structure = ranking is not None and ranking.structure > 0
+    use_embedding = ranking is None or ranking.embedding > 0
+    if structure is not None and structure.tokens and use_structure and query.formula_weight > 0:
+        assert ranking is not None
+        body = structure_body(
+            structure,
+            window,
+            filters,
+            rerank_window=max(ranking.rerank_window, window) if ranking.rerank_window else 0,
+            rerank_weight=ranking.rerank_weight,
+        )
+        searches.append(("structure", ranking_only(body)))
+    if vector is not None and use_embedding and query.formula_weight > 0:
         body = knn_body(vector, window, filters, num_candidates_factor=num_candidates_factor)
         searches.append(("formula", ranking_only(body)))
     if query.has_keywords and query.formula_weight < 1:

@@ -43,15 +43,17 @@ class EquationHit:
         section_title: the title of the section it sits in.
         context: plain text around it (before + after).
         score: the fused score (higher is better; comparable within one result set only).
-        matched: what found it: ``formula`` (kNN), ``text`` (BM25) or ``both``.
+        matched: what found it: ``formula`` (a formula channel), ``text`` (BM25 on the words) or ``both``.
         highlights: field -> highlighted fragments (``<em>`` marks the matched terms).
         title: the paper's title.
         authors: the paper's authors.
         year: the paper's publication year.
         categories: the paper's arXiv categories.
         abstract: the start of the paper's abstract (a snippet, not the whole text).
-        formula_score: the raw kNN score when the formula matched.
+        formula_score: the formula side's score when the formula matched (the kNN score, the structural BM25
+            score, or their blend when both channels are searched).
         text_score: the raw BM25 score when the text matched.
+        channels: the channels whose ranked lists found it: ``structure``, ``embedding``, ``text``.
     """
 
     eq_id: str
@@ -70,6 +72,7 @@ class EquationHit:
     abstract: str = ""
     formula_score: float | None = None
     text_score: float | None = None
+    channels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,12 +127,13 @@ class SearchResults:
     analyzer: str = "standard"
 
 
-def equation_hit(item: Fused, raw: Mapping[str, Any]) -> EquationHit:
+def equation_hit(item: Fused, raw: Mapping[str, Any], channels: Sequence[str] = ()) -> EquationHit:
     """A hit from a fused candidate and its search hit (``_id``, ``_source``, ``highlight``).
 
     Args:
         item: the fused candidate; the lists it was found in say what matched it.
         raw: the equation's hit as the page fetch returned it.
+        channels: the channels that found it (default: derived from the fused lists, ``embedding`` for a formula).
     """
     source = raw.get("_source") or {}
     named = set(item.sources)  # the lists it was found in: kNN (formula), BM25 (text) or both
@@ -154,7 +158,12 @@ def equation_hit(item: Fused, raw: Mapping[str, Any]) -> EquationHit:
         abstract=abstract,
         formula_score=item.sources.get("formula"),
         text_score=item.sources.get("text"),
+        channels=tuple(channels) or tuple(_LIST_CHANNELS[name] for name in ("formula", "text") if name in named),
     )
+
+
+#: The channel a fused list stands for when no finer account is given.
+_LIST_CHANNELS = {"formula": "embedding", "text": "text"}
 
 
 def select_page(

@@ -1,15 +1,17 @@
 """Hybrid search: runs a `HybridQuery` against one deployment's indices, fuses the ranked lists, builds the page.
 
-A query's formula goes LaTeX -> MathML (`KatexConverter`) -> vector (`Encoder`) -> kNN on the equations index; its
-keywords go to BM25. Both ranked lists run as one ``_msearch`` that returns ranked ids only, and are fused here
-(`engine.search.fusion`: reciprocal rank fusion, or a normalised linear blend weighted by
-`HybridQuery.formula_weight`), so it works on any licence and on the minimal distribution; a second request fetches
-the page's equations with highlights. The request bodies come from `engine.search.query`, the hits and pages from
-`engine.search.results`; this module holds what needs the client: the requests, the index's ``_meta`` and the
-cache of converted and encoded query formulas.
+A query's formula goes LaTeX -> MathML (`KatexConverter`), then into the channels of the service's `FormulaRanking`
+(`engine.search.rankers`): its structural terms (`engine.model.structure`; from the LaTeX when KaTeX refuses it) to
+BM25 on the equations' structure, and its vector (`Encoder`) to kNN; its keywords go to BM25 on the text. The ranked
+lists run as one ``_msearch`` that returns ranked ids only and are fused here (`engine.search.fusion`): the formula
+channels by a normalised linear blend into the formula side, which is fused with the keywords by reciprocal rank
+fusion or a linear blend weighted by `HybridQuery.formula_weight`. So it works on any licence and on the minimal
+distribution; a second request fetches the page's equations with highlights. The request bodies come from
+`engine.search.query`, the hits and pages from `engine.search.results`; this module holds what needs the client: the
+requests, the index's ``_meta`` and the cache of converted and encoded query formulas.
 
-LaTeX that does not parse never fails the search: `SearchResults.latex_error` carries the converter's message and,
-when keywords were given, the keyword results still come back.
+LaTeX that does not parse never fails the search: `SearchResults.latex_error` carries the converter's message, the
+structural channel still searches the terms read from the LaTeX itself, and keyword results still come back.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from elasticsearch import ApiError, Elasticsearch, NotFoundError
 from elasticsearch import ConnectionError as EsConnectionError
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.index.mappings import VECTOR_FIELD, alias_name
+from eqsearch.engine.model.structure import FormulaStructure, formula_structure
 from eqsearch.engine.search.fusion import Fused, linear_fusion, reciprocal_rank_fusion
 from eqsearch.engine.search.query import (
     MAX_RESULT_WINDOW,
@@ -34,6 +37,7 @@ from eqsearch.engine.search.query import (
     page_body,
     ranking_searches,
 )
+from eqsearch.engine.search.rankers import DEFAULT_RANKER, FormulaRanking, get_ranker
 from eqsearch.engine.search.results import (
     EquationHit,
     PaperGroup,
@@ -97,6 +101,7 @@ class SearchService:
         formula_cache_size: how many converted and encoded query formulas to keep (least recently used dropped
             first; 0 keeps none). The next page of a search, or a formula many people look up, then costs neither
             KaTeX nor the encoder. Conversion failures are not kept.
+        ranking: how the formula side is ranked (default: the registered `DEFAULT_RANKER`).
     """
 
     def __init__(
@@ -111,6 +116,7 @@ class SearchService:
         group_oversample: int = 5,
         candidate_depth: int = 50,
         formula_cache_size: int = 1024,
+        ranking: FormulaRanking | None = None,
     ) -> None:
         self.client = client
         self.encoder = encoder
@@ -122,9 +128,10 @@ class SearchService:
         self.group_oversample = group_oversample
         self.candidate_depth = candidate_depth
         self.formula_cache_size = formula_cache_size
+        self.ranking = ranking or get_ranker(DEFAULT_RANKER)
         self._meta: dict[str, Any] | None = None
         self._meta_read = 0.0
-        self._formulas: OrderedDict[str, tuple[ConversionResult, np.ndarray]] = OrderedDict()
+        self._formulas: OrderedDict[str, tuple[ConversionResult, np.ndarray | None, FormulaStructure]] = OrderedDict()
         self._formulas_lock = threading.Lock()  # web servers search from several threads
 
     # -- public ------------------------------------------------------------------------------------------------
@@ -144,13 +151,14 @@ class SearchService:
         warnings: list[str] = []
         latex_error = None
         vector = None
+        structure = None
         if query.has_formula:
-            result, vector = self._formula(query.latex or "")
+            result, vector, structure = self._formula(query.latex or "")
             if result.mathml is None:
                 latex_error = result.message or f"the LaTeX could not be converted ({result.reason})"
             elif result.status == "approximate" and result.message:
                 warnings.append(f"the formula was converted approximately: {result.message}")
-            if vector is not None and (mismatch := self._encoder_mismatch()) is not None:
+            if vector is not None and self.ranking.embedding and (mismatch := self._encoder_mismatch()) is not None:
                 warnings.append(mismatch)
                 vector = None
         window, capped = candidate_window(
@@ -158,10 +166,19 @@ class SearchService:
         )
         if capped:
             warnings.append(f"results are limited to the first {MAX_RESULT_WINDOW} candidates per list")
-        searches = ranking_searches(query, vector, window=window, num_candidates_factor=self.num_candidates_factor)
+        searches = ranking_searches(
+            query,
+            vector,
+            window=window,
+            num_candidates_factor=self.num_candidates_factor,
+            structure=structure,
+            ranking=self.ranking,
+        )
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
         lists, paper_of, text_total = self._ranked_lists(searches)
+        channels = _channels_of(lists)
+        lists = self._formula_side(lists)
         if query.fusion == "rrf":
             w = query.formula_weight
             fused = reciprocal_rank_fusion(lists, k=self.rrf_k, weights={"formula": 2 * w, "text": 2 * (1 - w)})
@@ -172,12 +189,24 @@ class SearchService:
             [item.doc_id for item in page_items], query.keywords if query.has_keywords else None
         )
         hits = [
-            equation_hit(item, documents[item.doc_id])
+            equation_hit(item, documents[item.doc_id], channels.get(item.doc_id, ()))
             for item in page_items
             if item.doc_id in documents  # deleted between the two requests: dropped, not an error
         ]
         groups = group_hits(hits) if query.group_by_paper else []
         return self._results(hits, groups, total, query, latex_error, warnings, began)
+
+    def _formula_side(self, lists: dict[str, list[tuple[str, float]]]) -> dict[str, list[tuple[str, float]]]:
+        """The structural and kNN lists blended into one ``formula`` list (a min-max normalised linear blend
+        weighted by the ranking), beside the ``text`` list; a lone formula list is taken as it is."""
+        formula = {name: lists[name] for name in ("structure", "formula") if name in lists}
+        out = {name: ranking for name, ranking in lists.items() if name not in formula}
+        if len(formula) == 1:
+            out["formula"] = next(iter(formula.values()))
+        elif formula:
+            weights = {"structure": self.ranking.structure, "formula": self.ranking.embedding}
+            out["formula"] = [(item.doc_id, item.score) for item in linear_fusion(formula, weights)]
+        return out
 
     def _fetch_page(self, eq_ids: list[str], keywords: str | None) -> dict[str, dict[str, Any]]:
         """Sources (vector excluded) and, with keywords, highlights of the page's equations, in one request; by
@@ -322,29 +351,32 @@ class SearchService:
         if recorded is None or identity is None or recorded == identity:
             return None
         return (
-            f"formula search is off: the index holds vectors of the model {recorded}, but this server encodes "
+            f"the formula embedding is off: the index holds vectors of the model {recorded}, but this server encodes "
             f"formulas with {identity}; an administrator re-embeds the index with 'eqsearch index migrate "
             "equations --reencode' (keyword search still works)"
         )
 
-    def _formula(self, latex: str) -> tuple[ConversionResult, np.ndarray | None]:
-        """The conversion of a query's LaTeX and its vector (None when it did not convert), from the cache if there."""
+    def _formula(self, latex: str) -> tuple[ConversionResult, np.ndarray | None, FormulaStructure]:
+        """The conversion of a query's LaTeX, its vector (None when it did not convert) and its structure (from the
+        LaTeX when it did not convert), from the cache if there."""
         with self._formulas_lock:
             cached = self._formulas.get(latex)
             if cached is not None:
                 self._formulas.move_to_end(latex)
                 return cached
         result = self.render(latex)
+        structure = formula_structure(result.mathml, latex)
         if result.mathml is None:
-            return result, None
-        vector = self._encode(result.mathml)
-        vector.flags.writeable = False  # shared by every search of this formula
+            return result, None, structure
+        vector = self._encode(result.mathml) if self.ranking.embedding else None
+        if vector is not None:
+            vector.flags.writeable = False  # shared by every search of this formula
         if self.formula_cache_size > 0:
             with self._formulas_lock:
-                self._formulas[latex] = (result, vector)
+                self._formulas[latex] = (result, vector, structure)
                 while len(self._formulas) > self.formula_cache_size:
                     self._formulas.popitem(last=False)
-        return result, vector
+        return result, vector, structure
 
     def _encode(self, mathml: str) -> np.ndarray:
         vector = np.asarray(self.encoder.encode([mathml])[0], dtype=np.float32)
@@ -416,3 +448,16 @@ class SearchService:
             took_ms=(time.perf_counter() - began) * 1000.0,
             analyzer=self.analyzer(),
         )
+
+
+#: The channel each ranked list stands for, as hits report it.
+_CHANNEL_OF_LIST = {"structure": "structure", "formula": "embedding", "text": "text"}
+
+
+def _channels_of(lists: dict[str, list[tuple[str, float]]]) -> dict[str, tuple[str, ...]]:
+    """eq_id -> the channels whose lists found it (``structure``, ``embedding``, ``text``), in that order."""
+    found: dict[str, list[str]] = {}
+    for name in ("structure", "formula", "text"):
+        for eq_id, _ in lists.get(name, ()):
+            found.setdefault(eq_id, []).append(_CHANNEL_OF_LIST[name])
+    return {eq_id: tuple(names) for eq_id, names in found.items()}

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from elasticsearch import Elasticsearch
 from eqsearch.engine.index import (
+    MAPPING_VERSIONS,
     VECTOR_FIELD,
     BulkFailure,
     IndexAdmin,
@@ -181,6 +182,18 @@ class IngestJob:
                 "searches keep answering), or run the job with the bundle that filled it (--bundle)",
             )
 
+    def _check_mapping_current(self) -> None:
+        """Refuse to write documents an older equations mapping would reject (its mapping is strict)."""
+        described = self.admin.describe("equations")
+        if described.get("stale") and (described.get("mapping_version") or 0) < MAPPING_VERSIONS["equations"]:
+            raise IngestJobError(
+                f"{described.get('index')} has the equations mapping of version {described.get('mapping_version')}, "
+                f"older than this eqsearch's ({MAPPING_VERSIONS['equations']}): it has no field for what this "
+                "version writes (the formulas' structure)",
+                hint="move the index to the current mapping first ('eqsearch index migrate equations'; searches "
+                "keep answering meanwhile), then run the job again",
+            )
+
     # -- run -----------------------------------------------------------------------------------------------------
     def run(self) -> JobReport:
         """Run (or resume) the job to its end.
@@ -202,6 +215,7 @@ class IngestJob:
         )
         indices = self.admin.ensure(options)
         self._check_encoder_fits(indices["equations"])
+        self._check_mapping_current()
         previous = self.store.read()
         if self.config.restart and previous is not None:
             self.store.forget_checkpoints()

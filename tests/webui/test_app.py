@@ -178,6 +178,20 @@ def test_each_hit_says_what_matched_it(client):
 
 
 @pytest.mark.es
+def test_each_hit_says_which_channels_found_it(client):
+    def channels(**params):
+        hits = client.get("/api/search", query_string=params).get_json()["hits"]
+        return {h["eq_id"]: tuple(h["channels"]) for h in hits}
+
+    assert set(channels(q="iteration").values()) == {("text",)}
+    found = channels(latex=r"x_{k+1} = x_k - \eta \nabla f(x_k)", q="iteration")
+    assert found["2001.00001:0"] == ("structure", "embedding", "text")  # the formula itself, and its words
+    assert all(set(names) <= {"structure", "embedding", "text"} for names in found.values())
+    page = client.get("/", query_string={"latex": r"e^{i\pi} + 1 = 0"}).get_data(as_text=True)
+    assert "structure + embedding" in page  # the page says it too
+
+
+@pytest.mark.es
 def test_the_same_formula_in_other_spacing_ranks_first(client):
     body = client.get("/api/search", query_string={"latex": r"e^{i \pi}+1=0"}).get_json()
     assert body["hits"][0]["eq_id"] == "2003.00003:0"
@@ -187,7 +201,9 @@ def test_the_same_formula_in_other_spacing_ranks_first(client):
 def test_a_latex_error_keeps_the_keyword_results(client):
     body = client.get("/api/search", query_string={"latex": r"\frac{x", "q": "Cauchy"}).get_json()
     assert body["latex_error"] and "offset" in body["latex_error"]
-    assert {h["paper_id"] for h in body["hits"]} == {"2002.00002"}
+    assert "2002.00002" in {h["paper_id"] for h in body["hits"] if "text" in h["channels"]}
+    # the structural channel still searches what the broken LaTeX says; nothing comes from the embedding
+    assert all(set(h["channels"]) <= {"structure", "text"} for h in body["hits"])
     page = client.get("/", query_string={"latex": r"\frac{x", "q": "Cauchy"})
     assert b"could not be read" in page.data and b"Sums of squares" in page.data
 

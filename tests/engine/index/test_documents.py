@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 from eqsearch.engine.index import (
+    SPANS_FIELD,
+    STRUCTURE_FIELD,
     VECTOR_FIELD,
     equation_id,
     paper_documents,
@@ -11,8 +13,10 @@ from eqsearch.engine.index import (
     paper_key,
     paper_year,
     stored_equation_ids,
+    with_structure,
     with_vector,
 )
+from eqsearch.engine.model import formula_structure
 from eqsearch.ingest.records import Equation, Issue, Paper, Section
 
 
@@ -110,11 +114,14 @@ def test_the_paper_and_equation_documents_of_a_paper():
         "section": 1,
         "section_title": "Main",
         "context": "Let hold.",
+        # the structure of the MathML: x with the superscript 2, also as "a variable with a number above"
+        STRUCTURE_FIELD: "V:x N:2 V:x|N:2|sup V:*|N:*|sup",
+        SPANS_FIELD: sorted(formula_structure("<math><msup><mi>x</mi><mn>2</mn></msup></math>").spans),
         "indexed_at": "2026-01-02T03:04:05.678+00:00",
         VECTOR_FIELD: [0.5, -0.5],
     }
     equation_fields = ["eq_id", "number", "latex", "mathml", "environment", "status", "reason", "section"]
-    equation_fields += ["section_title", "context", "indexed_at"]
+    equation_fields += ["section_title", "context", STRUCTURE_FIELD, SPANS_FIELD, "indexed_at"]
     assert list(converted) == [*SHARED, *equation_fields, VECTOR_FIELD]
     assert refused == {
         **SHARED,
@@ -128,9 +135,21 @@ def test_the_paper_and_equation_documents_of_a_paper():
         "section": 1,
         "section_title": "Main",
         "context": "",
+        # KaTeX refused it: the structure is read from the LaTeX itself
+        STRUCTURE_FIELD: "S:frac N:1 S:frac|N:1|num S:frac|N:*|num",
+        SPANS_FIELD: sorted(formula_structure(None, r"\frac{1}{").spans),
         "indexed_at": "2026-01-02T03:04:05.678+00:00",
-    }  # no vector: found by text only
+    }  # no vector: found by its structure and text only
     assert list(refused) == [*SHARED, *equation_fields]
+
+
+def test_with_structure_makes_the_structural_fields_anew_from_the_stored_formula():
+    stored = {"eq_id": "a:0", "latex": "x^2", "mathml": "<math><msup><mi>x</mi><mn>2</mn></msup></math>"}
+    assert with_structure(stored)[STRUCTURE_FIELD] == "V:x N:2 V:x|N:2|sup V:*|N:*|sup"
+    assert with_structure({**stored, STRUCTURE_FIELD: "old"})[STRUCTURE_FIELD] != "old"
+    assert with_structure({"eq_id": "b:0", "latex": "y_1", "mathml": None})[STRUCTURE_FIELD] == (
+        "V:y N:1 V:y|N:1|sub V:*|N:*|sub"
+    )
 
 
 def test_paper_fields_fall_back_on_metadata_and_keep_a_paper_without_a_version_unversioned():

@@ -6,6 +6,7 @@ import pytest
 from elasticsearch import BadRequestError
 from eqsearch.engine.index import (
     INDEX_KINDS,
+    MAPPING_VERSIONS,
     IndexAdmin,
     IndexOptions,
     alias_name,
@@ -48,7 +49,7 @@ def test_the_node_accepts_every_definition(es_client, index_name):
     assert created == {kind: f"{index_name}-{kind}-v1" for kind in INDEX_KINDS}
     mapping = es_client.indices.get_mapping(index=f"{index_name}-equations")[created["equations"]]["mappings"]
     assert mapping["properties"]["vector"]["index_options"]["type"] == "hnsw"
-    assert mapping["_meta"]["mapping_version"] == 1
+    assert mapping["_meta"]["mapping_version"] == MAPPING_VERSIONS["equations"]
     assert admin.ensure(IndexOptions(analyzer=analyzer)) == created  # idempotent
 
 

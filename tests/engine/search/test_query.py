@@ -168,3 +168,77 @@ def test_formula_and_keywords_are_present_only_when_not_blank():
     assert HybridQuery(latex=" x ").has_formula and not HybridQuery(latex="  ").has_formula
     assert HybridQuery(keywords="a").has_keywords and not HybridQuery(keywords="").has_keywords
     assert HybridQuery(size=MAX_PAGE_SIZE).size == MAX_PAGE_SIZE
+
+
+def test_the_structural_search_is_bm25_over_the_formulas_terms_with_the_filters():
+    from eqsearch.engine.model import formula_structure
+    from eqsearch.engine.search.query import structure_body
+
+    structure = formula_structure(None, "x^2")
+    filters = [{"term": {"paper_id": "p"}}]
+    body = structure_body(structure, 40, filters)
+    assert body["query"] == {"bool": {"must": [{"match": {"structure": structure.text}}], "filter": filters}}
+    assert body["size"] == 40 and "rescore" not in body
+
+
+def test_the_rerank_multiplies_bm25_by_one_plus_the_largest_shared_subexpressions():
+    from eqsearch.engine.model import formula_structure
+    from eqsearch.engine.search.query import structure_body
+
+    structure = formula_structure(None, "x^2")  # size 2: spans of size 2 (x^2) and 1 (2)
+    body = structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.5)
+    rescore = body["rescore"]
+    assert rescore["window_size"] == 300 and rescore["query"]["score_mode"] == "multiply"
+    should = rescore["query"]["rescore_query"]["bool"]["should"]
+    assert should[0] == {"match_all": {"boost": 1.0}}  # every candidate keeps at least its BM25 score
+    exact, general = should[1]["dis_max"]["queries"], should[2]["dis_max"]["queries"]
+    boosts = sorted(q["constant_score"]["boost"] for q in exact)
+    assert boosts == [0.25, 0.5]  # weight x span size / query size: 0.5 x 1/2 and 0.5 x 2/2
+    assert all(q["constant_score"]["filter"]["term"]["structure_spans"].startswith("g") for q in general)
+    assert "rescore" not in structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.0)
+
+
+def test_the_ranker_decides_which_formula_lists_are_searched():
+    from eqsearch.engine.model import formula_structure
+    from eqsearch.engine.search import get_ranker
+
+    structure = formula_structure(None, "x^2")
+    vector = np.ones(4, dtype=np.float32)
+    query = HybridQuery(latex="x^2")
+
+    def searches(ranker: str) -> dict[str, dict]:
+        found = ranking_searches(
+            query, vector, window=50, num_candidates_factor=6, structure=structure, ranking=get_ranker(ranker)
+        )
+        return dict(found)
+
+    def names(ranker: str) -> list[str]:
+        return list(searches(ranker))
+
+    assert names("embedding") == ["formula"]
+    assert names("structure") == ["structure"]
+    assert names("structure+embedding+rerank") == ["structure", "formula"]
+    reranked = dict(
+        ranking_searches(
+            query,
+            vector,
+            window=50,
+            num_candidates_factor=6,
+            structure=structure,
+            ranking=get_ranker("structure+rerank"),
+        )
+    )
+    assert reranked["structure"]["rescore"]["window_size"] == 300  # the rerank looks deeper than the page
+    assert ranking_searches(query, None, window=50, num_candidates_factor=6) == []  # nothing to search with
+
+
+def test_rankers_are_registered_and_checked():
+    from eqsearch.engine.search import DEFAULT_RANKER, RANKERS, FormulaRanking, get_ranker
+
+    assert DEFAULT_RANKER in RANKERS and get_ranker("embedding").channels == ("embedding",)
+    with pytest.raises(ValueError, match="unknown ranker 'bm25'; one of: embedding"):
+        get_ranker("bm25")
+    with pytest.raises(ValueError, match="give the structure or the embedding a weight"):
+        FormulaRanking("none", "nothing")
+    with pytest.raises(ValueError, match="the rerank rescores the structural list"):
+        FormulaRanking("odd", "rerank without structure", embedding=1.0, rerank_window=100, rerank_weight=1.0)

@@ -159,8 +159,8 @@ def test_kill_9_then_resume_loses_nothing_and_duplicates_nothing(es_client, inde
 
 def test_a_new_model_never_mixes_with_the_old_until_the_index_is_reencoded(es_client, index_name, papers):
     """Upgrade the model bundle: the job refuses to add the new model's vectors to the old model's index, searches
-    turn formula search off (keywords still answer), `migrate --reencode` swaps in the new vectors, and then both
-    the job and formula search go on."""
+    turn the formula embedding off (keywords and the structural channel still answer), `migrate --reencode` swaps in
+    the new vectors, and then both the job and formula search go on."""
     from eqsearch.engine.latex.converter import KatexConverter
     from eqsearch.engine.search.service import HybridQuery, SearchService
 
@@ -180,8 +180,10 @@ def test_a_new_model_never_mixes_with_the_old_until_the_index_is_reencoded(es_cl
     query = HybridQuery(latex=r"x_{1}^{2} + \frac{a_2}{b_1} = 2 + 1", keywords="sums")
     with KatexConverter() as converter:
         stale = SearchService(es_client, new, converter, index_prefix=index_name).search(query)
-        assert any("formula search is off" in w and "--reencode" in w for w in stale.warnings)
-        assert stale.hits and {h.matched for h in stale.hits} == {"text"}  # keywords still answer
+        assert any("formula embedding is off" in w and "--reencode" in w for w in stale.warnings)
+        # keywords and the structural channel still answer; the old model's vectors are never compared with the new
+        assert stale.hits and all("embedding" not in h.channels for h in stale.hits)
+        assert {"structure", "text"} <= {c for h in stale.hits for c in h.channels}
 
         report = admin.migrate(
             "equations",
@@ -200,8 +202,10 @@ def test_a_new_model_never_mixes_with_the_old_until_the_index_is_reencoded(es_cl
 
         service = SearchService(es_client, new, converter, index_prefix=index_name)
         fresh = service.search(query)
-        assert not any("formula search is off" in w for w in fresh.warnings)
+        assert not any("formula embedding is off" in w for w in fresh.warnings)
         assert "both" in {h.matched for h in fresh.hits}
+        assert "embedding" in {c for h in fresh.hits for c in h.channels}
         formula_only = service.search(HybridQuery(latex=query.latex))
         assert formula_only.hits[0].eq_id == "2401.00001v1:2"  # the same formula, found by the new vectors
+        assert formula_only.hits[0].channels == ("structure", "embedding")
     assert IngestJob(es_client, new, config).run().state == "finished"

@@ -1,0 +1,381 @@
+"""The structure of a formula as search terms: its symbol layout tree, read from MathML (or, when KaTeX could not
+convert it, from the LaTeX), turned into tokens for BM25 and into hashed sub-expressions for the rerank.
+
+A formula is a baseline of symbols; a symbol may carry other baselines in relations (superscript, subscript, over,
+under, numerator, denominator, inside a root or a table). This is the symbol layout tree of Tangent-S (Davila &
+Zanibbi), built from Presentation MathML with a few normalisations that make the same formula typed two ways look
+alike: Unicode compatibility forms folded (``𝑑`` = ``d``, ``ℝ`` = ``R``), invisible operators dropped, runs of
+single letters that spell a function name merged (``sin x`` typed without a backslash = ``\\sin x``), and fences,
+sizes and binomial line thickness ignored (``\\binom{n}{k}`` = ``\\left(\\frac{n}{k}\\right)``).
+
+Two representations come out of it, both made by `formula_structure` for the index and for the query alike:
+
+- ``tokens``: every symbol, and every pair of symbols joined by a path of at most `MAX_PATH` relations, with the
+  path (``V:x|N:2|sup``: x has the superscript 2); pairs are also emitted with variables and numbers generalised
+  (``V:*|N:*|sup``) so that the same shape in other letters still matches. BM25 over these is the structural
+  channel.
+- ``spans``: hashes of every contiguous run of at most `MAX_SPAN` symbols of a baseline with everything attached to
+  them, exact and generalised, each with its size in symbols. The largest span a candidate shares with the query,
+  relative to the query's size, is the finer structural match used to rerank the top candidates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+#: Bump when the tokens or spans change: recorded in the equations index, whose documents then need recomputing.
+STRUCTURE_VERSION = 1
+#: Longest relation path between the two symbols of a pair token.
+MAX_PATH = 3
+#: Longest symbol text kept in a label (Elasticsearch's whitespace tokenizer splits tokens past 255 characters).
+MAX_LABEL = 40
+#: Longest run of baseline symbols hashed as one span.
+MAX_SPAN = 6
+
+_MATHML_NS = "{http://www.w3.org/1998/Math/MathML}"
+_INVISIBLE = frozenset({"\u2061", "\u2062", "\u2063", "\u2064", "\u200b"})
+_SKIPPED = frozenset({"annotation", "annotation-xml", "mspace", "none", "mprescripts", "mglyph", "maligngroup"})
+_SCRIPTS = {
+    "msup": ("sup",),
+    "msub": ("sub",),
+    "msubsup": ("sub", "sup"),
+    # Limits drawn under and over (display style) are the subscripts and superscripts of the inline style: one
+    # relation each, so that a sum or a limit typed either way has the same terms.
+    "mover": ("sup",),
+    "munder": ("sub",),
+    "munderover": ("sub", "sup"),
+}
+_FUNCTION_NAMES_TEXT = """
+    sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh coth log ln lg exp lim liminf limsup max min sup inf
+    det dim ker deg gcd lcm arg mod sgn tr Tr Pr Re Im
+"""
+#: Function names recognised when typed as separate letters (``sin x``) and merged into one symbol.
+FUNCTION_NAMES = frozenset(_FUNCTION_NAMES_TEXT.split())
+
+
+@dataclass
+class LayoutNode:
+    """One symbol of a symbol layout tree, with the baselines attached to it by relation name."""
+
+    label: str
+    children: dict[str, list[LayoutNode]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FormulaStructure:
+    """The search terms of one formula.
+
+    Attributes:
+        tokens: BM25 terms (symbols and symbol pairs with their relation path), in tree order, repeats kept.
+        spans: ``hash -> size`` of the formula's sub-expressions (exact ``e…`` and generalised ``g…``).
+        size: symbols in the layout tree (0 for an empty formula).
+    """
+
+    tokens: tuple[str, ...]
+    spans: dict[str, int]
+    size: int
+
+    @property
+    def text(self) -> str:
+        """The tokens as one whitespace-separated string, the form the index and the query take."""
+        return " ".join(self.tokens)
+
+
+def _local(tag: object) -> str:
+    return tag[len(_MATHML_NS) :] if isinstance(tag, str) and tag.startswith(_MATHML_NS) else str(tag)
+
+
+#: Characters that print alike and mean the same in a formula, folded to one (after NFKC).
+_ALIKE = str.maketrans({"∣": "|", "·": "⋅", "∗": "*", "−": "-", "∶": ":", "ϵ": "ε", "ϕ": "φ"})
+
+
+def _fold(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).translate(_ALIKE)
+    return "".join(ch for ch in text if not ch.isspace() and ch not in _INVISIBLE)[:MAX_LABEL]
+
+
+def _leaf(tag: str, text: str) -> LayoutNode | None:
+    text = _fold(text)
+    if not text:
+        return None
+    if tag == "mn":
+        return LayoutNode("N:" + text)
+    if tag == "mi":
+        return LayoutNode(("F:" if len(text) > 1 else "V:") + text)
+    if tag in ("mtext", "ms"):
+        return LayoutNode("T:" + text)
+    return LayoutNode("O:" + text)
+
+
+def _merge_function_names(baseline: list[LayoutNode]) -> list[LayoutNode]:
+    """``V:s V:i V:n`` -> ``F:sin`` (the last letter's scripts stay with the name: ``sin^2``)."""
+    out: list[LayoutNode] = []
+    i = 0
+    while i < len(baseline):
+        for length in (6, 5, 4, 3, 2):
+            run = baseline[i : i + length]
+            if (
+                len(run) == length
+                and all(n.label.startswith("V:") for n in run)
+                and not any(n.children for n in run[:-1])
+                and "".join(n.label[2:] for n in run) in FUNCTION_NAMES
+            ):
+                out.append(LayoutNode("F:" + "".join(n.label[2:] for n in run), run[-1].children))
+                i += length
+                break
+        else:
+            out.append(baseline[i])
+            i += 1
+    return out
+
+
+def _baseline(element: etree._Element) -> list[LayoutNode]:
+    tag = _local(element.tag)
+    if tag in _SKIPPED:
+        return []
+    if tag in ("mi", "mn", "mo", "mtext", "ms"):
+        node = _leaf(tag, "".join(element.itertext()))
+        return [node] if node else []
+    children = [child for child in element if isinstance(child.tag, str)]
+    if tag in _SCRIPTS:
+        base = _baseline(children[0]) if children else []
+        if not base:
+            base = [LayoutNode("E:")]
+        for relation, child in zip(_SCRIPTS[tag], children[1:], strict=False):
+            attached = _baseline(child)
+            if attached:
+                base[-1].children[relation] = attached
+        return base
+    if tag == "mfrac":
+        node = LayoutNode("S:frac")
+        for relation, child in zip(("num", "den"), children, strict=False):
+            node.children[relation] = _baseline(child)
+        return [node]
+    if tag == "msqrt":
+        return [LayoutNode("S:sqrt", {"in": [n for child in children for n in _baseline(child)]})]
+    if tag == "mroot":
+        node = LayoutNode("S:root")
+        for relation, child in zip(("in", "idx"), children, strict=False):
+            node.children[relation] = _baseline(child)
+        return [node]
+    if tag == "mtable":
+        cells = [n for row in children for cell in row if isinstance(cell.tag, str) for n in _baseline(cell)]
+        return [LayoutNode("S:table", {"in": cells})]
+    out = [n for child in children for n in _baseline(child)]
+    return _merge_function_names(out)
+
+
+def parse_layout(mathml: str | bytes) -> list[LayoutNode]:
+    """The symbol layout tree (its main baseline) of a ``<math>`` element.
+
+    Raises:
+        ValueError: the text is not well-formed XML.
+    """
+    data = mathml.encode("utf-8") if isinstance(mathml, str) else mathml
+    try:
+        root = etree.fromstring(data, etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False))
+    except etree.XMLSyntaxError as error:
+        raise ValueError(f"not well-formed MathML: {error}") from error
+    return _baseline(root)
+
+
+# --- LaTeX, for formulas KaTeX could not convert ---------------------------------------------------------------
+
+_LATEX_TOKEN = re.compile(r"\\(?:[A-Za-z]+|.)|\d+(?:\.\d+)?|\S", re.S)
+_GREEK = """
+    alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi
+    psi omega Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega
+"""
+_LATEX_SYMBOLS = {
+    **{
+        name: unicodedata.lookup(
+            f"GREEK {'CAPITAL' if name[0].isupper() else 'SMALL'} LETTER {name.upper().replace('LAMBDA', 'LAMDA')}"
+        )
+        for name in _GREEK.split()
+    },
+    "varepsilon": "ε", "varphi": "φ", "vartheta": "ϑ", "sum": "∑", "prod": "∏", "int": "∫", "iint": "∬",
+    "oint": "∮", "infty": "∞", "partial": "∂", "nabla": "∇", "cdot": "⋅", "times": "×", "pm": "±", "mp": "∓",
+    "leq": "≤", "le": "≤", "geq": "≥", "ge": "≥", "neq": "≠", "ne": "≠", "approx": "≈", "equiv": "≡", "sim": "∼",
+    "in": "∈", "notin": "∉", "subset": "⊂", "subseteq": "⊆", "cup": "∪", "cap": "∩", "to": "→", "rightarrow": "→",
+    "Rightarrow": "⇒", "iff": "⟺", "forall": "∀", "exists": "∃", "ldots": "…", "cdots": "⋯", "dots": "…",
+}  # fmt: skip
+_DROPPED_TEXT = """
+    left right big Big bigg Bigg bigl bigr Bigl Bigr biggl biggr displaystyle textstyle limits nolimits , ; ! :
+    quad qquad mathrm mathbf mathit mathsf mathcal mathbb boldsymbol operatorname text mbox
+"""
+#: Commands that only size, space or style what follows: skipped.
+_DROPPED_COMMANDS = frozenset(_DROPPED_TEXT.split())
+
+
+def _latex_atoms(tokens: list[str], i: int, closer: str | None) -> tuple[list[LayoutNode], int]:
+    """A baseline from LaTeX tokens, up to ``closer`` (``}``) or the end; tolerant of anything unbalanced."""
+    out: list[LayoutNode] = []
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if token == closer:
+            return out, i
+        if token in ("^", "_"):
+            attached, i = _latex_argument(tokens, i)
+            if not out:
+                out.append(LayoutNode("E:"))
+            if attached:
+                out[-1].children["sup" if token == "^" else "sub"] = attached
+            continue
+        if token == "{":
+            group, i = _latex_atoms(tokens, i, "}")
+            out.extend(group)
+            continue
+        if token in ("}", "&", "$") or token.startswith("\\\\"):
+            continue
+        if token.startswith("\\"):
+            name = token[1:]
+            if name in _DROPPED_COMMANDS:
+                continue
+            if name in ("frac", "dfrac", "tfrac", "binom", "dbinom", "tbinom"):
+                numerator, i = _latex_argument(tokens, i)
+                denominator, i = _latex_argument(tokens, i)
+                out.append(LayoutNode("S:frac", {"num": numerator, "den": denominator}))
+                continue
+            if name == "sqrt":
+                inside, i = _latex_argument(tokens, i)
+                out.append(LayoutNode("S:sqrt", {"in": inside}))
+                continue
+            if name in _LATEX_SYMBOLS:
+                symbol = _LATEX_SYMBOLS[name]
+                out.append(LayoutNode(("V:" if symbol.isalpha() else "O:") + symbol))
+            else:
+                out.append(LayoutNode(("F:" if name in FUNCTION_NAMES else "C:") + name))
+            continue
+        folded = _fold(token)
+        if not folded:
+            continue
+        if folded[0].isdigit():
+            out.append(LayoutNode("N:" + folded))
+        elif folded.isalpha():
+            out.append(LayoutNode("V:" + folded))
+        else:
+            out.append(LayoutNode("O:" + folded))
+    return out, i
+
+
+def _latex_argument(tokens: list[str], i: int) -> tuple[list[LayoutNode], int]:
+    if i >= len(tokens):
+        return [], i
+    if tokens[i] == "{":
+        return _latex_atoms(tokens, i + 1, "}")
+    return _latex_atoms([tokens[i]], 0, None)[0], i + 1
+
+
+def parse_layout_latex(latex: str) -> list[LayoutNode]:
+    """An approximate symbol layout tree read straight from LaTeX (scripts, groups, fractions, roots, symbols).
+
+    For formulas KaTeX refused: it never fails, and gives the labels MathML would give for the common cases.
+    """
+    baseline, _ = _latex_atoms(_LATEX_TOKEN.findall(latex), 0, None)
+    return _merge_function_names(baseline)
+
+
+# --- tokens and spans ---------------------------------------------------------------------------------------------
+
+
+def _generalised(label: str) -> str:
+    return label[:2] + "*" if label[:2] in ("V:", "N:") else label
+
+
+def _nodes(baseline: list[LayoutNode]) -> Iterator[LayoutNode]:
+    for node in baseline:
+        yield node
+        for attached in node.children.values():
+            yield from _nodes(attached)
+
+
+def _baselines(baseline: list[LayoutNode]) -> Iterator[list[LayoutNode]]:
+    yield baseline
+    for node in baseline:
+        for attached in node.children.values():
+            if attached:
+                yield from _baselines(attached)
+
+
+def _pairs(baseline: list[LayoutNode], max_path: int) -> Iterator[tuple[str, str, str]]:
+    """``(from, to, path)`` for every symbol reachable in at most ``max_path`` steps (next, or into a relation)."""
+    for line in _baselines(baseline):
+        for start, node in enumerate(line):
+            frontier = [("", line, start)]
+            for _ in range(max_path):
+                reached = []
+                for path, at_line, at in frontier:
+                    steps = [("n", at_line, at + 1)] if at + 1 < len(at_line) else []
+                    steps += [(rel, attached, 0) for rel, attached in at_line[at].children.items() if attached]
+                    for relation, next_line, index in steps:
+                        step_path = f"{path}.{relation}" if path else relation
+                        yield node.label, next_line[index].label, step_path
+                        reached.append((step_path, next_line, index))
+                frontier = reached
+
+
+def _canonical(node: LayoutNode, general: bool) -> str:
+    label = _generalised(node.label) if general else node.label
+    if not node.children:
+        return label
+    inner = ",".join(
+        f"{rel}:" + " ".join(_canonical(n, general) for n in line) for rel, line in sorted(node.children.items())
+    )
+    return f"{label}{{{inner}}}"
+
+
+def _size(node: LayoutNode) -> int:
+    return 1 + sum(_size(n) for line in node.children.values() for n in line)
+
+
+def _span_hash(kind: str, text: str) -> str:
+    return kind + hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
+
+
+def _spans(baseline: list[LayoutNode], max_span: int) -> dict[str, int]:
+    spans: dict[str, int] = {}
+    for line in _baselines(baseline):
+        sizes = [_size(n) for n in line]
+        for kind, general in (("e", False), ("g", True)):
+            texts = [_canonical(n, general) for n in line]
+            for start in range(len(line)):
+                size = 0
+                for end in range(start, min(len(line), start + max_span)):
+                    size += sizes[end]
+                    key = _span_hash(kind, " ".join(texts[start : end + 1]))
+                    spans[key] = max(size, spans.get(key, 0))
+    return spans
+
+
+def structure_of_layout(
+    baseline: list[LayoutNode], max_path: int = MAX_PATH, max_span: int = MAX_SPAN
+) -> FormulaStructure:
+    """Tokens and spans of a symbol layout tree (see the module docstring)."""
+    tokens = [node.label for node in _nodes(baseline)]
+    size = len(tokens)
+    for source, target, path in _pairs(baseline, max_path):
+        tokens.append(f"{source}|{target}|{path}")
+        general = (_generalised(source), _generalised(target))
+        if general != (source, target):
+            tokens.append(f"{general[0]}|{general[1]}|{path}")
+    return FormulaStructure(tuple(tokens), _spans(baseline, max_span), size)
+
+
+def formula_structure(mathml: str | bytes | None, latex: str | None = None) -> FormulaStructure:
+    """The structure of a formula from its MathML, or from its LaTeX when there is no (well-formed) MathML.
+
+    The one function that makes the structural terms, for the index and for the query alike.
+    """
+    if mathml:
+        try:
+            return structure_of_layout(parse_layout(mathml))
+        except ValueError:
+            pass
+    return structure_of_layout(parse_layout_latex(latex or ""))

@@ -1,0 +1,102 @@
+"""The registered ways of ranking the formula side of a search: which channels, how they are fused, the rerank.
+
+A formula query can be answered by two channels: ``structure`` (BM25 over the formula's structural terms,
+`engine.model.structure`, optionally reranked by the largest shared sub-expressions) and ``embedding`` (kNN on the
+model bundle's vectors). A `FormulaRanking` names a combination; the service fuses the channels it uses into the
+formula side (a min-max normalised linear blend), which is then fused with the keywords as before.
+
+The default is chosen with ``eqsearch evaluate formulas`` on the development topics (``benchmarks/formula_search.md``
+holds every ranker's figures); a channel that does not raise the score there stays out of the default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_RANKER", "RANKERS", "FormulaRanking", "get_ranker"]
+
+
+@dataclass(frozen=True)
+class FormulaRanking:
+    """How the formula side of a search is ranked.
+
+    Args:
+        name: the registry name (``eqsearch evaluate formulas --ranker NAME``).
+        description: one line for ``--list-rankers``.
+        structure: weight of the structural list in the formula side's linear blend (0: not searched).
+        embedding: weight of the kNN list (0: not searched).
+        rerank_window: structural candidates rescored by shared sub-expressions (0: no rerank).
+        rerank_weight: weight of the shared sub-expressions in that rescore.
+
+    Raises:
+        ValueError: no channel has weight, or a value is negative.
+    """
+
+    name: str
+    description: str
+    structure: float = 0.0
+    embedding: float = 0.0
+    rerank_window: int = 0
+    rerank_weight: float = 0.0
+
+    def __post_init__(self) -> None:
+        if min(self.structure, self.embedding, self.rerank_window, self.rerank_weight) < 0:
+            raise ValueError(f"ranker {self.name!r}: weights and window must be 0 or more")
+        if self.structure == 0 and self.embedding == 0:
+            raise ValueError(f"ranker {self.name!r}: give the structure or the embedding a weight")
+        if self.rerank_window and not self.structure:
+            raise ValueError(f"ranker {self.name!r}: the rerank rescores the structural list, which is off")
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        """The formula channels it searches, in a fixed order."""
+        return tuple(name for name, weight in (("structure", self.structure), ("embedding", self.embedding)) if weight)
+
+
+#: Rescored candidates and weight of the sub-expression match (chosen on the development topics).
+_RERANK = {"rerank_window": 300, "rerank_weight": 0.5}
+#: The embedding's share of the formula side when fused with the structure (chosen on the development topics).
+_EMBEDDING_SHARE = 0.1
+
+RANKERS: dict[str, FormulaRanking] = {
+    ranker.name: ranker
+    for ranker in (
+        FormulaRanking("embedding", "kNN on the model bundle's vectors alone (the KDD'20 design)", embedding=1.0),
+        FormulaRanking(
+            "structure", "BM25 over structural terms (symbols and symbol pairs with relations)", structure=1.0
+        ),
+        FormulaRanking(
+            "structure+rerank",
+            "structural BM25, top candidates rescored by shared sub-expressions",
+            structure=1.0,
+            **_RERANK,
+        ),
+        FormulaRanking(
+            "structure+embedding",
+            "structural BM25 and kNN, linear blend (embedding 0.1)",
+            structure=1.0 - _EMBEDDING_SHARE,
+            embedding=_EMBEDDING_SHARE,
+        ),
+        FormulaRanking(
+            "structure+embedding+rerank",
+            "reranked structural BM25 and kNN, linear blend (embedding 0.1)",
+            structure=1.0 - _EMBEDDING_SHARE,
+            embedding=_EMBEDDING_SHARE,
+            **_RERANK,
+        ),
+    )
+}
+
+DEFAULT_RANKER = "structure+embedding+rerank"
+
+
+def get_ranker(name: str) -> FormulaRanking:
+    """The registered ranker called ``name``.
+
+    Raises:
+        ValueError: no ranker has that name (the message lists them).
+    """
+    try:
+        return RANKERS[name]
+    except KeyError:
+        raise ValueError(f"unknown ranker {name!r}; one of: {', '.join(RANKERS)}") from None

@@ -1,0 +1,91 @@
+"""The structural terms of formulas: what the tokens and spans are, and the normalisations that make the same
+formula typed two ways look alike (KaTeX runs for real where MathML is needed)."""
+
+from __future__ import annotations
+
+import pytest
+from eqsearch.engine.latex import KatexConverter
+from eqsearch.engine.model.structure import (
+    FormulaStructure,
+    formula_structure,
+    parse_layout,
+    parse_layout_latex,
+    structure_of_layout,
+)
+
+MSUP = "<math><msup><mi>x</mi><mn>2</mn></msup></math>"
+
+
+def test_a_superscript_gives_symbols_pairs_and_generalised_pairs():
+    structure = formula_structure(MSUP)
+    assert structure.tokens == ("V:x", "N:2", "V:x|N:2|sup", "V:*|N:*|sup")
+    assert structure.text == "V:x N:2 V:x|N:2|sup V:*|N:*|sup"
+    assert structure.size == 2
+    assert sorted(span[0] for span in structure.spans) == ["e", "e", "g", "g"]  # x^2 and 2; generalised alike
+    assert max(structure.spans.values()) == 2  # the whole formula is the largest span
+
+
+def test_pairs_follow_paths_of_up_to_three_relations():
+    tokens = set(formula_structure(None, r"a + \frac{b}{c}").tokens)
+    assert {"V:a|O:+|n", "O:+|S:frac|n", "S:frac|V:b|num", "V:a|S:frac|n.n", "O:+|V:b|n.num"} <= tokens
+    assert "V:a|V:b|n.n.num" in tokens  # three steps
+    deep = set(formula_structure(None, r"a + b + c + d").tokens)
+    assert "V:a|V:c|n.n.n.n" not in deep and "V:a|O:+|n.n.n" in deep  # four steps is too far
+
+
+def test_the_same_formula_from_mathml_and_from_latex_has_the_same_terms():
+    with KatexConverter() as converter:
+        for latex in (r"x^2 + \frac{a}{b}", r"\sum_{k=0}^{n} k", r"\sqrt{\alpha_1} = 3"):
+            mathml = converter.convert(latex, "equation", ()).mathml
+            assert mathml is not None
+            assert formula_structure(mathml).tokens == formula_structure(None, latex).tokens, latex
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (r"\binom{n}{k}", r"\left( \frac{n}{k} \right)"),  # a binomial is a fraction in parentheses
+        (r"\sin x", r"sin x"),  # a function name typed without its backslash
+        (r"\dfrac{1}{2}", r"\frac{1}{2}"),  # display sizes
+        (r"\int_0^1 f(x)\, dx", r"∫_0^1 f(x) 𝑑x"),  # Unicode compatibility forms, spacing
+        (r"\mathbb{R}", r"ℝ"),
+    ],
+)
+def test_two_spellings_of_one_formula_give_the_same_terms(one, other):
+    with KatexConverter() as converter:
+        first, second = (converter.convert(latex, "equation", ()).mathml for latex in (one, other))
+    assert first is not None and second is not None
+    assert formula_structure(first).tokens == formula_structure(second).tokens
+
+
+def test_broken_latex_still_has_a_structure_and_never_raises():
+    for latex in (r"\frac{1}{", r"x^{^}", "}}{{", "", r"\left& a \right;", "a_" * 50):
+        structure = formula_structure(None, latex)
+        assert isinstance(structure, FormulaStructure)
+    assert formula_structure(None, r"\frac{1}{").text == "S:frac N:1 S:frac|N:1|num S:frac|N:*|num"
+    assert formula_structure(None, "").tokens == ()
+
+
+def test_malformed_mathml_falls_back_on_the_latex():
+    assert formula_structure("<math><mi>x</math>", "y").tokens == ("V:y",)
+    with pytest.raises(ValueError, match="not well-formed"):
+        parse_layout("<math><mi>x</math>")
+
+
+def test_long_symbols_are_cut_so_that_the_index_keeps_them_whole():
+    structure = formula_structure(None, r"\text{" + "w" * 300 + "}")
+    assert all(len(token) < 255 for token in structure.tokens)
+
+
+def test_spans_are_contiguous_runs_with_everything_attached():
+    small = structure_of_layout(parse_layout_latex("a+b"), max_span=6)
+    exact = {s for s in small.spans if s.startswith("e")}
+    general = {s for s in small.spans if s.startswith("g")}
+    assert len(exact) == 6  # a, +, b, a+, +b, a+b
+    assert len(general) == 5  # the same with a and b both a variable: two of them alike
+    other = formula_structure(None, "x+y").spans
+    assert general <= set(other)  # x+y has the shape of a+b
+    assert exact & set(other) == {s for s in exact if small.spans[s] == 1 and s in other}  # only "+" in common
+    assert len(exact & set(other)) == 1
+    capped = structure_of_layout(parse_layout_latex("a+b+c+d"), max_span=2)
+    assert max(capped.spans.values()) == 2
