@@ -55,6 +55,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     migrate.add_argument("--index-type", choices=("int8_hnsw", "hnsw"), help="change the vector index type")
     migrate.add_argument("--quiet", action="store_true", help="no progress bar")
     migrate.add_argument(
+        "--if-stale",
+        action="store_true",
+        help="only when the index was made by an older mapping of this eqsearch (nothing to do otherwise, nor when "
+        "there is no index yet); `make run` does this before ingesting",
+    )
+    migrate.add_argument(
         "--reencode", action="store_true",
         help="equations only: give every equation the vector of --bundle's model on the way (a model upgrade; "
         "searches keep answering from the old vectors until the alias moves)",
@@ -139,6 +145,10 @@ def _migrate(args: argparse.Namespace) -> int:
     if args.bundle and not args.reencode:
         args.parser.error("--bundle goes with --reencode")
     admin = _admin()
+    if args.if_stale:
+        if admin.current(args.kind) is None or not admin.describe(args.kind).get("stale"):
+            return 0
+        print(f"the {args.kind} index was made by an older mapping: migrating it to the current one", file=sys.stderr)
     options = admin.options_of(args.kind)
     if options is not None and args.index_type:
         options = replace(options, index_type=args.index_type)
