@@ -312,10 +312,9 @@ def ranking_searches(
     """
     filters = query_filters(query)
     searches: list[tuple[str, dict[str, Any]]] = []
-    use_structure = ranking is not None and ranking.structure > 0
     use_embedding = ranking is None or ranking.embedding > 0
-    if structure is not None and structure.tokens and use_structure and query.formula_weight > 0:
-        assert ranking is not None
+    if ranking is not None and ranking.structure > 0 and structure is not None and structure.tokens:
+        # the rescore covers at least the hits returned, so that a deep evaluation reranks what it reads
         body = structure_body(
             structure,
             window,
@@ -323,7 +322,8 @@ def ranking_searches(
             rerank_window=max(ranking.rerank_window, window) if ranking.rerank_window else 0,
             rerank_weight=ranking.rerank_weight,
         )
-        searches.append(("structure", ranking_only(body)))
+        if query.formula_weight > 0:
+            searches.append(("structure", ranking_only(body)))
     if vector is not None and use_embedding and query.formula_weight > 0:
         body = knn_body(vector, window, filters, num_candidates_factor=num_candidates_factor)
         searches.append(("formula", ranking_only(body)))
