@@ -21,6 +21,7 @@ class ExtractConfig:
         context_chars: characters of plain text kept before and after each equation.
         time_budget_s: seconds one document may take (extraction and conversion); the worker is killed after.
         convert: whether the MathML conversion stage runs.
+        katex_dir: the folder holding KaTeX for the conversion stage; None for the one installed with eqsearch.
     """
 
     max_archive_bytes: int = 256 * 1024 * 1024
@@ -33,6 +34,7 @@ class ExtractConfig:
     context_chars: int = 400
     time_budget_s: float = 120.0
     convert: bool = True
+    katex_dir: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_archive_bytes", "max_archive_members", "max_file_bytes", "max_document_chars"):

@@ -7,10 +7,11 @@ time with that paper's macros and writes the results back onto the equations.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from eqsearch.engine.errors import EqsearchError
-from eqsearch.ingest.records import STATUS_EXTRACTED, Paper
+from eqsearch.ingest.records import STATUS_EXTRACTED, Equation, Paper
 
 _WITH_ARGUMENT = frozenset({"alignat", "alignat*", "xalignat", "xalignat*", "xxalignat", "xxalignat*"})
 
@@ -21,20 +22,34 @@ class ConverterUnavailableError(EqsearchError):
     exit_code = 3
 
 
-def open_converter() -> Any:
-    """Start a `KatexConverter` (entered; close it with ``__exit__``).
+def open_converter(katex_dir: str | None = None) -> Any:
+    """Start a `KatexConverter` (entered; close it with ``__exit__``), after checking that Node.js and the pinned
+    KaTeX are there, so that a run stops at once instead of recording every document as unconverted.
+
+    Args:
+        katex_dir: the folder holding KaTeX (``worker.js``, ``package.json``, ``node_modules``); None for the one
+            installed with eqsearch.
 
     Raises:
-        ConverterUnavailableError: `eqsearch.engine.latex.converter` is missing or fails to start.
+        ConverterUnavailableError: `eqsearch.engine.latex.converter` is missing, or Node.js or KaTeX is not
+            installed (the message says which command installs it).
     """
     try:
-        from eqsearch.engine.latex.converter import KatexConverter
+        from eqsearch.engine.latex.converter import KatexConfig, KatexConverter
+        from eqsearch.engine.latex.install import KatexNotInstalledError, check_installed
     except ImportError as error:
         raise ConverterUnavailableError(
             f"the LaTeX -> MathML converter is not available ({error})",
             hint="run with --no-convert to extract only",
         ) from None
-    converter = KatexConverter()
+    config = KatexConfig() if katex_dir is None else KatexConfig(katex_dir=Path(katex_dir))
+    try:
+        check_installed(config.node, config.katex_dir)
+    except KatexNotInstalledError as error:
+        raise ConverterUnavailableError(
+            error.message, hint=f"{error.hint}; or run with --no-convert to extract only"
+        ) from None
+    converter = KatexConverter(config)
     converter.__enter__()
     return converter
 
@@ -47,22 +62,29 @@ def converter_input(latex: str, environment: str, args: list[str]) -> tuple[str,
 
 
 def convert_paper(paper: Paper, converter: Any) -> int:
-    """Convert every equation of ``paper`` still in status ``extracted``; failures are recorded per equation.
+    """Convert every equation of ``paper`` still in status ``extracted``, each with the macros of its document;
+    failures are recorded per equation.
 
     Returns:
         The number of equations sent to the converter.
     """
-    todo = [eq for eq in paper.equations() if eq.status == STATUS_EXTRACTED]
-    if not todo:
+    by_document: dict[int, list[Equation]] = {}
+    for section in paper.sections:
+        for eq in section.equations:
+            if eq.status == STATUS_EXTRACTED:
+                by_document.setdefault(section.document, []).append(eq)
+    if not by_document:
         return 0
     started = time.perf_counter()
-    results = converter.convert_many(
-        [converter_input(eq.latex, eq.environment, eq.environment_args) for eq in todo], macros=paper.macros
-    )
-    for equation, result in zip(todo, results, strict=True):
-        equation.mathml = result.mathml
-        equation.status = result.status
-        equation.reason = result.reason
-        equation.message = result.message
+    for document, todo in by_document.items():
+        results = converter.convert_many(
+            [converter_input(eq.latex, eq.environment, eq.environment_args) for eq in todo],
+            macros=paper.macros_of(document),
+        )
+        for equation, result in zip(todo, results, strict=True):
+            equation.mathml = result.mathml
+            equation.status = result.status
+            equation.reason = result.reason
+            equation.message = result.message
     paper.timings["convert"] = time.perf_counter() - started
-    return len(todo)
+    return sum(len(todo) for todo in by_document.values())

@@ -1,4 +1,5 @@
-"""One LaTeX document -> a Paper: main file, inputs, macros, sections, display equations with context, citations."""
+"""One LaTeX source -> a Paper: its top-level documents (main text, supplements compiled on their own), each with its
+inputs, macros, sections, display equations with context, and inline formulas; front matter and citations."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import posixpath
 import re
 import time
 
+from eqsearch.engine.latex.packages import KNOWN_PACKAGES
 from eqsearch.engine.latex.scan import document_body, read_argument, read_optional, strip_comments
 from eqsearch.ingest.citations import (
     bib_files,
@@ -16,19 +18,21 @@ from eqsearch.ingest.citations import (
     split_bibitems,
 )
 from eqsearch.ingest.config import ExtractConfig
-from eqsearch.ingest.errors import TimeBudgetError
+from eqsearch.ingest.displaymacros import expand_display_macros
+from eqsearch.ingest.errors import DocumentTooLargeError, TimeBudgetError
 from eqsearch.ingest.files import MemoryFiles, SourceFiles, decode_text
-from eqsearch.ingest.includes import expand_document, find_main_file
-from eqsearch.ingest.macros import DocumentMacros, expand_shortcuts, extract_macros
-from eqsearch.ingest.mathenv import DisplayMath, find_displays, labels_in
-from eqsearch.ingest.plaintext import first_words, last_words, latex_to_text
-from eqsearch.ingest.records import STATUS_FAILED, Equation, Paper, Section
+from eqsearch.ingest.includes import expand_document, find_documents
+from eqsearch.ingest.macros import DocumentMacros, extract_macros
+from eqsearch.ingest.mathenv import DisplayMath, InlineMath, labels_in, scan_math
+from eqsearch.ingest.plaintext import first_words, last_words, latex_to_text, title_text
+from eqsearch.ingest.records import STATUS_FAILED, Equation, InlineFormula, Paper, PaperDocument, Section
 
 SECTION_LEVELS = {"part": 0, "chapter": 1, "section": 2, "subsection": 3, "subsubsection": 4}
 _HEADING = re.compile(r"\\(part|chapter|section|subsection|subsubsection)(\*?)(?![A-Za-z@])")
 _USEPACKAGE = re.compile(r"\\(?:usepackage|RequirePackage)\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}")
 _ABSTRACT_ENV = re.compile(r"\\begin\s*\{abstract\}(.*?)\\end\s*\{abstract\}", re.DOTALL)
 _SNIPPET = 1000  # characters of a failed body kept for diagnosis
+_PACKAGE_DEPTH = 4  # local packages loading local packages
 
 
 def extract_latex_paper(
@@ -42,62 +46,144 @@ def extract_latex_paper(
     main_file: str | None = None,
     version: int | None = None,
 ) -> Paper:
-    """Extract one LaTeX document.
+    """Extract one LaTeX source: every top-level document of it (`find_documents`), kept together as one paper.
+
+    The main document gives the title, abstract and authors and starts with the front matter (section 0); each
+    further document (a supplement, an appendix compiled on its own) starts with a section of kind ``document``.
+    Equations and inline formulas are numbered through all documents in order; each document has its own macros.
 
     Args:
-        files: the document's files.
+        files: the source's files.
         paper_id: the id the paper gets (arXiv id, or a path-derived id for other sources).
         source: where it came from, for the record.
         kind: ``arxiv`` or ``latex``.
         config: limits.
         deadline: ``time.monotonic()`` value after which extraction stops with TimeBudgetError.
-        main_file: the main file when already known (else found with `find_main_file`).
+        main_file: the one document to read when already known (a main file of a LaTeX tree); else all of the
+            source's top-level documents are read.
         version: the arXiv source version when known.
 
     Returns:
         The paper; problems that did not stop extraction are in ``paper.warnings``.
 
     Raises:
-        IngestError: the document cannot be extracted at all (no main file, too large, over time).
+        IngestError: the source cannot be extracted at all (no main file, too large, over time).
     """
     paper = Paper(id=paper_id, source=source, kind=kind, version=version)
     stem = paper_id.rsplit("/", 1)[-1]
-    main = main_file or find_main_file(files, preferred_stem=stem)
-    paper.main_file = main
-    doc = expand_document(
-        files, main, max_depth=config.max_include_depth, max_chars=config.max_document_chars, deadline=deadline
-    )
+    names = [main_file] if main_file else find_documents(files, preferred_stem=stem)
+    paper.main_file = names[0]
+    budget = config.max_document_chars
+    for index, name in enumerate(names):
+        try:
+            budget -= _extract_document(paper, files, name, len(paper.documents), config, deadline, budget)
+        except DocumentTooLargeError as error:
+            if index == 0:
+                raise
+            # a further document over what is left of the size limit: the paper keeps what it has
+            paper.warn("document_too_large", f"{name} was not read: {error.message}")
+    return paper
+
+
+def _extract_document(
+    paper: Paper,
+    files: SourceFiles,
+    name: str,
+    index: int,
+    config: ExtractConfig,
+    deadline: float | None,
+    budget: int,
+) -> int:
+    """Add one top-level document's sections, equations and inline formulas to ``paper``; its expanded size."""
+    doc = expand_document(files, name, max_depth=config.max_include_depth, max_chars=max(1, budget), deadline=deadline)
     paper.warnings.extend(doc.issues)
     preamble, body, body_offset = document_body(doc.text)
 
     macros = DocumentMacros()
-    for package in _local_packages(files, preamble, posixpath.dirname(main)):
+    for package in _local_packages(files, preamble, posixpath.dirname(name)):
         extract_macros(package, macros)
     extract_macros(doc.text, macros)
-    paper.macros = macros.definitions()
     paper.warnings.extend(macros.issues)
-    body = expand_shortcuts(body, macros.shortcuts)
+    body = _masked(body, macros.spans, body_offset)
+    body = expand_display_macros(body, macros.display, max_chars=max(1, budget))
 
-    paper.sections = _sections(body, body_offset)
-    starts = [s.offset - body_offset for s in paper.sections]
-    displays = find_displays(body, macros.environment_aliases)
-    number = 0
+    title = _command_argument(doc.text, "title")
+    document = PaperDocument(index=index, file=name, title=None if title is None else title_text(title))
+    if index == 0:
+        paper.macros = macros.definitions()
+    else:
+        document.macros = macros.definitions()
+    paper.documents.append(document)
+
+    first = len(paper.sections)
+    if index == 0:
+        head = Section(index=0, level=0, kind="front", title="", offset=body_offset, document=0)
+    else:
+        head = Section(first, 0, "document", document.title or name, offset=body_offset, document=index)
+    sections = [head, *_sections(body, body_offset, first + 1, index)]
+    paper.sections.extend(sections)
+    starts = [section.offset - body_offset for section in sections]
+
+    displays, inline = scan_math(body, macros.environment_aliases)
+    number = len(paper.equations())
+    kept: list[DisplayMath] = []
     for i, display in enumerate(displays):
         if deadline is not None and i % 256 == 0 and time.monotonic() > deadline:
             raise TimeBudgetError(f"time budget exceeded after {i} of {len(displays)} equations")
         if not display.body.strip():
             continue
-        index = bisect.bisect_right(starts, display.start) - 1
-        section = paper.sections[max(index, 0)]
+        kept.append(display)
+    for i, display in enumerate(kept):
+        local = bisect.bisect_right(starts, display.start) - 1
+        section = sections[max(local, 0)]
         equation = _equation(display, number, section.index, body_offset, config)
-        bounds = (starts[index] if index >= 0 else 0, starts[index + 1] if index + 1 < len(starts) else len(body))
-        equation.context_before, equation.context_after = _context(body, displays, i, bounds, config.context_chars)
+        bounds = (starts[local] if local >= 0 else 0, starts[local + 1] if local + 1 < len(starts) else len(body))
+        equation.context_before, equation.context_after = _context(body, kept, i, bounds, config.context_chars)
         section.equations.append(equation)
         number += 1
+    _inline_formulas(inline, sections, starts, body_offset, len(paper.inline_formulas()))
 
-    _front_matter(paper, doc.text, preamble)
-    _citations(paper, files, doc.text, main)
-    return paper
+    if index == 0:
+        _front_matter(paper, doc.text)
+    _citations(paper, files, doc.text, name, main=index == 0)
+    return len(doc.text)
+
+
+def _masked(body: str, spans: list[tuple[int, int]], body_offset: int) -> str:
+    """The body with the macro definitions made in it blanked out (same length, so offsets hold)."""
+    inside = [(max(0, a - body_offset), min(len(body), b - body_offset)) for a, b in spans if b > body_offset]
+    inside = [(a, b) for a, b in inside if a < b]
+    if not inside:
+        return body
+    parts: list[str] = []
+    pos = 0
+    for a, b in inside:
+        if a < pos:
+            continue
+        parts.append(body[pos:a])
+        parts.append(re.sub(r"[^\n]", " ", body[a:b]))
+        pos = b
+    parts.append(body[pos:])
+    return "".join(parts)
+
+
+def _inline_formulas(
+    inline: list[InlineMath], sections: list[Section], starts: list[int], body_offset: int, number: int
+) -> None:
+    for formula in inline:
+        if not formula.body.strip():
+            continue
+        local = max(bisect.bisect_right(starts, formula.start) - 1, 0)
+        sections[local].inline.append(
+            InlineFormula(
+                number=number,
+                latex=formula.body,
+                offset=body_offset + formula.start,
+                length=formula.end - formula.start,
+                delimiter=formula.delimiter,
+            )
+        )
+        number += 1
 
 
 def _equation(display: DisplayMath, number: int, section: int, body_offset: int, config: ExtractConfig) -> Equation:
@@ -128,47 +214,81 @@ def _context(body: str, displays: list[DisplayMath], i: int, bounds: tuple[int, 
         return "", ""
     display = displays[i]
     lo = max(bounds[0], display.start - 4 * chars)
-    if i > 0 and displays[i - 1].start < lo < displays[i - 1].end:
-        lo = displays[i - 1].start  # whole previous display, so it reads as [math]
     hi = min(bounds[1], display.end + 4 * chars)
-    if i + 1 < len(displays) and displays[i + 1].start < hi < displays[i + 1].end:
-        hi = displays[i + 1].end
-    before = last_words(latex_to_text(body[lo : display.start]), chars)
-    after = first_words(latex_to_text(body[display.end : hi]), chars)
+    before = last_words(latex_to_text(_with_placeholders(body, displays, lo, display.start, i, -1)), chars)
+    after = first_words(latex_to_text(_with_placeholders(body, displays, display.end, hi, i, 1)), chars)
     return before, after
 
 
-def _sections(body: str, body_offset: int) -> list[Section]:
-    sections = [Section(index=0, level=0, kind="front", title="", offset=body_offset)]
+def _with_placeholders(body: str, displays: list[DisplayMath], lo: int, hi: int, i: int, step: int) -> str:
+    """``body[lo:hi]`` with the other displays in it (or cut by its ends) replaced by ``[math]``."""
+    parts: list[str] = []
+    pos = lo
+    j = i + step
+    neighbours = []
+    while 0 <= j < len(displays) and (displays[j].end > lo if step < 0 else displays[j].start < hi):
+        neighbours.append(displays[j])
+        j += step
+    for other in sorted(neighbours, key=lambda d: d.start):
+        start, end = max(other.start, lo), min(other.end, hi)
+        if start < pos:
+            continue
+        parts.append(body[pos:start])
+        parts.append(" [math] ")
+        pos = end
+    parts.append(body[pos:hi])
+    return "".join(parts)
+
+
+def _sections(body: str, body_offset: int, first: int, document: int) -> list[Section]:
+    """The headings of one document's body, as sections numbered from ``first``; parents within the document."""
+    sections: list[Section] = []
     for m in _HEADING.finditer(body):
         _, pos = read_optional(body, m.end())
         title = read_argument(body, pos)
         if title is None:
             continue
         level = SECTION_LEVELS[m.group(1)]
-        parent = next((s.index for s in reversed(sections[1:]) if s.level < level), None)
+        parent = next((s.index for s in reversed(sections) if s.level < level), None)
         sections.append(
             Section(
-                index=len(sections),
+                index=first + len(sections),
                 level=level,
                 kind=m.group(1) + m.group(2),
-                title=latex_to_text(title[0]),
+                title=title_text(title[0]),
                 parent=parent,
                 offset=body_offset + m.start(),
+                document=document,
             )
         )
     return sections
 
 
 def _local_packages(files: SourceFiles, preamble: str, main_dir: str) -> list[str]:
+    """The texts of the ``.sty`` files of the source that the preamble loads, packages they load first; a copy of a
+    package KaTeX or the converter's package table covers (``physics.sty``) is the package, not the author's
+    macros, and is not read."""
     texts: list[str] = []
-    for m in _USEPACKAGE.finditer(preamble):
-        for name in m.group(1).split(","):
-            data = files.read(posixpath.join(main_dir, name.strip() + ".sty")) if name.strip() else None
-            if data is not None:
-                text, _ = decode_text(data)
-                if text is not None:
-                    texts.append(strip_comments(text))
+    seen: set[str] = set()
+
+    def load(text: str, depth: int) -> None:
+        for m in _USEPACKAGE.finditer(text):
+            for name in m.group(1).split(","):
+                path = posixpath.normpath(posixpath.join(main_dir, name.strip() + ".sty")) if name.strip() else ""
+                if not path or path in seen or name.strip() in KNOWN_PACKAGES:
+                    continue
+                seen.add(path)
+                data = files.read(path)
+                if data is None:
+                    continue
+                decoded, _ = decode_text(data)
+                if decoded is not None:
+                    package = strip_comments(decoded)
+                    if depth < _PACKAGE_DEPTH:
+                        load(package, depth + 1)
+                    texts.append(package)
+
+    load(preamble, 0)
     return texts
 
 
@@ -181,10 +301,10 @@ def _command_argument(text: str, command: str) -> str | None:
     return None if arg is None or not arg[0].strip() else arg[0]
 
 
-def _front_matter(paper: Paper, text: str, preamble: str) -> None:
+def _front_matter(paper: Paper, text: str) -> None:
     title = _command_argument(text, "title")
     if title is not None:
-        paper.title = latex_to_text(title.replace("\\\\", " ")).replace("\n", " ")
+        paper.title = title_text(title)
     abstract = _ABSTRACT_ENV.search(text)
     raw_abstract = abstract.group(1) if abstract else _command_argument(text, "abstract")
     if raw_abstract:
@@ -203,26 +323,32 @@ def _front_matter(paper: Paper, text: str, preamble: str) -> None:
     paper.authors = authors
 
 
-def _citations(paper: Paper, files: SourceFiles, text: str, main: str) -> None:
+def _citations(paper: Paper, files: SourceFiles, text: str, name: str, *, main: bool) -> None:
+    """Add one document's cited arXiv ids (deduplicated, in order) and bibliography size to the paper's."""
+    citations, count = _document_citations(paper, files, text, name, main)
+    paper.citations = list(dict.fromkeys([*paper.citations, *citations]))
+    paper.bibliography_entries += count
+
+
+def _document_citations(paper: Paper, files: SourceFiles, text: str, name: str, main: bool) -> tuple[list[str], int]:
     entries = split_bibitems(text)
     if not entries:
-        bbl = files.read(posixpath.splitext(main)[0] + ".bbl")
-        if bbl is None and isinstance(files, MemoryFiles):
+        bbl = files.read(posixpath.splitext(name)[0] + ".bbl")
+        if bbl is None and main and isinstance(files, MemoryFiles):
             bbls = [n for n in files.names() if n.endswith(".bbl")]
             bbl = files.read(bbls[0]) if len(bbls) == 1 else None
         if bbl is not None:
             entries = split_bibitems(decode_text(bbl)[0] or "")
     if entries:
-        paper.citations = citations_from_entries(entries)
-        paper.bibliography_entries = len(entries)
-        return
+        return citations_from_entries(entries), len(entries)
     texts = []
-    main_dir = posixpath.dirname(main)
-    for name in bib_files(text):
-        data = files.read(posixpath.join(main_dir, name))
+    folder = posixpath.dirname(name)
+    for bib in bib_files(text):
+        data = files.read(posixpath.join(folder, bib))
         if data is None:
-            paper.warn("bib_missing", f"{name} is named by the document but not in the source")
+            paper.warn("bib_missing", f"{bib} is named by {name} but not in the source")
             continue
         texts.append(decode_text(data)[0] or "")
     if texts:
-        paper.citations, paper.bibliography_entries = citations_from_bib(texts, cited_keys(text))
+        return citations_from_bib(texts, cited_keys(text))
+    return [], 0

@@ -1,4 +1,5 @@
-"""The main file of a source, and the document it makes with ``\\input``/``\\include``/``\\subfile``/``\\import``."""
+"""The top-level documents of a source (main text first, then a supplement or appendix compiled on its own), and the
+text each makes with ``\\input``/``\\include``/``\\subfile``/``\\import`` and user commands that wrap them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from eqsearch.engine.latex.scan import document_body, strip_comments, strip_sweave, verbatim_environments
+from eqsearch.engine.latex.scan import (
+    document_body,
+    read_argument,
+    strip_comments,
+    strip_sweave,
+    verbatim_environments,
+)
 from eqsearch.ingest.errors import DocumentTooLargeError, NoMainFileError, TimeBudgetError
 from eqsearch.ingest.files import SourceFiles, decode_text, is_tex_name, normalize_member
 from eqsearch.ingest.records import Issue
@@ -20,7 +27,12 @@ _INCLUDE = re.compile(
     r"|\\(?P<icmd>import|subimport|inputfrom|subinputfrom|includefrom|subincludefrom)\*?\s*"
     r"\{(?P<dir>[^{}]*)\}\s*\{(?P<ifile>[^{}]*)\}"
 )
-_INPUT_SUFFIXES = (".tex", ".bbl", ".ltx", ".Rnw", ".rnw", ".txt", ".tikz", ".pstex_t")
+_INPUT_SUFFIXES = (".tex", ".bbl", ".ltx", ".Rnw", ".rnw", ".txt", ".tikz", ".pstex_t", ".sty", ".def")
+# A user command that inputs its argument (``\newcommand{\fileinclude}[1]{... \include{#1} ...}``).
+_INCLUDE_WRAPPER = re.compile(
+    r"\\(?:(?:re|provide)?newcommand\*?\s*\{?\s*\\([A-Za-z@]+)\s*\}?\s*\[\s*1\s*\]|[gex]?def\s*\\([A-Za-z@]+)\s*#1)\s*\{"
+)
+_INPUTS_ARGUMENT = re.compile(r"\\(?:input|include|subfile)\s*\{\s*#1\s*\}")
 _PREFERRED_NAMES = ("main.tex", "ms.tex", "paper.tex", "article.tex", "manuscript.tex", "root.tex")
 
 
@@ -54,20 +66,34 @@ def read_tex(files: SourceFiles, name: str, verbatim: frozenset[str], issues: li
 
 
 def find_main_file(files: SourceFiles, preferred_stem: str | None = None) -> str:
-    """Pick the main file of a source.
+    """Pick the main file of a source: the first of `find_documents`.
 
-    Order of preference: the ``toplevelfile`` named in arXiv's ``00README.XXX`` / ``00README.json``; files with
-    both ``\\documentclass`` and ``\\begin{document}`` outside comments that no other candidate includes; among
-    those a conventional name (``main.tex``, ``ms.tex``, the paper id), then the one with most inputs and
-    sections, then the largest; then any file with ``\\begin{document}``; then a lone ``.tex`` fragment.
+    Raises:
+        NoMainFileError: no LaTeX file at all.
+    """
+    return find_documents(files, preferred_stem)[0]
+
+
+def find_documents(files: SourceFiles, preferred_stem: str | None = None) -> list[str]:
+    """The top-level documents of a source, main document first.
+
+    arXiv compiles every top-level file of a submission (or those its ``00README`` declares ``toplevel``) and
+    assembles the results into the paper's one PDF, so a manuscript and a supplement compiled on their own are both
+    the paper. The main document is the ``toplevelfile`` first named in ``00README.XXX`` / ``00README.json``, else
+    among the files with both ``\\documentclass`` and ``\\begin{document}`` outside comments that no other file
+    inputs: a conventional name (``main.tex``, ``ms.tex``, the paper id), then the one with most inputs and
+    sections, then the largest; then any file with ``\\begin{document}``; then a lone ``.tex`` fragment. The other
+    documents are the remaining declared top-level files, or else every other file with ``\\begin{document}``
+    outside comments that no file inputs, in name order (arXiv assembles in name order; the main text comes first
+    here so that its equation numbers do not move when a supplement is added).
 
     Raises:
         NoMainFileError: no LaTeX file at all.
     """
     names = files.names()
-    readme = _readme_toplevel(files, names)
-    if readme is not None:
-        return readme
+    declared = _readme_toplevels(files, names)
+    if declared:
+        return [declared[0], *sorted(set(declared[1:]) - {declared[0]})]
     tex_names = [n for n in names if is_tex_name(n)]
     if not tex_names:
         raise NoMainFileError(
@@ -99,10 +125,14 @@ def find_main_file(files: SourceFiles, preferred_stem: str | None = None) -> str
         raise NoMainFileError("every .tex file is binary or unreadable")
     scored = [((s[0], s[1], int(name not in included), *s[3:]), name) for s, name in scored]
     scored.sort(key=lambda item: (item[0], [-ord(c) for c in item[1]]), reverse=True)
-    return scored[0][1]
+    main = scored[0][1]
+    others = sorted(name for s, name in scored[1:] if s[1] and s[2])  # \begin{document}, input by no file
+    return [main, *others]
 
 
-def _readme_toplevel(files: SourceFiles, names: list[str]) -> str | None:
+def _readme_toplevels(files: SourceFiles, names: list[str]) -> list[str]:
+    """The top-level files ``00README.json`` (usage ``toplevel``) or ``00README.XXX`` (``toplevelfile``) declare."""
+    found: list[str] = []
     if "00README.json" in names:
         import json
 
@@ -110,16 +140,16 @@ def _readme_toplevel(files: SourceFiles, names: list[str]) -> str | None:
             data = json.loads(files.read("00README.json") or b"{}")
             for entry in data.get("sources", []):
                 if entry.get("usage") == "toplevel" and entry.get("filename") in names:
-                    return str(entry["filename"])
+                    found.append(str(entry["filename"]))
         except (ValueError, AttributeError):
             pass
-    if "00README.XXX" in names:
+    if not found and "00README.XXX" in names:
         text, _ = decode_text(files.read("00README.XXX") or b"")
         for line in (text or "").splitlines():
             parts = line.split()
             if len(parts) >= 2 and parts[1] == "toplevelfile" and parts[0] in names:
-                return parts[0]
-    return None
+                found.append(parts[0])
+    return list(dict.fromkeys(found))
 
 
 def _candidates(base: str, target: str) -> list[str]:
@@ -147,17 +177,49 @@ def expand_document(
 
     ``\\input`` and ``\\include`` resolve against the main file's folder (then the including file's), ``\\import``
     and ``\\subimport`` change the folder for what the imported file inputs, an included file's own preamble
-    (a ``subfiles`` child) is dropped. A file that includes itself, directly or not, is recorded as
-    ``include_loop`` and not expanded again; nesting deeper than ``max_depth`` as ``include_too_deep``.
+    (a ``subfiles`` child) is dropped. A user command that wraps an input (``\\newcommand{\\chap}[1]{\\include{#1}}``)
+    inputs its argument too: when the text defines one, the document is read again with it. A file that includes
+    itself, directly or not, is recorded as ``include_loop`` and not expanded again; nesting deeper than
+    ``max_depth`` as ``include_too_deep``.
 
     Raises:
         DocumentTooLargeError: the expanded text exceeds ``max_chars``.
         TimeBudgetError: ``deadline`` (a ``time.monotonic()`` value) passed.
     """
+    document = _expand(files, main_file, (), max_depth=max_depth, max_chars=max_chars, deadline=deadline)
+    wrappers = include_wrappers(document.text)
+    if wrappers:
+        document = _expand(files, main_file, wrappers, max_depth=max_depth, max_chars=max_chars, deadline=deadline)
+    return document
+
+
+def include_wrappers(text: str) -> tuple[str, ...]:
+    """Names (without backslash) of the one-argument user commands of ``text`` whose body inputs the argument."""
+    names: list[str] = []
+    for m in _INCLUDE_WRAPPER.finditer(text):
+        body = read_argument(text, m.end() - 1)
+        if body is not None and _INPUTS_ARGUMENT.search(body[0]):
+            names.append(m.group(1) or m.group(2))
+    return tuple(dict.fromkeys(names))
+
+
+def _expand(
+    files: SourceFiles,
+    main_file: str,
+    wrappers: tuple[str, ...],
+    *,
+    max_depth: int,
+    max_chars: int,
+    deadline: float | None,
+) -> ExpandedDocument:
     issues: list[Issue] = []
     raw_main = files.read(main_file) or b""
     verbatim = verbatim_environments(decode_text(raw_main)[0] or "")
     total = [0]
+    pattern = _INCLUDE
+    if wrappers:
+        names = "|".join(re.escape(w) for w in wrappers)
+        pattern = re.compile(_INCLUDE.pattern + r"|\\(?P<wcmd>" + names + r")(?![A-Za-z@])\s*\{(?P<wfile>[^{}]*)\}")
 
     def expand(name: str, base: str, stack: tuple[str, ...], is_child: bool) -> str:
         if deadline is not None and time.monotonic() > deadline:
@@ -165,8 +227,8 @@ def expand_document(
         text = read_tex(files, name, verbatim, issues)
         if text is None:
             return ""
-        if is_child and _BEGIN_DOCUMENT.search(text):
-            text = document_body(text)[1]
+        if is_child and _is_standalone(text):
+            text = document_body(text)[1]  # a subfiles child: its own preamble is not the document's
         total[0] += len(text)
         if total[0] > max_chars:
             raise DocumentTooLargeError(
@@ -175,11 +237,17 @@ def expand_document(
             )
         parts: list[str] = []
         pos = 0
-        for m in _INCLUDE.finditer(text):
+        for m in pattern.finditer(text):
+            if wrappers and m.group("wcmd") and _defines(text, m.start()):
+                continue  # the wrapper's own definition, not a use
+            if "#" in (m.group("file") or m.group("bare") or m.group("ifile") or ""):
+                continue  # \\input{#1} in a macro body: an input wrapper's definition, left as it is
             parts.append(text[pos : m.start()])
             pos = m.end()
-            command = m.group("cmd") or m.group("icmd") or "input"
+            command = m.group("cmd") or m.group("icmd") or (m.group("wcmd") if wrappers else None) or "input"
             target = (m.group("file") or m.group("bare") or m.group("ifile") or "").strip()
+            if wrappers and m.group("wfile") is not None:
+                target = m.group("wfile").strip()
             if command in ("import", "inputfrom", "includefrom"):
                 child_base = (
                     normalize_member(posixpath.join(posixpath.dirname(main_file), m.group("dir").strip())) or ""
@@ -209,6 +277,22 @@ def expand_document(
 
     text = expand(main_file, posixpath.dirname(main_file), (main_file,), False)
     return ExpandedDocument(text, issues)
+
+
+def _is_standalone(text: str) -> bool:
+    """A file with its own ``\\documentclass`` before its ``\\begin{document}`` (a ``\\begin{document}`` inside a
+    macro definition, with no class, is not one)."""
+    begin = _BEGIN_DOCUMENT.search(text)
+    klass = _DOCUMENTCLASS.search(text, 0, begin.start()) if begin is not None else None
+    return klass is not None
+
+
+_DEFINER_BEFORE = re.compile(r"\\(?:(?:re|provide)?newcommand\*?\s*\{?|[gex]?def|let)\s*\Z")
+
+
+def _defines(text: str, start: int) -> bool:
+    """Whether the control sequence at ``start`` is the name being defined (``\\newcommand{\\x}``, ``\\def\\x``)."""
+    return _DEFINER_BEFORE.search(text, max(0, start - 20), start) is not None
 
 
 def _resolve(files: SourceFiles, base: str, target: str, current_dir: str) -> str | None:

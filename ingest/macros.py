@@ -1,8 +1,10 @@
-"""A document's user macros: ``\\newcommand`` and friends, ``\\def``, ``\\let``, ``\\DeclareMathOperator``.
+"""A document's user macros: ``\\newcommand`` and friends, ``\\def``, ``\\let``, ``\\DeclareMathOperator``, xparse's
+``\\NewDocumentCommand`` family, ``\\DeclareRobustCommand``, mathtools' ``\\DeclarePairedDelimiter(X)``.
 
-Extraction collects them into `DocumentMacros` (with the display shortcuts and environment aliases the math scanner
-needs, and the definitions it had to drop); a paper carries them as `engine.latex.macros.MacroDef`, which the
-converter makes ready for KaTeX.
+Extraction collects them into `DocumentMacros` (with the environment aliases the math scanner needs, where the
+definitions are, and the definitions it had to drop); a paper carries them as `engine.latex.macros.MacroDef`, which
+the converter makes ready for KaTeX. Macros whose body opens or closes a display (``\\def\\be{\\begin{equation}}``)
+are expanded in the text instead (`eqsearch.ingest.displaymacros`).
 """
 
 from __future__ import annotations
@@ -10,26 +12,56 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from eqsearch.engine.latex.macros import MacroDef
+from eqsearch.engine.latex.macros import MacroDef, format_argument_spec, parse_argument_spec
 from eqsearch.engine.latex.scan import read_argument, read_optional
 from eqsearch.ingest.records import Issue
 
-_DEFINER = re.compile(
-    r"\\(?:(?P<cmd>newcommand|renewcommand|providecommand)(?P<cstar>\*?)"
-    r"|(?P<def>[gex]?def)"
-    r"|(?P<let>let)"
-    r"|(?P<op>DeclareMathOperator)(?P<ostar>\*?)"
-    r"|(?P<env>newenvironment|renewenvironment))(?![A-Za-z@])"
+_DEFINERS = {
+    "cmd": ["newcommand", "renewcommand", "providecommand", "DeclareRobustCommand"],
+    "def": ["def", "gdef", "edef", "xdef"],
+    "let": ["let"],
+    "op": ["DeclareMathOperator"],
+}
+
+
+def _definer_pattern(aliases: dict[str, str] | None = None) -> re.Pattern[str]:
+    """The definitions' regex; ``aliases`` adds user names of definers (``\\nc`` for ``\\newcommand``)."""
+    names = {group: list(values) for group, values in _DEFINERS.items()}
+    for alias, target in (aliases or {}).items():
+        group = next((g for g, values in _DEFINERS.items() if target in values), None)
+        if group is not None:
+            names[group].append(alias)
+
+    def alternatives(group: str) -> str:
+        return "|".join(re.escape(n) for n in sorted(names[group], key=len, reverse=True))
+
+    return re.compile(
+        rf"\\(?:(?P<cmd>{alternatives('cmd')})(?P<cstar>\*?)"
+        rf"|(?P<def>{alternatives('def')})"
+        rf"|(?P<let>{alternatives('let')})"
+        rf"|(?P<op>{alternatives('op')})(?P<ostar>\*?)"
+        r"|(?P<xparse>(?:New|Renew|Provide|Declare)(?:Expandable)?DocumentCommand)"
+        r"|(?P<paired>DeclarePairedDelimiter)(?P<px>X?)"
+        r"|(?P<env>newenvironment|renewenvironment|(?:New|Renew|Provide|Declare)DocumentEnvironment))(?![A-Za-z@])"
+    )
+
+
+_DEFINER = _definer_pattern()
+_ALL_DEFINERS = "|".join(n for values in _DEFINERS.values() for n in values)
+# \newcommand{\nc}{\newcommand}, \let\nc\newcommand, \def\nc{\newcommand}: a user name for a definer
+_DEFINER_ALIAS = re.compile(
+    r"\\(?:(?:re|provide)?newcommand\*?\s*\{?\s*(\\[A-Za-z@]+)\s*\}?\s*\{\s*\\(" + _ALL_DEFINERS + r")\s*\}"
+    r"|[gex]?def\s*(\\[A-Za-z@]+)\s*\{\s*\\(" + _ALL_DEFINERS + r")\s*\}"
+    r"|let\s*(\\[A-Za-z@]+)\s*=?\s*\\(" + _ALL_DEFINERS + r"))(?![A-Za-z@])"
 )
 _NAME = re.compile(r"\\(?:[A-Za-z@]+|[^A-Za-z@\s])\Z")
 _CS = re.compile(r"\\[A-Za-z@]+")
 _DEF_PARAMS = re.compile(r"(?:#\d)*\Z")
+_DELIMITED_ONE = re.compile(r"#1\s*(\\[A-Za-z@]+)\s*\Z")  # \def\beas#1\eeas{...}: one argument up to a command
 _DEF_NAME = re.compile(r"\s*(\\(?:[A-Za-z@]+|.))")
 _LET = re.compile(r"\s*(\\(?:[A-Za-z@]+|.))\s*=?\s*(\\(?:[A-Za-z@]+|.)|[^\s\\])")
-# A macro that only opens or closes a display (``\def\be{\begin{equation}}``) is a shortcut the math scanner
-# must see through; it is expanded in the text instead of being passed to the converter.
-_ENV_SHORTCUT = re.compile(r"\s*(?:\\(?:begin|end)\s*\{[A-Za-z*]+\}|\\\[|\\\]|\$\$)\s*(?:\\label\s*\{[^{}]*\})?\s*\Z")
 _BEGIN_DISPLAY = re.compile(r"\s*\\begin\s*\{([A-Za-z*]+)\}")
+_RAW_BEGIN = re.compile(r"\s*\\([A-Za-z]+\*?)(?![A-Za-z@])")  # \newenvironment{eqn}{\equation}{\endequation}
 
 
 @dataclass
@@ -38,14 +70,17 @@ class DocumentMacros:
 
     Attributes:
         macros: name -> definition, ready for the converter.
-        shortcuts: 0-argument macros that only open/close a display, name -> replacement text.
+        display: macros whose body opens or closes a display (``\\be`` -> ``\\begin{equation}``, or a whole display
+            with arguments); they are expanded in the text before math is searched, and not passed on.
         environment_aliases: ``\\newenvironment{eqn}{\\begin{equation}}{\\end{equation}}`` -> ``{"eqn": "equation"}``.
+        spans: ``(start, end)`` of every definition read, in the text it was read from.
         issues: definitions dropped (delimited ``\\def`` parameters, recursion), as recorded warnings.
     """
 
     macros: dict[str, MacroDef] = field(default_factory=dict)
-    shortcuts: dict[str, str] = field(default_factory=dict)
+    display: dict[str, MacroDef] = field(default_factory=dict)
     environment_aliases: dict[str, str] = field(default_factory=dict)
+    spans: list[tuple[int, int]] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)
 
     def definitions(self) -> list[MacroDef]:
@@ -58,7 +93,7 @@ def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMa
     Later definitions replace earlier ones, except ``\\providecommand`` which only defines what is missing.
     ``\\let\\a\\b`` copies ``\\b``'s definition when ``\\b`` is a user macro, else aliases the built-in.
     Recursive definitions (``\\def\\a{\\a x}`` or a cycle through several macros) are removed with a warning,
-    since no converter can expand them.
+    since no converter can expand them. Macros that open or close a display move to ``table.display``.
 
     Args:
         text: LaTeX source (a preamble, a whole document, or a local ``.sty``).
@@ -67,22 +102,49 @@ def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMa
     Returns:
         ``table``, or the new definitions.
     """
+    from eqsearch.ingest.displaymacros import split_display_macros
+
     table = table if table is not None else DocumentMacros()
+    table.spans = []
+    aliases = _definer_aliases(text)
+    definer = _definer_pattern(aliases) if aliases else _DEFINER
     pos = 0
     while True:
-        m = _DEFINER.search(text, pos)
+        m = definer.search(text, pos)
         if m is None:
             break
         pos = m.end()
         try:
-            end = _read_definition(text, m, table)
+            end = _read_definition(text, m, table, aliases)
         except _SkipDefinition as skip:
             if skip.issue is not None:
                 table.issues.append(skip.issue)
             continue
+        table.spans.append((m.start(), max(end, m.end())))
         pos = max(pos, end)
     _drop_recursive(table)
+    split_display_macros(table)
     return table
+
+
+def _definer_aliases(text: str) -> dict[str, str]:
+    """User names of definers (``\\newcommand{\\nc}{\\newcommand}``, then ``\\nc{\\rnc}{\\renewcommand}``) -> the
+    definer's name."""
+    aliases: dict[str, str] = {}
+    for a in _DEFINER_ALIAS.finditer(text):
+        pair = next((a.group(i), a.group(i + 1)) for i in (1, 3, 5) if a.group(i))
+        aliases[pair[0][1:]] = pair[1]
+    for _ in range(3):  # aliases defined with an alias
+        if not aliases:
+            break
+        names = "|".join(re.escape(a) for a in aliases)
+        targets = "|".join([*(n for values in _DEFINERS.values() for n in values), *aliases])
+        nested = re.compile(rf"\\({names})\s*\{{?\s*\\([A-Za-z@]+)\s*\}}?\s*\{{\s*\\({targets})\s*\}}")
+        found = {m.group(2): aliases.get(m.group(3), m.group(3)) for m in nested.finditer(text)}
+        if not set(found) - set(aliases):
+            break
+        aliases.update(found)
+    return aliases
 
 
 class _SkipDefinition(Exception):
@@ -124,7 +186,7 @@ def take_definitions(text: str, table: DocumentMacros) -> str:
     return "".join(kept)
 
 
-def _read_definition(text: str, m: re.Match[str], table: DocumentMacros) -> int:
+def _read_definition(text: str, m: re.Match[str], table: DocumentMacros, aliases: dict[str, str] | None = None) -> int:
     pos = m.end()
     if m.group("cmd"):
         name, pos = _name_at(text, pos)
@@ -135,11 +197,15 @@ def _read_definition(text: str, m: re.Match[str], table: DocumentMacros) -> int:
             raise _SkipDefinition(Issue("malformed_macro", f"\\{m.group('cmd')}{{{name}}} has no body"))
         body, end = body_arg
         nargs = _parse_nargs(nargs_text, name)
-        kind = m.group("cmd")
-        if kind == "providecommand" and name in table.macros:
+        kind = (aliases or {}).get(m.group("cmd"), m.group("cmd"))
+        if kind == "providecommand" and (name in table.macros or name in table.display):
             return end
         _store(table, MacroDef(name=name, body=body, nargs=nargs, default=default, source=kind))
         return end
+    if m.group("xparse"):
+        return _read_xparse(text, pos, m.group("xparse"), table)
+    if m.group("paired"):
+        return _read_paired(text, pos, bool(m.group("px")), table)
     if m.group("def"):
         name_m = _DEF_NAME.match(text, pos)
         if name_m is None:
@@ -153,6 +219,10 @@ def _read_definition(text: str, m: re.Match[str], table: DocumentMacros) -> int:
         if body_arg is None:
             raise _SkipDefinition(Issue("malformed_macro", f"\\def{name} has an unbalanced body"))
         body, end = body_arg
+        delimited = _DELIMITED_ONE.match(params)
+        if delimited is not None and _opens_display(body):
+            _store(table, MacroDef(name, body, 1, source="def", spec=f"u{{{delimited.group(1)}}}"))
+            return end
         if not _DEF_PARAMS.match(params) or any(
             params[i + 1] != str(k + 1) for k, i in enumerate(range(0, len(params), 2))
         ):
@@ -183,21 +253,63 @@ def _read_definition(text: str, m: re.Match[str], table: DocumentMacros) -> int:
         op = "\\operatorname*" if star else "\\operatorname"
         _store(table, MacroDef(name=name, body=f"{op}{{{body_arg[0]}}}", source=f"DeclareMathOperator{star}"))
         return body_arg[1]
-    # \newenvironment{name}[n][default]{begin}{end}: only displays matter here
+    # \newenvironment{name}[n][default]{begin}{end} (xparse: {name}{spec}{begin}{end}): only displays matter here
     env_arg = read_argument(text, pos)
     if env_arg is None:
         raise _SkipDefinition()
     env_name, pos = env_arg
-    _, pos = read_optional(text, pos)
-    _, pos = read_optional(text, pos)
+    if m.group("env").endswith("DocumentEnvironment"):
+        spec_arg = read_argument(text, pos)
+        pos = pos if spec_arg is None else spec_arg[1]
+    else:
+        _, pos = read_optional(text, pos)
+        _, pos = read_optional(text, pos)
     begin_arg = read_argument(text, pos)
     if begin_arg is None:
         raise _SkipDefinition()
     end_arg = read_argument(text, begin_arg[1])
-    inner = _BEGIN_DISPLAY.match(begin_arg[0])
-    if inner is not None:
+    inner = _BEGIN_DISPLAY.match(begin_arg[0]) or _RAW_BEGIN.match(begin_arg[0])
+    if inner is not None and _is_display_name(inner.group(1)):
         table.environment_aliases[env_name.strip()] = inner.group(1)
     return begin_arg[1] if end_arg is None else end_arg[1]
+
+
+def _read_xparse(text: str, pos: int, command: str, table: DocumentMacros) -> int:
+    """``\\NewDocumentCommand{\\name}{spec}{body}`` (and Renew/Provide/Declare, Expandable)."""
+    name, pos = _name_at(text, pos)
+    spec_arg = read_argument(text, pos)
+    body_arg = None if spec_arg is None else read_argument(text, spec_arg[1])
+    if spec_arg is None or body_arg is None:
+        raise _SkipDefinition(Issue("malformed_macro", f"\\{command}{{{name}}} has no argument types or no body"))
+    spec = parse_argument_spec(spec_arg[0])
+    if len(spec) > 9:
+        raise _SkipDefinition(Issue("malformed_macro", f"{name} declares {len(spec)} arguments (0-9 allowed)"))
+    if command.startswith("Provide") and (name in table.macros or name in table.display):
+        return body_arg[1]
+    _store(table, MacroDef(name, body_arg[0], len(spec), source=command, spec=format_argument_spec(spec)))
+    return body_arg[1]
+
+
+def _read_paired(text: str, pos: int, extended: bool, table: DocumentMacros) -> int:
+    """``\\DeclarePairedDelimiter{\\abs}{\\lvert}{\\rvert}``; ``X``: ``{\\inner}[2]{\\langle}{\\rangle}{#1,#2}``."""
+    name, pos = _name_at(text, pos)
+    nargs = 1
+    if extended:
+        nargs_text, pos = read_optional(text, pos)
+        nargs = _parse_nargs(nargs_text, name) if nargs_text is not None else 0
+    left = read_argument(text, pos)
+    right = None if left is None else read_argument(text, left[1])
+    if left is None or right is None:
+        raise _SkipDefinition(Issue("malformed_macro", f"\\DeclarePairedDelimiter{{{name}}} has no delimiters"))
+    body, end = "#1", right[1]
+    if extended:
+        body_arg = read_argument(text, end)
+        if body_arg is None:
+            raise _SkipDefinition(Issue("malformed_macro", f"\\DeclarePairedDelimiterX{{{name}}} has no body"))
+        body, end = body_arg
+    source = "DeclarePairedDelimiterX" if extended else "DeclarePairedDelimiter"
+    _store(table, MacroDef(name=name, body=body, nargs=nargs, source=source, delimiters=(left[0], right[0])))
+    return end
 
 
 def _parse_nargs(nargs_text: str | None, name: str) -> int:
@@ -213,13 +325,21 @@ def _parse_nargs(nargs_text: str | None, name: str) -> int:
 
 
 def _store(table: DocumentMacros, macro: MacroDef) -> None:
-    if macro.nargs == 0 and _ENV_SHORTCUT.match(macro.body):
-        table.shortcuts[macro.name] = macro.body
-        table.macros.pop(macro.name, None)
-        return
-    table.shortcuts.pop(macro.name, None)
+    table.display.pop(macro.name, None)
     table.macros.pop(macro.name, None)  # re-insert so that the order is the order of (re)definition
     table.macros[macro.name] = macro
+
+
+def _opens_display(body: str) -> bool:
+    from eqsearch.ingest.displaymacros import has_display_delimiter
+
+    return has_display_delimiter(body)
+
+
+def _is_display_name(name: str) -> bool:
+    from eqsearch.ingest.mathenv import DISPLAY_ENVIRONMENTS
+
+    return name.rstrip("*") in DISPLAY_ENVIRONMENTS
 
 
 def _drop_recursive(table: DocumentMacros) -> None:
@@ -289,14 +409,4 @@ def _nodes_on_cycles(graph: dict[str, set[str]]) -> set[str]:
     return result
 
 
-def expand_shortcuts(text: str, shortcuts: dict[str, str]) -> str:
-    """Replace display shortcuts (``\\be`` -> ``\\begin{equation}``) so the math scanner sees the environments."""
-    if not shortcuts:
-        return text
-    pattern = re.compile(
-        "(" + "|".join(re.escape(n) for n in sorted(shortcuts, key=len, reverse=True)) + r")(?![A-Za-z@])"
-    )
-    return pattern.sub(lambda m: shortcuts[m.group(1)], text)
-
-
-__all__ = ["DocumentMacros", "expand_shortcuts", "extract_macros", "take_definitions"]
+__all__ = ["DocumentMacros", "extract_macros", "take_definitions"]

@@ -1,8 +1,10 @@
-"""Finding display math in a document body: environments (starred too), ``\\[ \\]`` and ``$$``.
+"""Finding the math of a document body: displays (environments, starred too, ``\\[ \\]`` and ``$$``) and inline
+formulas (``$...$``, ``\\(...\\)``, ``\\begin{math}``).
 
-The scanner walks the text once, skipping escaped characters and inline math, and jumps past each display it
-finds: an environment nested in a display (``split`` in ``equation``, ``aligned`` in ``\\[``) stays part of the
-outer body and is never extracted twice.
+The scanner walks the text once, skipping escaped characters, recording inline math, and jumping past each display
+it finds: an environment nested in a display (``split`` in ``equation``, ``aligned`` in ``\\[``) stays part of the
+outer body and is never extracted twice. breqn's ``dgroup`` is a grouping, like ``subequations``: the ``dmath``
+inside it are the displays.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from eqsearch.engine.latex.scan import group_end, skip_space
+from eqsearch.engine.latex.scan import group_end, read_optional, skip_space
 
 # Display environments and how many mandatory arguments follow \begin{...} (alignat{2}, IEEEeqnarray{rCl}).
 DISPLAY_ENVIRONMENTS: dict[str, int] = {
@@ -26,11 +28,31 @@ DISPLAY_ENVIRONMENTS: dict[str, int] = {
     "displaymath": 0,
     "dmath": 0,
     "dseries": 0,
-    "dgroup": 0,
     "darray": 1,
     "IEEEeqnarray": 1,
     "empheq": 1,
 }
+
+
+# Displays whose \\begin takes an optional argument before the body (breqn: ``\\begin{dmath}[label=eq:1]``).
+_OPTIONAL_ARGUMENT = frozenset({"dmath", "dseries", "darray", "empheq"})
+
+
+@dataclass(frozen=True)
+class InlineMath:
+    """One inline formula found in a text.
+
+    Attributes:
+        body: the text between the delimiters.
+        start: offset of the opening delimiter.
+        end: offset just past the closing delimiter.
+        delimiter: ``$``, ``\\(`` or ``math``.
+    """
+
+    body: str
+    start: int
+    end: int
+    delimiter: str
 
 
 @dataclass(frozen=True)
@@ -60,33 +82,41 @@ def _env_names(aliases: dict[str, str]) -> list[str]:
 
 
 def find_displays(text: str, aliases: dict[str, str] | None = None) -> list[DisplayMath]:
-    """All display math in ``text``, in order, outermost only.
+    """All display math in ``text``, in order, outermost only (see `scan_math`)."""
+    return scan_math(text, aliases)[0]
+
+
+def scan_math(text: str, aliases: dict[str, str] | None = None) -> tuple[list[DisplayMath], list[InlineMath]]:
+    """All display math and inline formulas in ``text``, in order; displays outermost only.
 
     Args:
         text: document body with comments and verbatim already removed.
         aliases: user environments that wrap a display (``eqn`` -> ``equation``), from the macro table.
 
     Returns:
-        The displays; an unterminated one is returned with ``terminated=False`` and a body cut at the next
-        paragraph of 2000 characters so that it can be recorded as a failed equation.
+        ``(displays, inline)``. An unterminated display is returned with ``terminated=False`` and a body cut at the
+        next paragraph or 2000 characters so that it can be recorded as a failed equation; an unclosed ``$`` ends at
+        the paragraph, as TeX's error recovery does, and is not an inline formula.
     """
     aliases = aliases or {}
     names = "|".join(re.escape(n) for n in _env_names(aliases))
-    token = re.compile(r"\\begin\s*\{(" + names + r")(\*?)\}|\\[\\$\[(]|\$\$?")
+    token = re.compile(r"\\begin\s*\{(?:(" + names + r")(\*?)|(math))\}|\\[\\$\[(]|\$\$?")
     out: list[DisplayMath] = []
+    inline: list[InlineMath] = []
     pos = 0
     n = len(text)
     while True:
         m = token.search(text, pos)
         if m is None:
-            return out
+            return out, inline
         s = m.group(0)
         if s in ("\\\\", "\\$"):
             pos = m.end()
-        elif s == "$":
-            pos = _skip_inline(text, m.end(), "$")
-        elif s == "\\(":
-            pos = _skip_inline(text, m.end(), "\\)")
+        elif s in ("$", "\\(") or m.group(3):
+            closer = {"$": "$", "\\(": "\\)"}.get(s, "\\end{math}")
+            pos, body_end = _skip_inline(text, m.end(), closer)
+            if body_end >= 0:
+                inline.append(InlineMath(text[m.end() : body_end], m.start(), pos, "math" if m.group(3) else s))
         elif s in ("$$", "\\["):
             closer = "$$" if s == "$$" else "\\]"
             close = _find_closer(text, m.end(), closer)
@@ -102,6 +132,8 @@ def find_displays(text: str, aliases: dict[str, str] | None = None) -> list[Disp
             base = aliases.get(m.group(1), m.group(1))
             environment = base if base.endswith("*") else base + m.group(2)
             body_start = m.end()
+            if base.rstrip("*") in _OPTIONAL_ARGUMENT:
+                body_start = read_optional(text, body_start)[1]
             args: list[str] = []
             for _ in range(DISPLAY_ENVIRONMENTS.get(base.rstrip("*"), 0)):
                 brace = skip_space(text, body_start)
@@ -119,7 +151,7 @@ def find_displays(text: str, aliases: dict[str, str] | None = None) -> list[Disp
                 out.append(DisplayMath(environment, text[body_start:close_start], m.start(), close_end, tuple(args)))
                 pos = close_end
         if pos >= n:
-            return out
+            return out, inline
 
 
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
@@ -131,18 +163,19 @@ def _cut(text: str, start: int) -> int:
     return para.start() if para else min(len(text), start + 2000)
 
 
-def _skip_inline(text: str, start: int, closer: str) -> int:
-    """Past the end of inline math; an unclosed ``$`` ends at the paragraph, as TeX's error recovery does."""
-    pattern = re.compile(r"\\.|" + re.escape(closer) + r"|\n[ \t]*\n", re.DOTALL)
+def _skip_inline(text: str, start: int, closer: str) -> tuple[int, int]:
+    """Past the end of inline math, and where its body ends (-1 when unclosed: it ends at the paragraph)."""
+    closing = r"\\end\s*\{math\}" if closer.startswith("\\end") else re.escape(closer)
+    pattern = re.compile(r"(" + closing + r")|\\.|\n[ \t]*\n", re.DOTALL)
     pos = start
     while True:
         m = pattern.search(text, pos)
         if m is None:
-            return len(text)
-        if m.group(0) == closer:
-            return m.end()
+            return len(text), -1
+        if m.group(1) is not None:
+            return m.end(), m.start()
         if m.group(0).startswith("\n"):
-            return m.start()
+            return m.start(), -1
         pos = m.end()
 
 

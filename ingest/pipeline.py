@@ -21,7 +21,7 @@ from typing import Any
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.errors import IngestError
 from eqsearch.ingest.metadata import apply_metadata
-from eqsearch.ingest.records import STATUS_EXTRACTED, Issue, Paper
+from eqsearch.ingest.records import STATUS_DIAGRAM, STATUS_EXTRACTED, STATUS_FAILED, Issue, Paper
 from eqsearch.ingest.sources import DocumentTask, load_paper
 
 PAPERS_FILE = "papers.jsonl"
@@ -41,7 +41,12 @@ def failed_paper(task: DocumentTask, reason: str, message: str) -> Paper:
 
 
 def process_task(task: DocumentTask, config: ExtractConfig, converter: Any | None) -> Paper:
-    """Extract (and convert, when a converter is given) one document; never raises for a bad document."""
+    """Extract (and convert, when a converter is given) one document; never raises for a bad document.
+
+    Raises:
+        ConverterUnavailableError: the converter cannot run at all (Node.js or KaTeX missing): no document could
+            be converted, so the run stops instead of recording the same failure on each.
+    """
     deadline = time.monotonic() + config.time_budget_s
     started = time.perf_counter()
     try:
@@ -56,10 +61,12 @@ def process_task(task: DocumentTask, config: ExtractConfig, converter: Any | Non
         return failed_paper(task, "internal_error", f"{task.source}: {type(error).__name__}: {error}")
     paper.timings["read_extract"] = time.perf_counter() - started
     if converter is not None:
-        from eqsearch.ingest.convert import convert_paper
+        from eqsearch.ingest.convert import ConverterUnavailableError, convert_paper
 
         try:
             convert_paper(paper, converter)
+        except ConverterUnavailableError:
+            raise  # Node.js or KaTeX missing: no document can be converted, the run must stop
         except Exception as error:  # the converter's own failure: the equations stay extracted
             paper.warn("conversion_error", f"{type(error).__name__}: {error}")
     return paper
@@ -71,7 +78,7 @@ def _worker_main(conn: Connection, config: ExtractConfig) -> None:
         if config.convert:
             from eqsearch.ingest.convert import open_converter
 
-            converter = open_converter()
+            converter = open_converter(config.katex_dir)
         while True:
             task = conn.recv()
             if task is None:
@@ -99,9 +106,16 @@ class WorkerPool:
     Args:
         workers: number of processes (>= 1).
         config: passed to every worker.
+
+    Raises:
+        ConverterUnavailableError: ``config.convert`` is on and Node.js or KaTeX is missing.
     """
 
     def __init__(self, workers: int, config: ExtractConfig) -> None:
+        if config.convert:  # the workers convert: a missing Node.js or KaTeX stops here, in the parent
+            from eqsearch.ingest.convert import open_converter
+
+            open_converter(config.katex_dir).__exit__(None, None, None)
         self.config = config
         self._context = multiprocessing.get_context("spawn")
         self._workers = [self._start() for _ in range(workers)]
@@ -182,6 +196,8 @@ class RunStats:
     equations_status: Counter[str] = field(default_factory=Counter)
     equations_failed: Counter[str] = field(default_factory=Counter)
     equations_converted: int = 0
+    equations_diagrams: int = 0
+    inline_formulas: int = 0
     citations: int = 0
     stage_seconds: Counter[str] = field(default_factory=Counter)
     wall_seconds: float = 0.0
@@ -195,13 +211,16 @@ class RunStats:
             self.documents_ok += 1
         self.warnings.update(w.reason for w in paper.warnings)
         self.citations += len(paper.citations)
+        self.inline_formulas += len(paper.inline_formulas())
         for equation in paper.equations():
             self.equations_found += 1
             self.equations_status[equation.status] += 1
             if equation.status != STATUS_EXTRACTED and equation.mathml is not None:
                 self.equations_converted += 1
-            if equation.status == "failed":
+            if equation.status == STATUS_FAILED:
                 self.equations_failed[equation.reason or "unknown"] += 1
+            elif equation.status == STATUS_DIAGRAM:
+                self.equations_diagrams += 1
         for stage, seconds in paper.timings.items():
             self.stage_seconds[stage] += seconds
 
@@ -211,7 +230,9 @@ class RunStats:
 
         extract_s = self.stage_seconds.get("read_extract", 0.0)
         convert_s = self.stage_seconds.get("convert", 0.0)
-        converted_total = sum(v for k, v in self.equations_status.items() if k != STATUS_EXTRACTED)
+        converted_total = sum(
+            v for k, v in self.equations_status.items() if k not in (STATUS_EXTRACTED, STATUS_DIAGRAM)
+        )
         return {
             "documents": self.documents,
             "documents_ok": self.documents_ok,
@@ -221,6 +242,8 @@ class RunStats:
             "equations_status": dict(self.equations_status.most_common()),
             "equations_failed": dict(self.equations_failed.most_common()),
             "equations_converted": self.equations_converted,
+            "equations_diagrams": self.equations_diagrams,
+            "inline_formulas": self.inline_formulas,
             "conversion_success_rate": None
             if converted_total == 0
             else round(
@@ -283,7 +306,14 @@ def run_extraction(
 
     Returns:
         The run's statistics (also written to stats.json, even when the run is interrupted).
+
+    Raises:
+        ConverterUnavailableError: conversion is on and Node.js or KaTeX is missing (before any document is read).
     """
+    if config.convert:  # a missing Node.js or KaTeX stops the run here, not once per document
+        from eqsearch.ingest.convert import open_converter
+
+        open_converter(config.katex_dir).__exit__(None, None, None)
     out_dir.mkdir(parents=True, exist_ok=True)
     stats = RunStats(workers=workers)
     started = time.perf_counter()
@@ -293,7 +323,7 @@ def run_extraction(
         if pool is None and config.convert:
             from eqsearch.ingest.convert import open_converter
 
-            converter = open_converter()
+            converter = open_converter(config.katex_dir)
         papers = pool.map(tasks) if pool is not None else (process_task(t, config, converter) for t in tasks)
         with (out_dir / PAPERS_FILE).open("a", encoding="utf-8") as out:
             for paper in papers:

@@ -8,11 +8,27 @@ from __future__ import annotations
 
 import re
 
+from eqsearch.engine.latex.scan import read_argument, read_optional
+
 _DISPLAY = re.compile(
-    r"\$\$.*?\$\$|\\\[.*?\\\]|\\begin\s*\{(equation|align|gather|multline|flalign|alignat|eqnarray|displaymath|"
-    r"dmath|IEEEeqnarray|xalignat|subequations)(\*?)\}.*?\\end\s*\{\1\2\}",
+    r"\$\$.*?\$\$|(?<!\\)\\\[.*?(?<!\\)\\\]|\\begin\s*\{(equation|align|gather|multline|flalign|alignat|eqnarray|"
+    r"displaymath|dmath|dgroup|IEEEeqnarray|xalignat|subequations)(\*?)\}.*?\\end\s*\{\1\2\}",
     re.DOTALL,
 )
+# Commands with several arguments of which one is the text: (arguments read, index of the one kept or None).
+_ARGUMENT_RULES: dict[str, tuple[int, int | None]] = {
+    "texorpdfstring": (2, 0),
+    "hyperlink": (2, 1),
+    "hypertarget": (2, 1),
+    "hyperref": (1, 0),  # \hyperref[label]{text}: the optional argument is dropped with the name
+    "markboth": (2, None),
+    "markright": (1, None),
+    "index": (1, None),
+    "footnotemark": (0, None),
+}
+_ARGUMENT_COMMAND = re.compile(r"\\(" + "|".join(_ARGUMENT_RULES) + r")(?![A-Za-z@])\*?\s*(?:\[[^\]]*\])?")
+_LINE_BREAK = re.compile(r"(?<!\\)(?:\\\\)*\\\\\*?\s*\[[^\]]{0,20}\]")  # \\[2pt]
+_TITLE_NOTES = re.compile(r"\\(?:thanks|footnote|label)(?![A-Za-z@])\*?")
 _INLINE = re.compile(r"(?<!\\)\$(?:\\.|[^$\\])+\$|\\\((?:.|\n)*?\\\)")
 _DROP_WITH_ARGS = re.compile(
     r"\\(?:label|vspace|hspace|includegraphics|bibliographystyle|bibliography|usepackage|input|include|"
@@ -57,6 +73,30 @@ _SPACES = re.compile(r"[ \t\r\f\v]+")
 _NEWLINES = re.compile(r"\s*\n\s*")
 
 
+def _argument_commands(text: str) -> str:
+    """Keep the text argument of the commands of `_ARGUMENT_RULES` and drop the others."""
+    if "\\" not in text or _ARGUMENT_COMMAND.search(text) is None:
+        return text
+    out: list[str] = []
+    pos = 0
+    for m in _ARGUMENT_COMMAND.finditer(text):
+        if m.start() < pos:
+            continue
+        count, keep = _ARGUMENT_RULES[m.group(1)]
+        end, args = m.end(), []
+        for _ in range(count):
+            arg = read_argument(text, end)
+            if arg is None:
+                break
+            args.append(arg[0])
+            end = arg[1]
+        out.append(text[pos : m.start()])
+        out.append(" " + args[keep] + " " if keep is not None and keep < len(args) else " ")
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def _reduce_prose(text: str) -> str:
     text = _CITE.sub("[cite]", text)
     text = _REF.sub("[ref]", text)
@@ -81,6 +121,7 @@ def latex_to_text(text: str) -> str:
         Plain text; inline math kept as ``$...$``, display math as ``[math]``.
     """
     text = _DISPLAY.sub(" [math] ", text)
+    text = _LINE_BREAK.sub("\n", _argument_commands(text))
     parts: list[str] = []
     pos = 0
     for m in _INLINE.finditer(text):
@@ -90,6 +131,21 @@ def latex_to_text(text: str) -> str:
     parts.append(_reduce_prose(text[pos:]))
     joined = _SPACES.sub(" ", "".join(parts))
     return _NEWLINES.sub("\n", joined).strip()
+
+
+def title_text(text: str) -> str:
+    """A heading or title as one line of plain text: footnotes, ``\\thanks`` and labels dropped, line breaks and
+    ``\\texorpdfstring``'s second argument too (so a title is never read twice)."""
+    out: list[str] = []
+    pos = 0
+    for m in _TITLE_NOTES.finditer(text):
+        if m.start() < pos:
+            continue
+        out.append(text[pos : m.start()])
+        arg = read_argument(text, read_optional(text, m.end())[1])
+        pos = m.end() if arg is None else arg[1]
+    out.append(text[pos:])
+    return " ".join(latex_to_text("".join(out).replace("\\\\", " ")).split())
 
 
 def last_words(text: str, limit: int) -> str:

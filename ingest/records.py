@@ -1,5 +1,5 @@
-"""The records extraction produces: papers -> sections -> equations, their JSON form (ingest/FORMAT.md), and the
-reader of papers JSONL files that training and the evaluations share."""
+"""The records extraction produces: papers -> documents, sections -> equations and inline formulas, their JSON form
+(ingest/FORMAT.md), and the reader of papers JSONL files that training and the evaluations share."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ STATUS_EXTRACTED = "extracted"
 STATUS_OK = "ok"
 STATUS_APPROXIMATE = "approximate"
 STATUS_FAILED = "failed"
+STATUS_DIAGRAM = "diagram"  # a commutative diagram or picture (tikz-cd, xymatrix): kept with its LaTeX, no MathML
 
 
 @dataclass
@@ -49,8 +50,9 @@ class Equation:
         labels: the ``\\label`` keys inside the body.
         context_before: plain text before the equation.
         context_after: plain text after it.
-        status: ``extracted``, ``ok``, ``approximate`` or ``failed``.
-        reason: the failure reason code when status is ``failed`` (or why it is approximate).
+        status: ``extracted``, ``ok``, ``approximate``, ``failed`` or ``diagram`` (a commutative diagram or picture:
+            LaTeX kept, no MathML, not a failure).
+        reason: the failure reason code when status is ``failed`` (or why it is approximate, or the diagram's).
         message: a human readable detail for ``reason``.
         mathml: Presentation MathML once converted, else None.
         length: length of the original body in characters.
@@ -94,16 +96,73 @@ class Equation:
 
 
 @dataclass
+class InlineFormula:
+    """One inline formula of the running text (``$...$``, ``\\(...\\)``, ``\\begin{math}``), recorded, not converted.
+
+    Args:
+        number: position among the paper's inline formulas, 0-based, in document order (deterministic).
+        latex: the body between the delimiters, as in the source after inputs and display shortcuts are expanded.
+        offset: character offset of the opening delimiter in its document's expanded text.
+        length: characters from the opening delimiter to just past the closing one.
+        delimiter: ``$``, ``\\(`` or ``math``.
+    """
+
+    number: int
+    latex: str
+    offset: int
+    length: int
+    delimiter: str = "$"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "latex": self.latex,
+            "offset": self.offset,
+            "length": self.length,
+            "delimiter": self.delimiter,
+            "display": False,
+        }
+
+
+@dataclass
+class PaperDocument:
+    """One top-level LaTeX document of a paper's source (the main text, a supplement compiled on its own).
+
+    Args:
+        index: position in the paper's documents; 0 is the main document.
+        file: the document's file inside the source.
+        title: its ``\\title`` as plain text, if any.
+        macros: its own user macros when it is not the main document (the main document's are the paper's).
+    """
+
+    index: int
+    file: str
+    title: str | None = None
+    macros: list[MacroDef] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "file": self.file,
+            "title": self.title,
+            "macros": None if self.macros is None else [m.to_json() for m in self.macros],
+        }
+
+
+@dataclass
 class Section:
     """A part of a paper: index 0 is always the front matter (everything before the first heading).
 
     Args:
         index: position in the paper's flat section list.
         level: 0 front matter / part, 1 chapter, 2 section, 3 subsection, 4 subsubsection, 5 paragraph.
-        kind: the heading command (``section``, ``subsection``, ...), ``front`` for index 0, or ``docstring``.
+        kind: the heading command (``section``, ``subsection``, ...), ``front`` for index 0, ``document`` for the
+            start of a further top-level document (a supplement), or ``docstring``.
         title: the heading as plain text.
         parent: index of the enclosing section (None for top level).
-        offset: character offset of the heading in the expanded text.
+        offset: character offset of the heading in its document's expanded text.
+        document: index of the paper's document the section belongs to (0: the main document).
+        inline: the inline formulas of the section's running text.
     """
 
     index: int
@@ -113,6 +172,8 @@ class Section:
     parent: int | None = None
     offset: int = 0
     equations: list[Equation] = field(default_factory=list)
+    document: int = 0
+    inline: list[InlineFormula] = field(default_factory=list)
 
 
 @dataclass
@@ -134,6 +195,7 @@ class Paper:
     references: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
+    documents: list[PaperDocument] = field(default_factory=list)
     status: str = "ok"
     error: Issue | None = None
     warnings: list[Issue] = field(default_factory=list)
@@ -150,6 +212,18 @@ class Paper:
 
     def warn(self, reason: str, message: str) -> None:
         self.warnings.append(Issue(reason, message))
+
+    def inline_formulas(self) -> list[InlineFormula]:
+        """All inline formulas in document order."""
+        return [formula for section in self.sections for formula in section.inline]
+
+    def macros_of(self, document: int) -> list[MacroDef]:
+        """The user macros in force in one of the paper's documents: the paper's (the main document's), then, for a
+        further document, its own, which win. A supplement shares the main text's notation, so a command it uses
+        without defining it takes the main text's definition."""
+        if 0 < document < len(self.documents) and self.documents[document].macros:
+            return [*self.macros, *(self.documents[document].macros or [])]
+        return self.macros
 
     def to_json(self) -> dict[str, Any]:
         key = self.key
@@ -174,6 +248,7 @@ class Paper:
             "error": None if self.error is None else self.error.to_json(),
             "warnings": [w.to_json() for w in self.warnings],
             "timings": {k: round(v, 6) for k, v in self.timings.items()},
+            "documents": [d.to_json() for d in self.documents],
             "sections": [
                 {
                     "index": s.index,
@@ -182,7 +257,9 @@ class Paper:
                     "title": s.title,
                     "parent": s.parent,
                     "offset": s.offset,
+                    "document": s.document,
                     "equations": [eq.to_json(key) for eq in s.equations],
+                    "inline": [f.to_json() for f in s.inline],
                 }
                 for s in self.sections
             ],
@@ -210,8 +287,17 @@ class Paper:
             error=None if not data.get("error") else Issue(**data["error"]),
             warnings=[Issue(**w) for w in data.get("warnings") or []],
             timings=dict(data.get("timings") or {}),
+            documents=[
+                PaperDocument(
+                    index=int(d.get("index", i)),
+                    file=str(d.get("file") or ""),
+                    title=d.get("title"),
+                    macros=None if d.get("macros") is None else [MacroDef.from_json(m) for m in d["macros"]],
+                )
+                for i, d in enumerate(data.get("documents") or [])
+            ],
         )
-        number = 0
+        number = inline_number = 0
         for index, raw in enumerate(data.get("sections") or []):
             section = Section(
                 index=index,
@@ -220,7 +306,20 @@ class Paper:
                 title=str(raw.get("title") or ""),
                 parent=raw.get("parent"),
                 offset=int(raw.get("offset") or 0),
+                document=int(raw.get("document") or 0),
             )
+            for formula in raw.get("inline") or []:
+                latex = str(formula["latex"])
+                section.inline.append(
+                    InlineFormula(
+                        number=inline_number,
+                        latex=latex,
+                        offset=int(formula.get("offset") or 0),
+                        length=int(formula.get("length") or len(latex)),
+                        delimiter=str(formula.get("delimiter") or "$"),
+                    )
+                )
+                inline_number += 1
             for eq in raw.get("equations") or []:
                 latex = str(eq["latex"])
                 section.equations.append(

@@ -55,6 +55,7 @@ class DocumentTask:
         offset: byte offset of the member's data (bulk tar) or of the line (papers JSONL).
         size: byte size of the member's data or line.
         arxiv: whether the name is an arXiv id (the paper's kind is then ``arxiv``, else ``latex``).
+        folder: for an archive holding several independent papers, the folder of this one (``paperA/``).
     """
 
     kind: str
@@ -66,6 +67,7 @@ class DocumentTask:
     offset: int = 0
     size: int = 0
     arxiv: bool = False
+    folder: str | None = None
 
 
 def discover(paths: list[str], kind: str = "auto", max_tree_files: int = 200_000) -> Iterator[DocumentTask]:
@@ -145,7 +147,37 @@ def _file(path: Path, kind: str) -> Iterator[DocumentTask]:
         yield from _bulk_members(path)
     else:
         paper_id, version, arxiv = _paper_id(name, _strip_archive_suffix(name))
-        yield DocumentTask("archive", str(path), str(path), paper_id, version, arxiv=arxiv)
+        folders = [] if arxiv else _independent_papers(path)
+        if not folders:
+            yield DocumentTask("archive", str(path), str(path), paper_id, version, arxiv=arxiv)
+        for folder in folders:
+            source = f"{path}!{folder}"
+            yield DocumentTask("archive", str(path), source, f"{paper_id}/{folder.rstrip('/')}", folder=folder)
+
+
+_PEEK_BYTES = 64 * 1024 * 1024
+
+
+def _independent_papers(path: Path) -> list[str]:
+    """The folders of an archive that holds several independent papers, else ``[]``.
+
+    An arXiv source is one paper whatever it holds (arXiv compiles its top-level files into one PDF). Another
+    archive is one paper too, unless its LaTeX files all sit in two or more top-level folders and none at its root
+    (``proceedings.tar.gz`` with ``paperA/main.tex`` and ``paperB/main.tex``): then each folder is a paper.
+    The archive is listed once here with the same limits as extraction; one that cannot be read is left to the
+    worker, which records why.
+    """
+    try:
+        if path.stat().st_size > _PEEK_BYTES:
+            return []
+        unpacked = unpack_source(path.read_bytes(), path.name, ExtractConfig())
+    except (OSError, IngestError):
+        return []
+    tex = [name for name in unpacked.files if is_tex_name(name)]
+    if not tex or any("/" not in name for name in tex):
+        return []
+    folders = sorted({name.split("/", 1)[0] + "/" for name in tex})
+    return folders if len(folders) >= 2 else []
 
 
 def _paper_id(name: str, fallback: str) -> tuple[str, int | None, bool]:
@@ -342,9 +374,12 @@ def load_paper(task: DocumentTask, config: ExtractConfig, deadline: float | None
             handle.seek(task.offset)
             data = handle.read(size)
         unpacked = unpack_source(data, task.member or Path(task.path).name, config)
-        files: FolderFiles | MemoryFiles = MemoryFiles(unpacked.files)
+        members = unpacked.files
+        if task.folder is not None:  # one of several independent papers in the archive
+            members = {name[len(task.folder) :]: data for name, data in members.items() if name.startswith(task.folder)}
+        files: FolderFiles | MemoryFiles = MemoryFiles(members)
         warnings = unpacked.issues
-        if not unpacked.files:
+        if not members:
             raise IngestError(f"{task.source}: the archive holds no usable file", reason="empty_source")
     elif task.kind == "folder":
         files = FolderFiles(Path(task.path), config.max_file_bytes)

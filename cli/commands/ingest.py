@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     extract.add_argument("--no-convert", action="store_true", help="extract only; leave mathml empty")
     extract.add_argument(
+        "--katex-dir", metavar="DIR", help="the KaTeX folder for the conversion (default: the one installed)"
+    )
+    extract.add_argument(
         "--kind", choices=("auto", "arxiv", "latex", "docstrings", "papers", "html"), default="auto",
         help="how to read folders: auto (default) guesses; arxiv = each SRC folder is one paper",
     )  # fmt: skip
@@ -104,6 +107,7 @@ def _extract(args: argparse.Namespace) -> int:
             context_chars=args.context_chars,
             time_budget_s=args.time_budget,
             convert=not args.no_convert,
+            katex_dir=args.katex_dir,
         )
     except ValueError as error:
         print(f"eqsearch ingest extract: error: {error}", file=sys.stderr)
@@ -117,10 +121,10 @@ def _extract(args: argparse.Namespace) -> int:
         return 2
     if args.overwrite and papers_path.exists():
         papers_path.unlink()
-    if config.convert:
+    if config.convert:  # Node.js and KaTeX must be there: fail now with the install hint, not in every document
         from eqsearch.ingest.convert import open_converter
 
-        open_converter().__exit__(None, None, None)  # fail now, not in every worker
+        open_converter(config.katex_dir).__exit__(None, None, None)
 
     tasks = list(discover(args.sources, kind=args.kind))
     if args.resume:
@@ -207,6 +211,7 @@ def _register_run(ingest_subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--workers", type=int, default=0, help="extraction processes (0 = in this process)")
     run.add_argument("--batch", type=int, default=500, metavar="N", help="equations per bulk flush (500)")
     run.add_argument("--bundle", help="model bundle directory (default: the installed one)")
+    run.add_argument("--katex-dir", metavar="DIR", help="the KaTeX folder (default: the one installed)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(handler=_run)
 
@@ -216,6 +221,22 @@ def _register_run(ingest_subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from eqsearch.ingest.config import ExtractConfig
+    from eqsearch.ingest.convert import open_converter
+
+    # Node.js and KaTeX must be there before anything is indexed: stop now with the install hint
+    converter = open_converter(args.katex_dir)
+    if args.workers > 0:  # each worker process opens its own
+        converter.__exit__(None, None, None)
+        converter = None
+    try:
+        return _run_job(args, converter, ExtractConfig(katex_dir=args.katex_dir))
+    finally:
+        if converter is not None:
+            converter.__exit__(None, None, None)
+
+
+def _run_job(args: argparse.Namespace, converter: object, extract: object) -> int:
     from eqsearch.engine.es.client import connect
     from eqsearch.engine.es.config import EsConfig
     from eqsearch.engine.model.encoder import load_encoder
@@ -233,6 +254,7 @@ def _run(args: argparse.Namespace) -> int:
         workers=args.workers,
         batch_equations=args.batch,
         restart=args.restart,
+        extract=extract,  # type: ignore[arg-type]
     )
     bar = None if args.quiet else tqdm(unit="paper", desc=f"job {job_config.effective_job_id}", file=sys.stderr)
 
@@ -245,7 +267,7 @@ def _run(args: argparse.Namespace) -> int:
             )
 
     try:
-        report = IngestJob(client, encoder, job_config, on_progress=progress).run()
+        report = IngestJob(client, encoder, job_config, converter=converter, on_progress=progress).run()
     finally:
         if bar is not None:
             bar.close()
@@ -253,6 +275,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"job {report.job_id} {report.state}: {counts['papers']:,} papers, {counts['equations_indexed']:,} of "
           f"{counts['equations']:,} equations indexed ({counts['equations_with_vector']:,} with a vector), "
           f"{counts['documents_failed']:,} documents failed, {report.equations_per_second:.0f} eq/s"
+          + (f", {counts['equations_diagrams']:,} diagrams (kept as LaTeX)" if counts.get("equations_diagrams") else "")
           + (f", {counts['equations_stale_deleted']:,} equations of earlier versions deleted"
              if counts.get("equations_stale_deleted") else "")
           + (f", {counts['equations_stale_kept']:,} kept because another job was ingesting the same papers "

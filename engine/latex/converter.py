@@ -10,7 +10,7 @@ environment bodies -> ``aligned``/``gathered``/``array``) -> expansion of the ma
 (`engine.latex.macros`) -> a KaTeX worker (`engine.latex.worker`), with the document's other macros as KaTeX's
 ``macros`` option, ``output: 'mathml'``, ``displayMode: true``, ``throwOnError: true``, ``strict: 'ignore'``. An
 undefined control sequence is retried with that name defined as ``\\text{name}`` and the result marked
-``approximate``.
+``approximate``. A diagram (tikz-cd, TikZ, xymatrix) is not sent: it comes back with status ``diagram``.
 
 Workers start on first use and take several requests at a time. Python enforces the per-equation time limit: a
 worker that takes too long is killed and restarted, the equation it was on is recorded as failed with reason
@@ -34,12 +34,12 @@ from typing import Any, Literal
 
 from eqsearch.engine.latex.install import DEFAULT_KATEX_DIR, check_installed
 from eqsearch.engine.latex.macros import KatexMacros, MacroDef, MacroExpansionError, build_katex_macros, expand_macros
-from eqsearch.engine.latex.preprocess import preprocess_latex
+from eqsearch.engine.latex.preprocess import diagram_kind, preprocess_latex, replace_diagrams
 from eqsearch.engine.latex.worker import ConversionJob, KatexWorker
 
 __all__ = ["REASONS", "ConversionResult", "KatexConfig", "KatexConverter"]
 
-Status = Literal["ok", "approximate", "failed"]
+Status = Literal["ok", "approximate", "failed", "diagram"]
 
 #: Reasons a `ConversionResult` can carry (stable codes for statistics and the output format).
 REASONS = (
@@ -53,6 +53,8 @@ REASONS = (
     "timeout",  # the worker took longer than KatexConfig.timeout_s and was restarted
     "worker-crash",  # the worker died while converting it
     "internal-error",  # KaTeX raised something other than a parse error
+    "diagram",  # a commutative diagram or picture (tikz-cd, TikZ, xymatrix): status "diagram", not a failure
+    "diagram-placeholder",  # approximate: a diagram a macro draws inside the formula is shown as "[diagram]"
 )
 
 
@@ -62,7 +64,8 @@ class ConversionResult:
 
     Attributes:
         mathml: the ``<math>`` element (no ``<semantics>``/``<annotation>``), or None when failed.
-        status: ``ok``; ``approximate`` (converted, but unknown macros were rendered as their names); ``failed``.
+        status: ``ok``; ``approximate`` (converted, but unknown macros were rendered as their names); ``failed``;
+            ``diagram`` (a commutative diagram or picture KaTeX cannot draw: kept as LaTeX, no MathML).
         reason: a short stable code from `REASONS` when not ``ok``, else None.
         message: a human sentence with offset and snippet when not ``ok``, else None.
     """
@@ -185,12 +188,19 @@ class KatexConverter:
         results: list[ConversionResult | None] = [None] * len(items)
         katex_macros = self._katex_macros(tuple(macros or ()))
         jobs: collections.deque[ConversionJob] = collections.deque()
+        placeholders: dict[int, list[str]] = {}
         max_length = self.config.max_length
         for index, (latex, environment) in enumerate(items):
             if len(latex) > max_length:
                 results[index] = _failed(
                     "too-long",
                     f"the equation has {len(latex):,} characters; the limit is {max_length:,}: {_snippet(latex, 0)}",
+                )
+                continue
+            diagram = diagram_kind(latex)
+            if diagram is not None:
+                results[index] = ConversionResult(
+                    None, "diagram", "diagram", f"a {diagram} diagram: kept as LaTeX, KaTeX does not draw diagrams"
                 )
                 continue
             try:
@@ -208,10 +218,23 @@ class KatexConverter:
                     f"expansion; the limit is {max_length:,}: {_snippet(text, 0)}",
                 )
             else:
+                text, diagrams = replace_diagrams(text)
+                if diagrams:
+                    placeholders[index] = diagrams
                 jobs.append(ConversionJob(index, text, katex_macros if katex_macros.katex else None))
         if jobs:
             with self._lock:
                 self._run(jobs, results)
+        for index, kinds in placeholders.items():
+            result = results[index]
+            if result is not None and result.mathml is not None:
+                results[index] = ConversionResult(
+                    result.mathml,
+                    "approximate",
+                    "diagram-placeholder",
+                    f"a {', '.join(dict.fromkeys(kinds))} diagram inside the formula is shown as [diagram]"
+                    + (f"; {result.message}" if result.message else ""),
+                )
         return [r if r is not None else _failed("internal-error", "no answer from the worker") for r in results]
 
     def _katex_macros(self, macros: tuple[MacroDef, ...]) -> KatexMacros:

@@ -65,7 +65,13 @@ def check_installed(node: str = "node", katex_dir: Path = DEFAULT_KATEX_DIR) -> 
             hint="install Node.js 18 or newer (e.g. 'apt-get install nodejs npm'), then run 'eqsearch setup katex'",
         )
     installed = installed_katex_version(katex_dir)
-    pinned = _pinned_katex_version(katex_dir)
+    try:
+        pinned = _pinned_katex_version(katex_dir)
+    except (OSError, ValueError, KeyError):
+        raise KatexNotInstalledError(
+            f"{katex_dir} is not eqsearch's KaTeX folder (no package.json pinning KaTeX)",
+            hint=f"point to the folder shipped in eqsearch/engine/latex/katex, then run '{INSTALL_COMMAND}'",
+        ) from None
     if installed is None:
         raise KatexNotInstalledError(
             f"KaTeX is not installed in {katex_dir}",

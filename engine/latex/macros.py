@@ -1,12 +1,18 @@
 """A document's user macros (`MacroDef`, as extraction finds them), made ready for KaTeX (`KatexMacros`).
 
 Most macros go to KaTeX's ``macros`` option unchanged (user definitions take precedence over KaTeX's own, so
-``\\newcommand{\\R}{...}`` works where prepending the preamble fails). Two kinds KaTeX cannot take as a plain
+``\\newcommand{\\R}{...}`` works where prepending the preamble fails). The kinds KaTeX cannot take as a plain
 string are expanded here, in the equation text, before KaTeX sees it:
 
 - macros with an optional first argument (``\\newcommand{\\x}[2][0]{...}``): KaTeX has no optional arguments;
-- macros that declare more arguments than their body uses (``\\newcommand{\\ignore}[1]{}``): KaTeX counts the
-  arguments from the ``#n`` in the body, so it would leave the extra argument in the output.
+- macros that declare arguments their body does not use (``\\newcommand{\\ignore}[1]{}``, ``#2`` without ``#1``):
+  KaTeX counts the arguments from the ``#n`` in the body, so it would leave the extra argument in the output;
+- xparse commands (``\\NewDocumentCommand{\\x}{s o m}{...}``): their arguments are read by type (``m``, ``o``,
+  ``O{default}``, ``s``, ``t<token>``, ``r<open><close>``, ``g``) and ``\\IfBooleanTF``, ``\\IfNoValueTF``,
+  ``\\IfValueTF`` (and their ``T``/``F`` forms) are decided on the arguments given;
+- mathtools' paired delimiters (``\\DeclarePairedDelimiter{\\abs}{\\lvert}{\\rvert}``): ``\\abs{x}`` gives the plain
+  delimiters, ``\\abs*{x}`` ``\\left``/``\\right``, ``\\abs[\\big]{x}`` ``\\bigl``/``\\bigr``; in the body of an ``X``
+  declaration ``\\delimsize`` becomes the size (``\\middle`` for the starred form).
 
 ``\\DeclareMathOperator{\\Tr}{Tr}`` becomes ``\\operatorname{Tr}`` (``*``: ``\\operatorname*``), and every body goes
 through `engine.latex.preprocess.clean_latex` (``\\ensuremath``, ``\\mbox``, ``\\mathbbm`` are common in them).
@@ -22,9 +28,17 @@ from dataclasses import dataclass, field
 
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.latex.preprocess import clean_latex
-from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, read_optional
+from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, read_optional, skip_space
 
-__all__ = ["KatexMacros", "MacroDef", "MacroExpansionError", "build_katex_macros", "expand_macros"]
+__all__ = [
+    "KatexMacros",
+    "MacroDef",
+    "MacroExpansionError",
+    "build_katex_macros",
+    "expand_macros",
+    "format_argument_spec",
+    "parse_argument_spec",
+]
 
 
 @dataclass(frozen=True)
@@ -36,8 +50,12 @@ class MacroDef:
         body: the replacement text with ``#1``..``#9`` placeholders.
         nargs: number of arguments, optional one included (0-9).
         default: the default of an optional first argument (``\\newcommand{\\x}[2][0]{...}``), else None.
-        source: which command defined it: "newcommand", "renewcommand", "providecommand", "def", "let",
-            "DeclareMathOperator", "DeclareMathOperator*".
+        source: which command defined it: "newcommand", "renewcommand", "providecommand", "DeclareRobustCommand",
+            "def", "let", "DeclareMathOperator", "DeclareMathOperator*", "NewDocumentCommand" (and the other xparse
+            definers), "DeclarePairedDelimiter", "DeclarePairedDelimiterX", "package" (a macro of a LaTeX package
+            that KaTeX lacks, from eqsearch's table).
+        spec: the xparse argument types, space separated (``"s o m"``, ``"O{1} m"``), when the macro has them.
+        delimiters: the left and right delimiters of a paired delimiter (``("\\lvert", "\\rvert")``).
     """
 
     name: str
@@ -45,28 +63,45 @@ class MacroDef:
     nargs: int = 0
     default: str | None = None
     source: str = "newcommand"
+    spec: str | None = None
+    delimiters: tuple[str, str] | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "name": self.name,
             "body": self.body,
             "nargs": self.nargs,
             "default": self.default,
             "source": self.source,
         }
+        if self.spec is not None:
+            data["spec"] = self.spec
+        if self.delimiters is not None:
+            data["delimiters"] = list(self.delimiters)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> MacroDef:
+        delimiters = data.get("delimiters")
         return cls(
             name=str(data["name"]),
             body=str(data["body"]),
             nargs=int(data.get("nargs", 0)),  # type: ignore[arg-type]
             default=None if data.get("default") is None else str(data["default"]),
             source=str(data.get("source", "newcommand")),
+            spec=None if data.get("spec") is None else str(data["spec"]),
+            delimiters=None if not isinstance(delimiters, list | tuple) else (str(delimiters[0]), str(delimiters[1])),
         )
 
 
 _NAME = re.compile(r"\\(?:[A-Za-z@]+|[^A-Za-z@\s])")
+_INTERNALS = re.compile(
+    r"\\[A-Za-z]*@[A-Za-z@]*|\\(?:csname|expandafter|futurelet|afterassignment|aftergroup|ifnum|ifdim|ifx|ifcase"
+    r"|ifcat|ifcsname|ifdefined|noexpand|unexpanded|romannumeral|numexpr|dimexpr|ExplSyntaxOn)(?![A-Za-z@])"
+)
+_DRAWS = re.compile(r"\\begin\s*\{(?:tikzcd|tikzpicture|xy|psmatrix)\}")
+# \ifmmode A\else B\fi in a macro body: a formula is in math mode, so A
+_IFMMODE = re.compile(r"\\ifmmode(?![A-Za-z@])(.*?)(?:\\else(?![A-Za-z@]).*?)?\\fi(?![A-Za-z@])", re.DOTALL)
 _PARAMETER = re.compile(r"#(#|[1-9])")
 
 
@@ -89,8 +124,10 @@ class KatexMacros:
     key: str = ""
 
 
-def _highest_parameter(body: str) -> int:
-    return max((int(m.group(1)) for m in _PARAMETER.finditer(body) if m.group(1) != "#"), default=0)
+def _uses_every_parameter(body: str, nargs: int) -> bool:
+    """Whether the body uses ``#1`` .. ``#nargs`` (KaTeX infers the argument count from them; a gap breaks it)."""
+    used = {int(m.group(1)) for m in _PARAMETER.finditer(body) if m.group(1) != "#"}
+    return used >= set(range(1, nargs + 1))
 
 
 def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
@@ -100,27 +137,283 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
         macros: the document's macros, in definition order.
 
     Returns:
-        The split; macros whose name is not a control sequence are left out.
+        The split; macros whose name is not a control sequence are left out, and so are macros whose body uses
+        TeX internals (``\\@``-commands, ``\\csname``, ``\\expandafter``, ``\\ifnum``...), which no converter can
+        expand. The commands of `engine.latex.packages.PACKAGE_MACROS` that the document does not define come first,
+        as a fallback (a package's own definition, shipped with a paper, is replaced by the table's).
     """
+    from eqsearch.engine.latex.packages import PACKAGE_MACROS
+
+    defined = {macro.name.strip() for macro in macros}
+    fallback = [macro for name, macro in PACKAGE_MACROS.items() if name not in defined]
     katex: dict[str, str] = {}
     expanded: dict[str, MacroDef] = {}
-    for macro in macros:
+    plain: dict[str, MacroDef] = {}
+    for macro in [*fallback, *macros]:
         name = macro.name.strip()
         if not _NAME.fullmatch(name):
             continue
-        body = clean_latex(macro.body)
+        if _INTERNALS.search(macro.body):
+            # TeX internals (a package's \@-commands, \csname, \expandafter): no converter can expand them; the
+            # package table's version (if any) stands in, else the name comes out as text
+            if name in PACKAGE_MACROS:
+                macro = PACKAGE_MACROS[name]
+            else:
+                katex.pop(name, None)
+                expanded.pop(name, None)
+                continue
+        body = clean_latex(_IFMMODE.sub(r"\1", macro.body))
         if macro.source.startswith("DeclareMathOperator") and not body.lstrip().startswith("\\operatorname"):
             star = "*" if macro.source.endswith("*") else ""
             body = f"\\operatorname{star}{{{body}}}"
         katex.pop(name, None)
         expanded.pop(name, None)
         nargs = max(0, min(9, macro.nargs))
-        if nargs and (macro.default is not None or _highest_parameter(body) < nargs):
+        if _DRAWS.search(body):  # a diagram: expanded here, where the converter can see it
+            expanded[name] = MacroDef(name, body, nargs, macro.default, macro.source, macro.spec, macro.delimiters)
+        elif macro.spec is not None or macro.delimiters is not None:
+            pair = macro.delimiters
+            delimiters = None if pair is None else (clean_latex(pair[0]), clean_latex(pair[1]))
+            expanded[name] = MacroDef(name, body, nargs, macro.default, macro.source, macro.spec, delimiters)
+        elif nargs and (macro.default is not None or not _uses_every_parameter(body, nargs)):
             expanded[name] = MacroDef(name, body, nargs, macro.default, macro.source)
         else:
             katex[name] = body
+            plain[name] = MacroDef(name, body, nargs, None, macro.source)
+    # A macro KaTeX would get whose body uses one expanded here is expanded here too (KaTeX would not know it).
+    changed = bool(expanded)
+    while changed:
+        changed = False
+        for name in [n for n in katex if _uses_any(katex[n], expanded)]:
+            expanded[name] = plain[name]
+            del katex[name]
+            changed = True
     digest = hashlib.sha256(json.dumps(katex, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
     return KatexMacros(katex=katex, expanded=expanded, key=digest[:24])
+
+
+def _replacement(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:
+    """The text one use of ``macro`` at ``end`` (just past its name) expands to, and where the use ends."""
+    if macro.delimiters is not None:
+        return _paired_delimiter(macro, latex, end)
+    if macro.spec is not None:
+        args, end = read_spec_arguments(parse_argument_spec(macro.spec), latex, end)
+        return resolve_conditionals(_substitute(macro.body, args)), end
+    args: list[str] = []
+    if macro.default is not None:
+        optional, end = read_optional(latex, end)
+        args.append(macro.default if optional is None else optional)
+    while len(args) < macro.nargs:
+        arg = read_argument(latex, end)
+        if arg is None:
+            break
+        args.append(arg[0])
+        end = arg[1]
+    return _substitute(macro.body, args), end
+
+
+def _paired_delimiter(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:
+    assert macro.delimiters is not None
+    left, right = macro.delimiters
+    star = end < len(latex) and latex[end] == "*"
+    if star:
+        end += 1
+    size, end = (None, end) if star else read_optional(latex, end)
+    args: list[str] = []
+    while len(args) < max(1, macro.nargs):
+        arg = read_argument(latex, end)
+        if arg is None:
+            break
+        args.append(arg[0])
+        end = arg[1]
+    size = (size or "").strip()
+    middle = "\\middle" if star else size
+    inner = _substitute(macro.body, args).replace("\\delimsize", middle)
+    if star:
+        return f"\\left{left} {inner} \\right{right}", end
+    if size:
+        return f"\\mathopen{{{size}l{left}}} {inner} \\mathclose{{{size}r{right}}}", end
+    return f"\\mathopen{{{left}}} {inner} \\mathclose{{{right}}}", end
+
+
+_GROUP = r"\{(?:[^{}]|\{[^{}]*\})*\}"
+_TOKEN = r"(?:\\[A-Za-z@]+|\S)"
+_SPEC_TOKEN = re.compile(
+    rf"[+!>=]*\s*(?:([DRrd])\s*({_TOKEN})\s*({_TOKEN})\s*(?:{_GROUP})?"
+    rf"|([OGu])\s*({_GROUP}|{_TOKEN})|(t)\s*({_TOKEN})|(E)\s*(?:{_GROUP})\s*(?:{_GROUP})?|([mosgvbela]))"
+)
+#: The value an absent optional argument gets (xparse's ``-NoValue-`` marker), and the values of a star.
+NO_VALUE = "-NoValue-"
+BOOLEAN_TRUE = "\\BooleanTrue"
+BOOLEAN_FALSE = "\\BooleanFalse"
+
+
+def parse_argument_spec(spec: str) -> list[tuple[str, str]]:
+    """xparse argument types as ``(type, detail)`` pairs, reduced to the types `read_spec_arguments` reads.
+
+    ``"s o O{1} m"`` -> ``[("s",""), ("o",""), ("O","1"), ("m","")]``; ``t*`` -> ``("t","*")``; ``r()``/``R(){x}``
+    /``d()``/``D(){x}`` -> ``("r","()")`` (absent: ``-NoValue-``); ``u{\\stop}`` -> ``("u","\\stop")``; ``g`` (an
+    optional brace group) stays; ``v``, ``b``, ``e``, ``l`` -> ``m``; ``E`` embellishments are not read. ``a`` is
+    eqsearch's own (physics' ``\\qty``): an argument in ``()``, ``[]``, ``{}`` or ``||``, given back sized with
+    ``\\left``/``\\right`` (two brace groups are siunitx's ``\\qty{3}{m}``). Unknown characters count as ``m``.
+    """
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(spec):
+        if spec[pos].isspace():
+            pos += 1
+            continue
+        m = _SPEC_TOKEN.match(spec, pos)
+        if m is None:
+            out.append(("m", ""))
+            pos += 1
+            continue
+        if m.group(1):
+            out.append(("r", m.group(2) + m.group(3)))
+        elif m.group(4):
+            detail = m.group(5)
+            detail = detail[1:-1] if detail.startswith("{") else detail
+            out.append(("u" if m.group(4) == "u" else "O", detail))
+        elif m.group(6):
+            out.append(("t", m.group(7)))
+        elif m.group(9):
+            kind = m.group(9)
+            out.append(("m" if kind in "vbel" else kind, ""))
+        pos = m.end()
+    return out
+
+
+def format_argument_spec(spec: list[tuple[str, str]]) -> str:
+    """The inverse of `parse_argument_spec`: ``[("s",""), ("O","1")]`` -> ``"s O{1}"``."""
+    return " ".join(kind + ("{" + detail + "}" if kind in "Ou" else detail) for kind, detail in spec)
+
+
+def read_spec_arguments(spec: list[tuple[str, str]], latex: str, end: int) -> tuple[list[str], int]:
+    """Read the arguments of one use of an xparse command, per its parsed spec (see `parse_argument_spec`)."""
+    args: list[str] = []
+    for kind, detail in spec:
+        if kind == "s" or kind == "t":
+            token = "*" if kind == "s" else detail
+            pos = end
+            while pos < len(latex) and latex[pos] in " \t\n":
+                pos += 1
+            present = latex.startswith(token, pos)
+            args.append(BOOLEAN_TRUE if present else BOOLEAN_FALSE)
+            end = pos + len(token) if present else end
+        elif kind in ("o", "O"):
+            value, end = read_optional(latex, end)
+            args.append((NO_VALUE if kind == "o" else detail) if value is None else value)
+        elif kind == "g":
+            pos = skip_space(latex, end)
+            arg = read_argument(latex, pos) if latex.startswith("{", pos) else None
+            args.append(NO_VALUE if arg is None else arg[0])
+            end = end if arg is None else arg[1]
+        elif kind == "a":
+            value, end = _sized_argument(latex, end)
+            args.append(value)
+        elif kind == "u":
+            stop = latex.find(detail, end)
+            if stop < 0:
+                args.append("")
+            else:
+                args.append(latex[end:stop])
+                end = stop + len(detail)
+        elif kind == "r" and len(detail) == 2:
+            pos = latex.find(detail[0], end)
+            close = latex.find(detail[1], pos + 1) if pos >= 0 and not latex[end:pos].strip() else -1
+            if close < 0:
+                args.append(NO_VALUE)
+            else:
+                args.append(latex[pos + 1 : close])
+                end = close + 1
+        else:
+            arg = read_argument(latex, end)
+            if arg is None:
+                args.append("")
+            else:
+                args.append(arg[0])
+                end = arg[1]
+    return args, end
+
+
+_SIZED = {"(": ("(", ")", "(", ")"), "[": ("[", "]", "[", "]"), "|": ("|", "|", "|", "|")}
+
+
+def _sized_argument(latex: str, end: int) -> tuple[str, int]:
+    """physics' argument: ``(x)`` -> ``\\left( x \\right)``, also ``[x]``, ``{x}`` (``\\{``), ``|x|``; ``{3}{m}``
+    (siunitx's ``\\qty``) -> ``3\\,\\mathrm{m}``; nothing -> ``-NoValue-``."""
+    pos = skip_space(latex, end)
+    if pos >= len(latex):
+        return NO_VALUE, end
+    c = latex[pos]
+    if c == "{":
+        first = read_argument(latex, pos)
+        if first is None:
+            return NO_VALUE, end
+        second = read_argument(latex, first[1]) if latex.startswith("{", first[1]) else None
+        if second is not None:
+            return f"{first[0]}\\,\\mathrm{{{second[0]}}}", second[1]
+        return f"\\left\\{{{first[0]}\\right\\}}", first[1]
+    if c not in _SIZED:
+        return NO_VALUE, end
+    opening, closing, left, right = _SIZED[c]
+    depth, i = 0, pos + 1
+    while i < len(latex):
+        ch = latex[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == closing and depth == 0:
+            return f"\\left{left}{latex[pos + 1 : i]}\\right{right}", i + 1
+        if opening != closing and ch == opening:
+            depth += 1
+        elif opening != closing and ch == closing:
+            depth -= 1
+        i += 1
+    return NO_VALUE, end
+
+
+_CONDITIONAL = re.compile(r"\\If(Boolean|NoValue|Value)(TF|T|F)(?![A-Za-z@])")
+
+
+def resolve_conditionals(text: str, limit: int = 200) -> str:
+    """Decide xparse's ``\\IfBooleanTF{..}{..}{..}``, ``\\IfNoValueTF``, ``\\IfValueTF`` (and ``T``/``F`` forms) whose
+    test argument is already known (a substituted argument); others stay as they are."""
+    position = 0
+    for _ in range(limit):
+        m = _CONDITIONAL.search(text, position)
+        if m is None:
+            return text
+        test = read_argument(text, m.end())
+        if test is None:
+            position = m.end()
+            continue
+        branches: list[str] = []
+        end = test[1]
+        for _ in range(len(m.group(2))):
+            arg = read_argument(text, end)
+            if arg is None:
+                break
+            branches.append(arg[0])
+            end = arg[1]
+        value = test[0].strip()
+        if len(branches) < len(m.group(2)) or (m.group(1) == "Boolean" and value not in (BOOLEAN_TRUE, BOOLEAN_FALSE)):
+            position = m.end()
+            continue
+        truth = value == BOOLEAN_TRUE if m.group(1) == "Boolean" else value == NO_VALUE
+        if m.group(1) == "Value":
+            truth = value != NO_VALUE
+        if m.group(2) == "TF":
+            chosen = branches[0] if truth else branches[1]
+        else:
+            chosen = branches[0] if truth == (m.group(2) == "T") else ""
+        text = text[: m.start()] + chosen + text[end:]
+        position = m.start()
+    return text
+
+
+def _uses_any(body: str, names: dict[str, MacroDef]) -> bool:
+    return "\\" in body and any(m.group(0) in names for m in CONTROL_SEQUENCE.finditer(body))
 
 
 def _substitute(body: str, args: list[str]) -> str:
@@ -161,19 +454,8 @@ def expand_macros(latex: str, macros: KatexMacros, *, max_expansions: int = 1000
         if m is None:
             return latex
         macro = expanded[m.group(0)]
-        end = m.end()
-        args: list[str] = []
-        if macro.default is not None:
-            optional, end = read_optional(latex, end)
-            args.append(macro.default if optional is None else optional)
-        while len(args) < macro.nargs:
-            arg = read_argument(latex, end)
-            if arg is None:
-                break
-            args.append(arg[0])
-            end = arg[1]
+        replacement, end = _replacement(macro, latex, m.end())
         expansions += 1
-        replacement = _substitute(macro.body, args)
         if expansions > max_expansions or len(latex) - (end - m.start()) + len(replacement) > max_length:
             raise MacroExpansionError(
                 f"expanding {m.group(0)} did not terminate after {expansions - 1} expansions "

@@ -3,14 +3,19 @@
 Two steps, both pure functions of the text:
 
 - `clean_latex`: remove comments and what only matters for page layout or numbering (``\\label``, ``\\tag``,
-  ``\\nonumber``, ``\\vspace``, ``\\hfill``, ``\\boldmath``, ...), replace cross references and citations by
+  ``\\nonumber``, ``\\vspace``, ``\\hfill``, ``\\boldmath``, ``\\xspace``, ``\\qedhere``, ``\\null``, counters, display
+  skips, ...), replace cross references and citations by
   placeholders (``\\ref``/``\\eqref`` -> ``\\text{(?)}``, ``\\cite`` -> ``\\text{[?]}``), and rename commands
   KaTeX lacks to close equivalents (``\\mbox`` -> ``\\text``, ``\\mathbbm``/``\\mathds`` -> ``\\mathbb``, plain-TeX
   ``\\pmatrix{..\\cr..}`` -> ``\\begin{pmatrix}..\\\\..\\end{pmatrix}``, unwrap ``\\ensuremath``). Applied to
   equation bodies and to macro bodies alike.
 - `wrap_environment`: turn the body of a display environment into one KaTeX expression: align/flalign ->
-  ``aligned``, alignat -> ``alignedat``, gather/multline -> ``gathered``, eqnarray -> ``array{rcl}``, and a body of
-  any other display (``equation``, ``$$``, ``\\[``) with a top-level ``&`` or ``\\\\`` -> ``aligned``.
+  ``aligned``, alignat -> ``alignedat``, gather/multline and breqn's dmath/dseries -> ``gathered``, eqnarray and
+  breqn's darray -> ``array``, and a body of any other display (``equation``, ``$$``, ``\\[``) with a top-level ``&``
+  or ``\\\\`` -> ``aligned``.
+
+`diagram_kind` tells a commutative diagram or picture (tikz-cd, TikZ, xymatrix, xy-pic) from an equation: KaTeX
+draws none of them, so the converter keeps them as diagrams instead of failing them.
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
 from eqsearch.engine.latex.scan import read_argument, read_optional
 
-__all__ = ["clean_latex", "preprocess_latex", "wrap_environment"]
+__all__ = ["clean_latex", "diagram_kind", "preprocess_latex", "replace_diagrams", "wrap_environment"]
 
 _COMMENT = re.compile(r"(?<!\\)((?:\\\\)*)%[^\n]*")
 
@@ -47,6 +53,30 @@ def _drop_with_argument(text: str, end: int) -> tuple[str, int]:
     end = read_optional(text, end)[1]
     arg = read_argument(text, end)
     return "", arg[1] if arg else end
+
+
+def _drop_arguments(count: int) -> _Rule:
+    def rule(text: str, end: int) -> tuple[str, int]:
+        for _ in range(count):
+            arg = read_argument(text, end)
+            if arg is None:
+                break
+            end = arg[1]
+        return "", end
+
+    return rule
+
+
+_LAYOUT_PARAMETERS = frozenset({"\\baselinestretch"})
+
+
+def _renew_layout(text: str, end: int) -> tuple[str, int]:
+    # \renewcommand{\baselinestretch}{1.5}: line spacing, which KaTeX does not have; other redefinitions stay
+    name = read_argument(text, end)
+    value = None if name is None else read_argument(text, name[1])
+    if name is None or value is None or name[0].strip() not in _LAYOUT_PARAMETERS:
+        return "\\renewcommand", end
+    return "", value[1]
 
 
 def _placeholder(replacement: str, optionals: int) -> _Rule:
@@ -87,7 +117,7 @@ def _skip_glue(text: str, end: int) -> tuple[str, int]:
 
 
 _GLUE = re.compile(
-    r"\s*-?[\d.]+\s*(?:pt|em|ex|mm|cm|in|bp|mu|sp|pc|dd|cc)(?:\s*(?:plus|minus)\s*-?[\d.]+\s*(?:pt|em|ex|fil+))*"
+    r"\s*=?\s*-?[\d.]+\s*(?:pt|em|ex|mm|cm|in|bp|mu|sp|pc|dd|cc)(?:\s*(?:plus|minus)\s*-?[\d.]+\s*(?:pt|em|ex|fil+))*"
 )
 
 
@@ -95,6 +125,17 @@ def _cut_equation_number(text: str, end: int) -> tuple[str, int]:
     # \eqno / \leqno: the rest of the row is the equation number
     stop = text.find("\\\\", end)
     return "", len(text) if stop < 0 else stop
+
+
+def _breqn_condition(text: str, end: int) -> tuple[str, int]:
+    # \condition[separator]{text}: a side condition set after the formula
+    if end < len(text) and text[end] == "*":
+        end += 1
+    separator, end = read_optional(text, end)
+    arg = read_argument(text, end)
+    if arg is None:
+        return "", end
+    return f"{separator if separator is not None else ','}\\quad \\text{{{arg[0]}}}", arg[1]
 
 
 def _plain_matrix(environment: str) -> _Rule:
@@ -134,6 +175,24 @@ _RULES: dict[str, _Rule] = {
     "linebreak": _drop_star_optional,
     "nolinebreak": _drop_star_optional,
     "vskip": _skip_glue,
+    "xspace": _drop,
+    "qedhere": _drop,
+    "null": _drop,
+    "strut": _drop,
+    "leavevmode": _drop,
+    "addtocounter": _drop_arguments(2),
+    "setcounter": _drop_arguments(2),
+    "stepcounter": _drop_arguments(1),
+    "refstepcounter": _drop_arguments(1),
+    "setlength": _drop_arguments(2),
+    "addtolength": _drop_arguments(2),
+    "linespread": _drop_arguments(1),
+    "renewcommand": _renew_layout,
+    "abovedisplayskip": _skip_glue,
+    "belowdisplayskip": _skip_glue,
+    "abovedisplayshortskip": _skip_glue,
+    "belowdisplayshortskip": _skip_glue,
+    "jot": _skip_glue,
     "eqno": _cut_equation_number,
     "leqno": _cut_equation_number,
     # cross references and citations
@@ -160,6 +219,9 @@ _RULES: dict[str, _Rule] = {
     "slash": _rename("/"),
     "ensuremath": _drop,
     "lefteqn": _unwrap_into(""),
+    # breqn
+    "hiderel": _unwrap_into(""),
+    "condition": _breqn_condition,
     "intertext": _unwrap_into("\\text"),
     "shortintertext": _unwrap_into("\\text"),
     "pmatrix": _plain_matrix("pmatrix"),
@@ -209,8 +271,9 @@ def clean_latex(latex: str) -> str:
 
 _ALIGN_LIKE = frozenset({"align", "flalign", "empheq", "split", "aligned"})
 _ALIGNAT_LIKE = frozenset({"alignat", "xalignat", "xxalignat", "alignedat"})
-_GATHER_LIKE = frozenset({"gather", "multline", "gathered"})
+_GATHER_LIKE = frozenset({"gather", "multline", "gathered", "dmath", "dseries"})
 _ARRAY_LIKE = frozenset({"eqnarray", "IEEEeqnarray", "darray"})
+_DIAGRAM = re.compile(r"\\begin\s*\{(tikzcd|tikzpicture|xy|psmatrix|diagram)\}|\\(xymatrix|xygraph|xyC)(?![A-Za-z@])")
 #: Environments KaTeX knows that may come as a whole display: re-wrapped as they are.
 _KATEX_ENVIRONMENTS = frozenset(
     {"array", "matrix", "pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "cases", "dcases", "rcases", "CD"}
@@ -281,6 +344,28 @@ def wrap_environment(body: str, environment: str) -> str:
     return body
 
 
+def diagram_kind(latex: str) -> str | None:
+    """The kind of diagram an equation body holds (``tikzcd``, ``tikzpicture``, ``xymatrix``, ``xy``, ...), or None."""
+    m = _DIAGRAM.search(latex) if "\\" in latex else None
+    return None if m is None else (m.group(1) or m.group(2))
+
+
+_DIAGRAM_ENVIRONMENT = re.compile(r"\\begin\s*\{(tikzcd|tikzpicture|xy|psmatrix)\}.*?\\end\s*\{\1\}", re.DOTALL)
+
+
+def replace_diagrams(latex: str) -> tuple[str, list[str]]:
+    """Diagram environments inside a formula (a macro that draws an arrow in a rule's label) replaced by a
+    ``[diagram]`` placeholder, so that the formula around them converts; returns the text and the kinds replaced."""
+    kinds: list[str] = []
+
+    def placeholder(m: re.Match[str]) -> str:
+        kinds.append(m.group(1))
+        return "\\text{[diagram]}"
+
+    return _DIAGRAM_ENVIRONMENT.sub(placeholder, latex), kinds
+
+
 def preprocess_latex(body: str, environment: str = "equation") -> str:
-    """`clean_latex` then `wrap_environment`: the text KaTeX gets for one display."""
-    return wrap_environment(clean_latex(body), environment)
+    """Proof trees rewritten (`engine.latex.prooftrees`), `clean_latex`, then `wrap_environment`: the text KaTeX gets
+    for one display."""
+    return wrap_environment(clean_latex(rewrite_proof_trees(body)), environment)

@@ -275,12 +275,33 @@ def read_optional(text: str, pos: int) -> tuple[str | None, int]:
 def document_body(text: str) -> tuple[str, str, int]:
     """Split a document into preamble and body at ``\\begin{document}`` / ``\\end{document}``.
 
+    Only delimiters outside brace groups count: a ``\\begin{document}`` inside a macro definition
+    (``\\newcommand{\\filestart}{\\ifsubfiles\\begin{document}\\fi}``) does not start the body.
+
     Returns:
         ``(preamble, body, body_offset)``; a fragment without ``\\begin{document}`` is all body.
     """
-    begin = re.search(r"\\begin\s*\{document\}", text)
+    begin = _top_level(_BEGIN_DOCUMENT, text, 0)
     if begin is None:
         return "", text, 0
-    end = re.search(r"\\end\s*\{document\}", text[begin.end() :])
-    stop = len(text) if end is None else begin.end() + end.start()
+    end = _top_level(_END_DOCUMENT, text, begin.end())
+    stop = len(text) if end is None else end.start()
     return text[: begin.start()], text[begin.end() : stop], begin.end()
+
+
+_BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
+_END_DOCUMENT = re.compile(r"\\end\s*\{document\}")
+
+
+def _top_level(pattern: re.Pattern[str], text: str, start: int) -> re.Match[str] | None:
+    """The first match of ``pattern`` at or after ``start`` that is outside brace groups (counted from ``start``)."""
+    depth = 0
+    pos = start
+    for m in pattern.finditer(text, start):
+        for brace in _BRACE_TOKEN.finditer(text, pos, m.start()):
+            token = brace.group()
+            depth += 1 if token == "{" else -1 if token == "}" else 0
+        pos = m.start()
+        if depth <= 0:
+            return m
+    return None

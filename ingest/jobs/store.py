@@ -36,6 +36,7 @@ COUNT_NAMES = (
     "equations_indexed",
     "equations_with_vector",
     "equations_unconverted",
+    "equations_diagrams",
     "equations_unencoded",
     "documents_failed",
     "equations_stale_deleted",

@@ -94,3 +94,40 @@ def test_every_source_kind_is_accepted_by_extract_and_run(command) -> None:
 
     for kind in KINDS:
         assert build_parser().parse_args([*command, "--kind", kind]).kind == kind
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_missing_katex_stops_extract_at_once_with_the_install_hint(tmp_path, capsys, workers):
+    empty = tmp_path / "katex"
+    empty.mkdir()
+    out = tmp_path / "out"
+    args = ["ingest", "extract", str(FIXTURES / "paper_bib"), "--kind", "arxiv", "--out", str(out), "--quiet"]
+    assert main([*args, "--workers", workers, "--katex-dir", str(empty)]) == 3
+    error = capsys.readouterr().err
+    assert "not eqsearch's KaTeX folder" in error and "eqsearch setup katex" in error and "--no-convert" in error
+    assert not (out / "papers.jsonl").exists()  # nothing was extracted without its conversion
+
+
+def test_missing_katex_stops_ingest_run_before_elasticsearch(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("EQSEARCH_ES_URL", "http://127.0.0.1:9")  # never contacted: the check comes first
+    empty = tmp_path / "katex"
+    empty.mkdir()
+    assert main(["ingest", "run", str(FIXTURES / "paper_bib"), "--katex-dir", str(empty), "--quiet"]) == 3
+    error = capsys.readouterr().err
+    assert "eqsearch setup katex" in error and "127.0.0.1:9" not in error
+
+
+def test_run_extraction_refuses_to_start_without_katex(tmp_path):
+    from eqsearch.ingest.convert import ConverterUnavailableError
+
+    with pytest.raises(ConverterUnavailableError):
+        run_extraction(list(discover([str(FIXTURES / "paper_bib")])), tmp_path, ExtractConfig(katex_dir=str(tmp_path)))
+    assert not (tmp_path / "papers.jsonl").exists()
+
+
+def test_a_worker_pool_that_would_convert_refuses_to_start_without_katex(tmp_path):
+    from eqsearch.ingest.convert import ConverterUnavailableError
+    from eqsearch.ingest.pipeline import WorkerPool
+
+    with pytest.raises(ConverterUnavailableError, match="KaTeX"):
+        WorkerPool(2, ExtractConfig(katex_dir=str(tmp_path)))

@@ -6,7 +6,7 @@ import pytest
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.extract import extract_latex_paper
 from eqsearch.ingest.files import FolderFiles, MemoryFiles
-from eqsearch.ingest.includes import find_main_file
+from eqsearch.ingest.includes import find_main_file, include_wrappers
 from source_archives import FIXTURES
 
 
@@ -124,3 +124,22 @@ def test_main_file_choice():
     assert find_main_file(readme) == "b.tex"
     id_named = MemoryFiles({"x.tex": doc, "1901.00001.tex": doc})
     assert find_main_file(id_named, preferred_stem="1901.00001") == "1901.00001.tex"
+
+
+def test_include_wrappers_and_standalone_children():
+    doc = (
+        b"\\documentclass{book}\\newcommand{\\chap}[1]{\\clearpage\\include{#1}}"
+        b"\\begin{document}\\chap{one}\\input{two}\\end{document}"
+    )
+    files = MemoryFiles(
+        {
+            "main.tex": doc,
+            "one.tex": b"\\chapter{One}\\begin{equation}a\\end{equation}",
+            # a child with a macro holding \begin{document} but no class of its own keeps its definitions
+            "two.tex": b"\\newcommand{\\start}{\\begin{document}}\\chapter{Two}\\[b\\]",
+        }
+    )
+    paper = extract_latex_paper(files, paper_id="x", source="x", kind="latex", config=ExtractConfig())
+    assert [s.title for s in paper.sections] == ["", "One", "Two"]
+    assert [eq.latex for eq in paper.equations()] == ["a", "b"]
+    assert include_wrappers(r"\newcommand{\chap}[1]{\include{#1}} \def\inp#1{\input{#1}}") == ("chap", "inp")

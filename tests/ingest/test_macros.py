@@ -1,5 +1,6 @@
 from eqsearch.engine.latex.macros import MacroDef
-from eqsearch.ingest.macros import expand_shortcuts, extract_macros
+from eqsearch.ingest.displaymacros import expand_display_macros
+from eqsearch.ingest.macros import extract_macros
 
 
 def test_every_definition_kind():
@@ -63,11 +64,49 @@ def test_display_shortcuts_and_environment_aliases():
         r"\def\be{\begin{equation}}\def\ee{\end{equation}}\newcommand{\beq}{\begin{align*}}"
         r"\newenvironment{eqn}{\begin{equation}}{\end{equation}}"
     )
-    assert set(table.shortcuts) == {"\\be", "\\ee", "\\beq"} and not table.macros
+    assert set(table.display) == {"\\be", "\\ee", "\\beq"} and not table.macros
     assert table.environment_aliases == {"eqn": "equation"}
-    assert expand_shortcuts(r"\be x \ee \bee", table.shortcuts) == r"\begin{equation} x \end{equation} \bee"
+    assert expand_display_macros(r"\be x \ee \bee", table.display) == r"\begin{equation} x \end{equation} \bee"
 
 
 def test_definition_cut_off_by_the_end_of_the_text_is_skipped():
     table = extract_macros("\\newcommand{\\a}{x}\\newcommand\\")  # a lone backslash where the name would be
     assert list(table.macros) == ["\\a"] and not table.issues
+
+
+def test_modern_definers():
+    table = extract_macros(
+        r"""
+        \DeclareRobustCommand{\vect}[1]{\boldsymbol{#1}}
+        \NewDocumentCommand{\norm}{s O{2} m}{\IfBooleanTF{#1}{|#3|_{#2}}{\|#3\|_{#2}}}
+        \ProvideDocumentCommand{\vect}{m}{ignored}
+        \RenewDocumentCommand\grad{}{\nabla}
+        \DeclarePairedDelimiter{\abs}{\lvert}{\rvert}
+        \DeclarePairedDelimiterX{\inner}[2]{\langle}{\rangle}{#1,#2}
+        \NewDocumentEnvironment{eqs}{o}{\begin{align}}{\end{align}}
+        """
+    )
+    m = table.macros
+    assert (m["\\vect"].body, m["\\vect"].nargs, m["\\vect"].source) == ("\\boldsymbol{#1}", 1, "DeclareRobustCommand")
+    assert (m["\\norm"].spec, m["\\norm"].nargs, m["\\norm"].source) == ("s O{2} m", 3, "NewDocumentCommand")
+    assert (m["\\grad"].spec, m["\\grad"].body) == ("", "\\nabla")
+    assert (m["\\abs"].delimiters, m["\\abs"].body, m["\\abs"].nargs) == (("\\lvert", "\\rvert"), "#1", 1)
+    assert (m["\\inner"].body, m["\\inner"].nargs, m["\\inner"].source) == ("#1,#2", 2, "DeclarePairedDelimiterX")
+    assert table.environment_aliases == {"eqs": "align"} and not table.issues
+    assert MacroDef.from_json(m["\\inner"].to_json()) == m["\\inner"]
+
+
+def test_user_names_for_definers():
+    table = extract_macros(
+        r"\newcommand{\nc}{\newcommand}\nc{\rnc}{\renewcommand}\let\ddef\def"
+        r"\nc{\vev}[1]{\langle#1\rangle}\rnc{\vec}[1]{\mathbf{#1}}\ddef\x{y}"
+    )
+    m = table.macros
+    assert (m["\\vev"].nargs, m["\\vev"].source) == (1, "newcommand")
+    assert m["\\vec"].source == "renewcommand" and m["\\x"].body == "y"
+
+
+def test_definition_spans_are_recorded_for_masking():
+    text = r"a \newcommand{\R}{\mathbb{R}} b \def\x{1} c"
+    table = extract_macros(text)
+    assert [text[a:b] for a, b in table.spans] == [r"\newcommand{\R}{\mathbb{R}}", r"\def\x{1}"]

@@ -1,5 +1,5 @@
 import pytest
-from eqsearch.ingest.mathenv import DISPLAY_ENVIRONMENTS, find_displays, labels_in
+from eqsearch.ingest.mathenv import DISPLAY_ENVIRONMENTS, find_displays, labels_in, scan_math
 
 
 @pytest.mark.parametrize("name", sorted(DISPLAY_ENVIRONMENTS))
@@ -50,3 +50,18 @@ def test_unterminated_display_is_returned_as_such():
 
 def test_labels():
     assert labels_in(r"a \label{eq:1} \\ b \label{ eq:2 }") == ["eq:1", "eq:2"]
+
+
+def test_inline_formulas_are_recorded_with_their_delimiters():
+    text = r"cost \$5, $a$ and \(b\) and \begin{math}c\end{math}, $x \$ y$; \[ d \] $$ e $$ an $ unclosed" + "\n\nend"
+    displays, inline = scan_math(text)
+    assert [d.environment for d in displays] == ["\\[", "$$"]
+    assert [(i.body, i.delimiter) for i in inline] == [("a", "$"), ("b", "\\("), ("c", "math"), (r"x \$ y", "$")]
+    assert all(text[i.start : i.end].endswith(("$", "\\)", "\\end{math}")) for i in inline)
+
+
+def test_breqn_optional_argument_and_dgroup():
+    found = find_displays(
+        r"\begin{dgroup}[compact]\begin{dmath}[label=a] x \end{dmath}\begin{dmath*} y \end{dmath*}\end{dgroup}"
+    )
+    assert [(d.environment, d.body) for d in found] == [("dmath", " x "), ("dmath*", " y ")]

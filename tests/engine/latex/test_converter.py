@@ -147,10 +147,10 @@ def test_self_recursive_macros_fail_fast(converter):
 
 
 def test_unknown_macro_falls_back_to_text_and_is_approximate(converter):
-    result = converter.convert(r"\SI{3}{m} + \unknownthing x")
+    result = converter.convert(r"\notapackagecommand{3}{m} + \unknownthing x")
     assert result.status == "approximate" and result.reason == "undefined-macro"
-    assert "\\SI" in result.message and "\\unknownthing" in result.message
-    assert "<mtext>SI</mtext>" in result.mathml and "<mtext>unknownthing</mtext>" in result.mathml
+    assert "\\notapackagecommand" in result.message and "\\unknownthing" in result.message
+    assert "<mtext>notapackagecommand</mtext>" in result.mathml and "<mtext>unknownthing</mtext>" in result.mathml
 
 
 def test_too_many_unknown_macros_fail_with_reason():
@@ -269,6 +269,25 @@ def test_missing_node_or_katex_is_a_clear_error(tmp_path: Path):
     with pytest.raises(KatexNotInstalledError, match="KaTeX is not installed") as caught:
         KatexConverter(KatexConfig(katex_dir=bare)).convert("x")
     assert "eqsearch setup katex" in caught.value.hint
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(KatexNotInstalledError, match="not eqsearch's KaTeX folder") as caught:
+        check_installed(katex_dir=empty)
+    assert "eqsearch setup katex" in caught.value.hint
+
+
+def test_diagrams_are_not_sent_and_not_failures(converter):
+    diagram, inside, plain = converter.convert_many(
+        [
+            (r"\begin{tikzcd} A \arrow[r] & B \end{tikzcd}", "\\["),
+            (r"\dfrac{a}{b} \quad \down", "equation"),
+            ("x", "equation"),
+        ],
+        macros=[MacroDef("\\down", r"\begin{tikzcd} {} \ar[d] \\ {} \end{tikzcd}")],
+    )
+    assert (diagram.status, diagram.reason, diagram.mathml) == ("diagram", "diagram", None)
+    assert (inside.status, inside.reason) == ("approximate", "diagram-placeholder") and inside.mathml
+    assert plain.status == "ok"
 
 
 def test_ensure_installed_is_a_no_op_when_present(converter):

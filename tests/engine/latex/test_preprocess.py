@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 from eqsearch.engine.latex.macros import MacroDef, MacroExpansionError, build_katex_macros, expand_macros
-from eqsearch.engine.latex.preprocess import clean_latex, preprocess_latex, wrap_environment
+from eqsearch.engine.latex.preprocess import (
+    clean_latex,
+    diagram_kind,
+    preprocess_latex,
+    replace_diagrams,
+    wrap_environment,
+)
 
 
 @pytest.mark.parametrize(
@@ -34,6 +40,19 @@ from eqsearch.engine.latex.preprocess import clean_latex, preprocess_latex, wrap
         (r"\mboxes", r"\mboxes"),  # another macro that merely starts with a rule's name
         (r"{x \ref} y", r"{x \text{(?)}} y"),  # a } is no argument: the braces stay balanced
         (r"{\displaybreak[a} b]", r"{[a} b]"),  # nor are brackets that a } interrupts an optional argument
+        # layout only: dropped
+        (r"a \xspace b \qedhere", r"a  b "),
+        (r"x \null \strut y", r"x   y"),
+        (r"\addtocounter{equation}{-1} x \setcounter{a}{2}", r" x "),
+        (r"\belowdisplayshortskip=0pt x \abovedisplayskip 3pt plus 1pt", r" x "),
+        (r"\cref{sec:a} \Cref{b}", r"\text{(?)} \text{(?)}"),
+        (r"\renewcommand{\baselinestretch}{1.5}\small x", r"\small x"),
+        (r"\renewcommand{\arraystretch}{2} x", r"\renewcommand{\arraystretch}{2} x"),  # KaTeX knows this one
+        (r"\setlength{\jot}{2pt} \addtolength{\x}{1pt} \linespread{2} x", r"   x"),
+        # breqn
+        (r"u \hiderel{=} v", r"u {=} v"),
+        (r"f \condition{for $x>0$}", r"f ,\quad \text{for $x>0$}"),
+        (r"f \condition[;]{if $x$}", r"f ;\quad \text{if $x$}"),
     ],
 )
 def test_clean_latex_rules(latex, expected):
@@ -65,6 +84,8 @@ def test_clean_latex_leaves_plain_math_alone():
         (r"\substack{a \\ b}", "equation", r"\substack{a \\ b}"),
         (r"x = 1", "displaymath", "x = 1"),
         (r"x = 1", "dmath", "x = 1"),
+        (r"a + b \\ + c", "dmath*", r"\begin{gathered}a + b \\ + c\end{gathered}"),
+        (r"a & = & b", "darray", r"\begin{array}{lll}a & = & b\end{array}"),
         (r"x = 1 \\", "equation", "x = 1"),
     ],
 )
@@ -93,14 +114,15 @@ def test_katex_macros_split_between_katex_and_python():
             MacroDef("not a name", "x"),
         ]
     )
-    assert macros.katex == {
+    document = ("\\R", "\\Tr", "\\argmax", "\\op", "\\norm")  # the others come from the package table
+    assert {name: macros.katex[name] for name in document} == {
         "\\R": "\\mathbb{R}",
         "\\Tr": "\\operatorname{Tr}",
         "\\argmax": "\\operatorname*{arg\\,max}",
         "\\op": "\\operatorname{op}",
         "\\norm": "\\|#1\\|",
     }
-    assert set(macros.expanded) == {"\\x", "\\ignore"}
+    assert {"\\x", "\\ignore"} <= set(macros.expanded) and "\\ignore" not in macros.katex
     same = build_katex_macros([MacroDef("\\R", "\\mathbb{R}")])
     assert build_katex_macros([MacroDef("\\R", "\\mathbb{R}")]).key == same.key != macros.key
 
@@ -120,3 +142,26 @@ def test_self_recursive_expansion_stops():
     growing = build_katex_macros([MacroDef("\\g", "\\g{#1}\\g{#1}", nargs=1, default="")])
     with pytest.raises(MacroExpansionError):
         expand_macros(r"\g{x}", growing, max_expansions=10**6, max_length=5000)
+
+
+@pytest.mark.parametrize(
+    ("latex", "kind"),
+    [
+        (r"\begin{tikzcd} A \arrow[r] & B \end{tikzcd}", "tikzcd"),
+        (r"\begin{tikzpicture}\draw (0,0) -- (1,1);\end{tikzpicture}", "tikzpicture"),
+        (r"\xymatrix{A \ar[r] & B}", "xymatrix"),
+        (r"\begin{CD} A @>>> B \end{CD}", None),  # amscd: KaTeX draws it
+        (r"a + b", None),
+    ],
+)
+def test_diagram_kind(latex, kind):
+    assert diagram_kind(latex) == kind
+
+
+def test_diagrams_inside_a_formula_become_placeholders():
+    text, kinds = replace_diagrams(r"\dfrac{a}{b} \; \begin{tikzcd} {} \ar[u] \end{tikzcd}")
+    assert text == r"\dfrac{a}{b} \; \text{[diagram]}" and kinds == ["tikzcd"]
+
+
+def test_proof_trees_are_rewritten_before_cleaning():
+    assert preprocess_latex(r"\begin{prooftree}\Hypo{A}\Infer1{B}\label{r}\end{prooftree}", "\\[") == r"{\dfrac{A}{B}}"

@@ -186,3 +186,12 @@ def test_optional_closing_brace_before_the_bracket_is_absent():
 
 def test_optional_unbalanced_group_inside_is_absent():
     assert read_optional("[a{b]", 0) == (None, 0)
+
+
+def test_document_body_ignores_delimiters_inside_brace_groups():
+    text = (
+        "\\newcommand{\\filestart}{\\ifsub\\begin{document}\\fi}\\newcommand{\\fileend}{\\ifsub\\end{document}\\fi}"
+        "\\begin{document}body\\end{document}"
+    )
+    preamble, body, offset = document_body(text)
+    assert body == "body" and preamble.endswith("\\fi}") and text[offset:].startswith("body")

@@ -209,3 +209,17 @@ def test_a_new_model_never_mixes_with_the_old_until_the_index_is_reencoded(es_cl
         assert formula_only.hits[0].eq_id == "2401.00001v1:2"  # the same formula, found by the new vectors
         assert formula_only.hits[0].channels == ("structure", "embedding")
     assert IngestJob(es_client, new, config).run().state == "finished"
+
+
+@pytest.mark.es
+def test_diagrams_are_indexed_as_latex_and_counted_apart_from_failures(es_client, index_name, papers):
+    record = papers.record(0, equations=1)
+    record["sections"][1]["equations"].append({"latex": r"\begin{tikzcd} A \arrow[r, \"f\"] & B \end{tikzcd}"})
+    source = papers.write("papers.jsonl", [record])
+    config = IngestJobConfig(sources=(str(source),), index_prefix=index_name)
+    report = IngestJob(es_client, HashingEncoder(), config).run()
+    assert report.state == "finished"
+    assert report.counts["equations_diagrams"] == 1 and report.counts["equations_unconverted"] == 0
+    assert not any(reason.startswith("convert:") for reason in report.errors_by_reason)
+    stored = es_client.get(index=f"{index_name}-equations", id="2401.00000v1:1")["_source"]
+    assert stored["status"] == "diagram" and "tikzcd" in stored["latex"] and stored["mathml"] is None

@@ -1,0 +1,111 @@
+"""Display equations found and converted on a set of real papers, against a careful count (benchmarks/ingest.md).
+
+::
+
+    .venv/bin/eqsearch ingest extract PAPERS/* --kind arxiv --out OUT --workers 2 --quiet
+    .venv/bin/python benchmarks/ingest_realpapers.py OUT/papers.jsonl --counts COUNTS.json [--before BEFORE.jsonl]
+
+COUNTS.json maps each paper's folder name to its display equations counted carefully (``{"toec": 56, ...}``). The
+script prints, per paper and in total: found against the count, the status of what was found (exact = ``ok``,
+approximate, failed, diagram), failures and approximations by reason, documents per paper, and inline formulas
+per paper. With ``--before`` the same figures of an earlier run come first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+
+def _name(record: dict[str, Any]) -> str:
+    return str(record["source"]).rstrip("/").rsplit("/", 1)[-1]
+
+
+def summarize(path: Path, counts: dict[str, int]) -> dict[str, Any]:
+    """Per-paper rows and totals of one run."""
+    rows: list[dict[str, Any]] = []
+    reasons: Counter[str] = Counter()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        name = _name(record)
+        if name not in counts:
+            continue
+        equations = [eq for section in record["sections"] for eq in section["equations"]]
+        status = Counter(eq["status"] for eq in equations)
+        for eq in equations:
+            if eq["status"] in ("failed", "approximate"):
+                reasons[f"{eq['status']}:{eq['reason']}"] += 1
+        rows.append(
+            {
+                "paper": name,
+                "careful": counts[name],
+                "found": len(equations),
+                "ok": status["ok"],
+                "approximate": status["approximate"],
+                "failed": status["failed"],
+                "diagram": status["diagram"],
+                "documents": len(record.get("documents") or []) or 1,
+                "inline": sum(len(section.get("inline") or []) for section in record["sections"]),
+            }
+        )
+    totals = {
+        key: sum(row[key] for row in rows) for key in ("careful", "found", "ok", "approximate", "failed", "diagram")
+    }
+    totals["papers"] = len(rows)
+    totals["missing_papers"] = sorted(set(counts) - {row["paper"] for row in rows})
+    return {"rows": sorted(rows, key=lambda r: r["paper"]), "totals": totals, "reasons": dict(reasons.most_common())}
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "n/a"
+
+
+def report(title: str, summary: dict[str, Any], per_paper: bool) -> None:
+    totals = summary["totals"]
+    print(f"## {title}: {totals['papers']} papers")
+    if per_paper:
+        print("| paper | careful | found | ok | approx. | failed | diagram | documents | inline |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in summary["rows"]:
+            print(
+                f"| {r['paper']} | {r['careful']} | {r['found']} | {r['ok']} | {r['approximate']} | {r['failed']} "
+                f"| {r['diagram']} | {r['documents']} | {r['inline']} |"
+            )
+    careful, found = totals["careful"], totals["found"]
+    equations = found - totals["diagram"]
+    print(
+        f"found {found} of {careful} counted ({_percent(min(found, careful), careful)}); of the found: "
+        f"ok {totals['ok']} ({_percent(totals['ok'], found)}), approximate {totals['approximate']}, "
+        f"failed {totals['failed']}, diagram {totals['diagram']}; exact among the non-diagrams "
+        f"{_percent(totals['ok'], equations)}"
+    )
+    print(f"by reason: {summary['reasons'] or 'none'}")
+    inline = [r["inline"] for r in summary["rows"]]
+    if inline:
+        print(
+            f"inline formulas per paper: total {sum(inline)}, median {statistics.median(inline):g}, "
+            f"mean {statistics.mean(inline):.0f}, max {max(inline)}"
+        )
+    if totals["missing_papers"]:
+        print(f"papers not in the run: {totals['missing_papers']}")
+    print()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("papers", type=Path, help="papers.jsonl of the run to report")
+    parser.add_argument("--counts", type=Path, required=True, help="JSON: paper folder name -> careful count")
+    parser.add_argument("--before", type=Path, help="papers.jsonl of an earlier run, reported first")
+    args = parser.parse_args()
+    counts = {str(k): int(v) for k, v in json.loads(args.counts.read_text(encoding="utf-8")).items()}
+    if args.before is not None:
+        report("before", summarize(args.before, counts), per_paper=False)
+    report("after", summarize(args.papers, counts), per_paper=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,303 @@
+"""Commands of common LaTeX packages that KaTeX lacks, as macros KaTeX can render: the converter's fallback table.
+
+arXiv papers load packages whose math commands KaTeX does not implement (upgreek, physics, siunitx, unicode-math,
+MNRAS's class, amsmath's capital accents, textcomp, relsize, mathtools' ``\\prescript``, slashed, hepnames...).
+Each entry maps such a command to what KaTeX renders (``\\uppi`` -> ``\\pi``, ``\\pdv{f}{x}`` -> a fraction of
+partials, ``\\SI{3}{m}`` -> ``3\\,\\mathrm{m}``), giving up typography (upright Greek) but keeping the formula. The
+table is a fallback: a document's own definition of a name always wins, so a paper that defines ``\\abs`` or
+``\\qty`` its own way keeps it.
+
+`KNOWN_PACKAGES` names the packages the table (or KaTeX itself) covers: a copy of one of them shipped with a paper's
+source (``physics.sty`` beside ``main.tex``) is the package, not the author's macros, and its TeX internals are not
+read as macros.
+
+Commands that only control layout (``\\xspace``, ``\\qedhere``, ``\\null``, display skips, counters) are dropped by
+`engine.latex.preprocess.clean_latex` instead.
+"""
+
+from __future__ import annotations
+
+from eqsearch.engine.latex.macros import MacroDef
+
+__all__ = ["KNOWN_PACKAGES", "PACKAGE_MACROS"]
+
+#: Packages whose commands KaTeX or `PACKAGE_MACROS` provide (a shipped copy is not read for macros).
+KNOWN_PACKAGES = frozenset(
+    {
+        "amsmath",
+        "amssymb",
+        "amsfonts",
+        "amsthm",
+        "mathtools",
+        "bm",
+        "upgreek",
+        "physics",
+        "siunitx",
+        "braket",
+        "xspace",
+        "cleveref",
+        "hyperref",
+        "tikz-cd",
+        "breqn",
+        "relsize",
+        "textcomp",
+        "unicode-math",
+        "dsfont",
+        "bbm",
+        "mathrsfs",
+        "stmaryrd",
+        "nicefrac",
+        "xfrac",
+        "cancel",
+        "mathbbol",
+        "esint",
+        "graphicx",
+        "slashed",
+        "hepnames",
+        "heppennames",
+        "heppennames2",
+        "hepparticles",
+        "pennames",
+        "xcolor",
+        "color",
+    }
+)
+
+_GREEK = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "varepsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "vartheta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "pi",
+    "varpi",
+    "rho",
+    "varrho",
+    "sigma",
+    "varsigma",
+    "tau",
+    "upsilon",
+    "phi",
+    "varphi",
+    "chi",
+    "psi",
+    "omega",
+]
+_CAPITAL_GREEK = ["Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Upsilon", "Phi", "Psi", "Omega"]
+_ACCENTS = ["Dot", "Ddot", "Tilde", "Hat", "Bar", "Vec", "Acute", "Grave", "Breve", "Check"]
+_UNITS = {
+    "metre": "m",
+    "meter": "m",
+    "second": "s",
+    "kilogram": "kg",
+    "gram": "g",
+    "kelvin": "K",
+    "joule": "J",
+    "watt": "W",
+    "hertz": "Hz",
+    "newton": "N",
+    "pascal": "Pa",
+    "volt": "V",
+    "ampere": "A",
+    "tesla": "T",
+    "electronvolt": "eV",
+    "mole": "mol",
+    "litre": "L",
+    "liter": "L",
+    "ohm": "\\Omega",
+    "celsius": "{}^{\\circ}C",
+    "per": "/",
+    "squared": "^{2}",
+    "cubed": "^{3}",
+    "kilo": "k",
+    "milli": "m",
+    "micro": "\\mu",
+    "nano": "n",
+    "mega": "M",
+    "giga": "G",
+    "centi": "c",
+    "percent": "\\%",
+    "parsec": "pc",
+    "year": "yr",
+    "hour": "h",
+}
+_PARTICLES = {
+    "Pnu": "\\nu",
+    "Pgn": "\\nu",
+    "Pe": "e",
+    "Pem": "e^{-}",
+    "Pep": "e^{+}",
+    "Pgm": "\\mu",
+    "Pgt": "\\tau",
+    "Pl": "\\ell",
+    "PW": "W",
+    "PWpm": "W^{\\pm}",
+    "PZ": "Z",
+    "PZz": "Z^{0}",
+    "PH": "H",
+    "Pgg": "\\gamma",
+    "Pg": "g",
+    "Pq": "q",
+    "Paq": "\\bar{q}",
+    "Pqt": "t",
+    "Pqb": "b",
+    "Pp": "p",
+    "Pap": "\\bar{p}",
+    "Pn": "n",
+    "Pgp": "\\pi",
+}
+_BRAKET = (
+    "\\IfNoValueTF{#3}{\\left\\langle #2 \\right\\rangle}{\\left\\langle #3 \\middle| #2 \\middle| #3 \\right\\rangle}"
+)
+
+# name -> (nargs, body); spec'd entries are built below
+_SIMPLE: dict[str, tuple[int, str]] = {
+    # upgreek (and MNRAS's \upi): upright Greek -> Greek
+    **{f"\\up{g}": (0, f"\\{g}") for g in _GREEK},
+    **{f"\\Up{g[0].lower()}{g[1:]}": (0, f"\\{g}") for g in _CAPITAL_GREEK},
+    **{f"\\Up{g}": (0, f"\\{g}") for g in _CAPITAL_GREEK},
+    "\\upi": (0, "\\pi"),
+    # MNRAS's bold fonts
+    "\\mathbfit": (1, "\\boldsymbol{#1}"),
+    "\\mathbfss": (1, "\\boldsymbol{\\mathsf{#1}}"),
+    "\\mathbfsf": (1, "\\boldsymbol{\\mathsf{#1}}"),
+    # unicode-math's alphabets
+    "\\symbf": (1, "\\mathbf{#1}"),
+    "\\symbfit": (1, "\\boldsymbol{#1}"),
+    "\\symsf": (1, "\\mathsf{#1}"),
+    "\\symit": (1, "\\mathit{#1}"),
+    "\\symup": (1, "\\mathrm{#1}"),
+    "\\symrm": (1, "\\mathrm{#1}"),
+    "\\symcal": (1, "\\mathcal{#1}"),
+    "\\symbb": (1, "\\mathbb{#1}"),
+    "\\symscr": (1, "\\mathscr{#1}"),
+    "\\symfrak": (1, "\\mathfrak{#1}"),
+    "\\symtt": (1, "\\mathtt{#1}"),
+    "\\mathbfup": (1, "\\mathbf{#1}"),
+    # amsmath's capital accents (for nesting) -> the plain accents
+    **{f"\\{a}": (1, f"\\{a.lower()}{{#1}}") for a in _ACCENTS},
+    "\\hdots": (0, "\\ldots"),
+    "\\iddots": (0, "\\mathinner{⋰}"),
+    "\\widebar": (1, "\\overline{#1}"),
+    "\\llparenthesis": (0, "\\mathopen{⦇}"),
+    "\\rrparenthesis": (0, "\\mathclose{⦈}"),
+    # slashed (Feynman slash)
+    "\\slashed": (1, "\\not{#1}"),
+    # hepnames / heppennames: particle names
+    **{f"\\{name}": (0, symbol) for name, symbol in _PARTICLES.items()},
+    # stmaryrd symbols KaTeX lacks
+    "\\Yleft": (0, "\\mathbin{⤙}"),
+    "\\Yright": (0, "\\mathbin{⤚}"),
+    "\\varobar": (0, "\\mathbin{⦶}"),
+    "\\oblong": (0, "\\mathbin{▯}"),
+    # textcomp / text commands in math
+    "\\textsuperscript": (1, "^{\\text{#1}}"),
+    "\\textsubscript": (1, "_{\\text{#1}}"),
+    "\\textdagger": (0, "\\text{†}"),
+    "\\textdaggerdbl": (0, "\\text{‡}"),
+    "\\textdegree": (0, "\\text{°}"),
+    "\\textbullet": (0, "\\text{•}"),
+    "\\textmu": (0, "\\text{µ}"),
+    "\\textperthousand": (0, "\\text{‰}"),
+    # mathtools, relsize, graphicx, amsthm
+    "\\prescript": (3, "{}^{#1}_{#2}{#3}"),
+    "\\mathsmaller": (1, "#1"),
+    "\\mathlarger": (1, "#1"),
+    "\\scaleobj": (2, "#2"),
+    "\\sideset": (3, "{}#1{#3}#2"),
+    "\\qed": (0, "\\quad\\square"),
+    # physics
+    "\\order": (1, "\\mathcal{O}\\left(#1\\right)"),
+    "\\grad": (0, "\\nabla"),
+    "\\curl": (0, "\\nabla\\times"),
+    "\\laplacian": (0, "\\nabla^2"),
+    "\\vdot": (0, "\\cdot"),
+    "\\cross": (0, "\\times"),
+    "\\crossproduct": (0, "\\times"),
+    "\\dotproduct": (0, "\\cdot"),
+    "\\va": (1, "\\vec{\\mathbf{#1}}"),
+    "\\vu": (1, "\\hat{\\mathbf{#1}}"),
+    "\\mel": (3, "\\left\\langle #1 \\middle| #2 \\middle| #3 \\right\\rangle"),
+    "\\comm": (2, "\\left[#1, #2\\right]"),
+    "\\acomm": (2, "\\left\\{#1, #2\\right\\}"),
+    "\\pb": (2, "\\left\\{#1, #2\\right\\}"),
+    "\\ketbra": (2, "\\left|#1\\right\\rangle\\!\\left\\langle #2\\right|"),
+    "\\pmqty": (1, "\\begin{pmatrix}#1\\end{pmatrix}"),
+    "\\bmqty": (1, "\\begin{bmatrix}#1\\end{bmatrix}"),
+    "\\vmqty": (1, "\\begin{vmatrix}#1\\end{vmatrix}"),
+    "\\tr": (0, "\\operatorname{tr}"),
+    "\\Tr": (0, "\\operatorname{Tr}"),
+    "\\rank": (0, "\\operatorname{rank}"),
+    "\\erf": (0, "\\operatorname{erf}"),
+    "\\Res": (0, "\\operatorname{Res}"),
+    # siunitx
+    "\\si": (1, "\\mathrm{#1}"),
+    "\\unit": (1, "\\mathrm{#1}"),
+    "\\SI": (2, "#1\\,\\mathrm{#2}"),
+    "\\num": (1, "#1"),
+    "\\ang": (1, "#1^{\\circ}"),
+    "\\SIrange": (3, "#1\\text{--}#2\\,\\mathrm{#3}"),
+    "\\qtyrange": (3, "#1\\text{--}#2\\,\\mathrm{#3}"),
+    "\\numrange": (2, "#1\\text{--}#2"),
+    "\\SIlist": (2, "#1\\,\\mathrm{#2}"),
+    **{f"\\{name}": (0, symbol) for name, symbol in _UNITS.items()},
+}
+
+# xparse-style entries: name -> (spec, body); "a" reads a physics-style argument in (), [], {} or ||, sized
+_SPEC: dict[str, tuple[str, str]] = {
+    "\\qty": ("a", "#1"),
+    "\\quantity": ("a", "#1"),
+    "\\pqty": ("m", "\\left(#1\\right)"),
+    "\\bqty": ("m", "\\left[#1\\right]"),
+    "\\Bqty": ("m", "\\left\\{#1\\right\\}"),
+    "\\vqty": ("m", "\\left|#1\\right|"),
+    "\\pdv": (
+        "o m g g",
+        "\\IfNoValueTF{#3}{\\frac{\\partial\\IfNoValueF{#1}{^{#1}}}{\\partial #2\\IfNoValueF{#1}{^{#1}}}}"
+        "{\\IfNoValueTF{#4}{\\frac{\\partial\\IfNoValueF{#1}{^{#1}} #2}{\\partial #3\\IfNoValueF{#1}{^{#1}}}}"
+        "{\\frac{\\partial^{2} #2}{\\partial #3\\,\\partial #4}}}",
+    ),
+    "\\dv": (
+        "o m g",
+        "\\IfNoValueTF{#3}{\\frac{\\mathrm{d}\\IfNoValueF{#1}{^{#1}}}{\\mathrm{d} #2\\IfNoValueF{#1}{^{#1}}}}"
+        "{\\frac{\\mathrm{d}\\IfNoValueF{#1}{^{#1}} #2}{\\mathrm{d} #3\\IfNoValueF{#1}{^{#1}}}}",
+    ),
+    "\\dd": ("o g", "\\mathrm{d}\\IfNoValueF{#1}{^{#1}}\\IfNoValueF{#2}{#2}"),
+    "\\vb": ("s m", "\\IfBooleanTF{#1}{\\boldsymbol{#2}}{\\mathbf{#2}}"),
+    "\\ev": ("s m g", _BRAKET),
+    "\\expval": ("s m g", _BRAKET),
+    "\\smashoperator": ("o m", "#2"),
+    "\\scalebox": ("m o m", "#3"),
+    "\\eval": ("a", "\\left.#1\\right|"),
+}
+
+_DELIMITERS: dict[str, tuple[str, str]] = {
+    # physics' \abs and \norm (mathtools users declare their own, which win)
+    "\\abs": ("\\lvert", "\\rvert"),
+    "\\norm": ("\\lVert", "\\rVert"),
+    "\\absolutevalue": ("\\lvert", "\\rvert"),
+}
+
+
+def _table() -> dict[str, MacroDef]:
+    table = {name: MacroDef(name, body, nargs, source="package") for name, (nargs, body) in _SIMPLE.items()}
+    for name, (spec, body) in _SPEC.items():
+        table[name] = MacroDef(name, body, len(spec.split()), source="package", spec=spec)
+    for name, pair in _DELIMITERS.items():
+        table[name] = MacroDef(name, "#1", 1, source="package", delimiters=pair)
+    return table
+
+
+#: name -> the fallback definition (source ``package``).
+PACKAGE_MACROS: dict[str, MacroDef] = _table()

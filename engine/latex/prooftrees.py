@@ -1,0 +1,100 @@
+"""Proof trees (ebproof's and bussproofs' ``prooftree``) rewritten as nested fractions KaTeX renders.
+
+Logic and type-theory papers typeset inference rules inside displays: ``\\begin{prooftree} \\hypo{A} \\hypo{B}
+\\infer2[label]{C} \\end{prooftree}`` (ebproof) or ``\\AxiomC{A} \\AxiomC{B} \\BinaryInfC{C}`` (bussproofs). Both are
+stack machines: a hypothesis pushes a formula, an inference pops its premises and pushes a rule whose numerator is
+the premises side by side and whose denominator is the conclusion. Rewritten that way, ``\\dfrac{A \\qquad B}{C}``,
+the rule keeps its formulas and its shape; line styles (double, dashed) and label placement are approximated.
+"""
+
+from __future__ import annotations
+
+import re
+
+from eqsearch.engine.latex.scan import read_argument, read_optional
+
+__all__ = ["rewrite_proof_trees"]
+
+_TREE = re.compile(r"\\begin\s*\{prooftree\}(.*?)\\end\s*\{prooftree\}", re.DOTALL)
+_STEP = re.compile(
+    r"\\(?P<hypo>hypo|Hypo|AxiomC|Axiom)(?![A-Za-z@])"
+    r"|\\(?P<infer>infer|Infer)(?![A-Za-z@])"
+    r"|\\(?P<bp>UnaryInfC|BinaryInfC|TrinaryInfC|QuaternaryInfC|QuinaryInfC|UnaryInf|BinaryInf|TrinaryInf)(?![A-Za-z@])"
+    r"|\\(?P<label>RightLabel|LeftLabel)(?![A-Za-z@])"
+    r"|\\(?P<ellipsis>ellipsis|Ellipsis)(?![A-Za-z@])"
+)
+_ARITY = {"Unary": 1, "Binary": 2, "Trinary": 3, "Quaternary": 4, "Quinary": 5}
+_LEFT_LABEL = re.compile(r"left\s+label\s*=\s*")
+_SPACE = " \\qquad "
+
+
+def rewrite_proof_trees(latex: str) -> str:
+    """Replace every ``prooftree`` environment of ``latex`` by nested ``\\dfrac``s (see the module docstring)."""
+    if "prooftree" not in latex:
+        return latex
+    return _TREE.sub(lambda m: "{" + _tree(m.group(1)) + "}", latex)
+
+
+def _formula(content: str) -> str:
+    """A hypothesis or conclusion as math: bussproofs' are text with ``$...$`` inside, ebproof's math already."""
+    return f"\\text{{{content}}}" if re.search(r"(?<!\\)\$", content) else content
+
+
+def _text_label(label: str) -> str:
+    label = label.strip()
+    return "" if not label else f"\\;\\text{{{label}}}"
+
+
+def _tree(body: str) -> str:
+    stack: list[str] = []
+    labels = {"right": "", "left": ""}
+    pos = 0
+    while (m := _STEP.search(body, pos)) is not None:
+        pos = m.end()
+        if m.group("label"):
+            arg = read_argument(body, pos)
+            if arg is not None:
+                labels["right" if m.group("label") == "RightLabel" else "left"] = arg[0]
+                pos = arg[1]
+            continue
+        if m.group("hypo"):
+            arg = read_argument(body, pos)
+            if arg is not None:
+                stack.append(_formula(arg[0]))
+                pos = arg[1]
+            continue
+        if m.group("ellipsis"):  # \ellipsis{label}{conclusion}: a vertical ellipsis over the conclusion
+            label = read_argument(body, pos)
+            conclusion = None if label is None else read_argument(body, label[1])
+            if conclusion is not None:
+                top = stack.pop() if stack else ""
+                dots = f"\\vdots{_text_label(label[0])}"
+                stack.append(f"\\begin{{gathered}}{top}\\\\ {dots}\\\\ {conclusion[0]}\\end{{gathered}}")
+                pos = conclusion[1]
+            continue
+        left = right = ""
+        if m.group("infer"):  # \infer[options]{arity}[label]{conclusion}
+            options, pos = read_optional(body, pos)
+            arity_arg = read_argument(body, pos)
+            if arity_arg is None or not arity_arg[0].strip().isdigit():
+                continue
+            arity, pos = int(arity_arg[0]), arity_arg[1]
+            label, pos = read_optional(body, pos)
+            right = label or ""
+            found = _LEFT_LABEL.search(options or "")
+            if found is not None:
+                value = read_argument(options or "", found.end())
+                left = "" if value is None else value[0]
+        else:
+            name = m.group("bp")
+            arity = next(n for prefix, n in _ARITY.items() if name.startswith(prefix))
+            right, left = labels["right"], labels["left"]
+            labels = {"right": "", "left": ""}
+        conclusion = read_argument(body, pos)
+        if conclusion is None:
+            continue
+        pos = conclusion[1]
+        premises = _SPACE.join([stack.pop() for _ in range(min(arity, len(stack)))][::-1])
+        left_label = f"\\text{{{left.strip()}}}\\;" if left.strip() else ""
+        stack.append(f"{left_label}\\dfrac{{{premises}}}{{{_formula(conclusion[0])}}}{_text_label(right)}")
+    return _SPACE.join(stack)

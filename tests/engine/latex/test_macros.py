@@ -1,0 +1,121 @@
+"""A document's macros made ready for KaTeX: xparse argument types, paired delimiters, the package fallback table,
+and the definitions no converter can expand (no KaTeX needed)."""
+
+import pytest
+from eqsearch.engine.latex.macros import (
+    MacroDef,
+    build_katex_macros,
+    expand_macros,
+    format_argument_spec,
+    parse_argument_spec,
+    resolve_conditionals,
+)
+from eqsearch.engine.latex.packages import KNOWN_PACKAGES, PACKAGE_MACROS
+
+
+@pytest.mark.parametrize(
+    ("spec", "parsed"),
+    [
+        ("s o m", [("s", ""), ("o", ""), ("m", "")]),
+        ("som", [("s", ""), ("o", ""), ("m", "")]),
+        ("O{1} m", [("O", "1"), ("m", "")]),
+        ("m O{\\alpha}", [("m", ""), ("O", "\\alpha")]),
+        ("t* m", [("t", "*"), ("m", "")]),
+        ("r() m", [("r", "()"), ("m", "")]),
+        ("D(){x} m", [("r", "()"), ("m", "")]),
+        ("+m g", [("m", ""), ("g", "")]),
+        ("u{\\eeas}", [("u", "\\eeas")]),
+        ("v", [("m", "")]),
+        ("a", [("a", "")]),
+    ],
+)
+def test_argument_specs(spec, parsed):
+    assert parse_argument_spec(spec) == parsed
+    assert parse_argument_spec(format_argument_spec(parsed)) == parsed
+
+
+def test_xparse_command_reads_its_arguments_by_type_and_decides_its_conditionals():
+    norm = MacroDef(
+        "\\norm",
+        "\\IfBooleanTF{#1}{\\left\\|#3\\right\\|}{\\IfNoValueTF{#2}{\\|#3\\|}{#2\\|#3#2\\|}}",
+        3,
+        source="NewDocumentCommand",
+        spec="s o m",
+    )
+    macros = build_katex_macros([norm])
+    assert "\\norm" in macros.expanded and "\\norm" not in macros.katex
+    assert expand_macros("\\norm{x}", macros) == "\\|x\\|"
+    assert expand_macros("\\norm*{x}", macros) == "\\left\\|x\\right\\|"
+    assert expand_macros("\\norm[\\big]{x}", macros) == "\\big\\|x\\big\\|"
+
+
+def test_conditionals_left_alone_when_their_test_is_not_known():
+    assert resolve_conditionals("\\IfBooleanTF{#1}{a}{b}") == "\\IfBooleanTF{#1}{a}{b}"
+    assert resolve_conditionals("\\IfValueT{x}{yes}") == "yes"
+    assert resolve_conditionals("\\IfNoValueF{-NoValue-}{no}") == ""
+
+
+def test_paired_delimiters_plain_starred_and_sized():
+    macros = build_katex_macros(
+        [
+            MacroDef("\\abs", "#1", 1, source="DeclarePairedDelimiter", delimiters=("\\lvert", "\\rvert")),
+            MacroDef(
+                "\\inner",
+                "#1 \\delimsize\\vert #2",
+                2,
+                source="DeclarePairedDelimiterX",
+                delimiters=("\\langle", "\\rangle"),
+            ),
+        ]
+    )
+    assert expand_macros("\\abs{y}", macros) == "\\mathopen{\\lvert} y \\mathclose{\\rvert}"
+    assert expand_macros("\\abs*{y}", macros) == "\\left\\lvert y \\right\\rvert"
+    assert expand_macros("\\abs[\\Big]{y}", macros) == "\\mathopen{\\Bigl\\lvert} y \\mathclose{\\Bigr\\rvert}"
+    assert expand_macros("\\inner*{a}{b}", macros) == "\\left\\langle a \\middle\\vert b \\right\\rangle"
+
+
+def test_a_katex_macro_using_an_expanded_one_is_expanded_too():
+    macros = build_katex_macros(
+        [
+            MacroDef("\\abs", "#1", 1, source="DeclarePairedDelimiter", delimiters=("|", "|")),
+            MacroDef("\\dist", "\\abs{x - y}"),
+        ]
+    )
+    assert "\\dist" in macros.expanded
+    assert expand_macros("\\dist", macros) == "\\mathopen{|} x - y \\mathclose{|}"
+
+
+def test_package_table_is_a_fallback_the_document_overrides():
+    assert "\\uppi" in build_katex_macros([]).katex
+    own = build_katex_macros([MacroDef("\\abs", "|#1|", 1)])
+    assert own.katex["\\abs"] == "|#1|" and "\\abs" not in own.expanded
+    assert "\\abs" in build_katex_macros([]).expanded  # physics' \abs from the table otherwise
+
+
+def test_tex_internals_are_dropped_or_replaced_by_the_table():
+    macros = build_katex_macros(
+        [
+            MacroDef("\\qty", "{\\ifnum\\z@=`}\\fi\\@quantity", 0, source="DeclareDocumentCommand", spec=""),
+            MacroDef("\\weird", "\\expandafter\\foo\\csname bar\\endcsname"),
+        ]
+    )
+    assert macros.expanded["\\qty"] == PACKAGE_MACROS["\\qty"]
+    assert "\\weird" not in macros.katex and "\\weird" not in macros.expanded
+    assert expand_macros("\\qty(\\frac12)", macros) == "\\left(\\frac12\\right)"
+    assert expand_macros("\\qty{3}{m}", macros) == "3\\,\\mathrm{m}"  # siunitx's \qty
+
+
+def test_ifmmode_in_a_body_keeps_the_math_branch_and_gapped_parameters_are_expanded_here():
+    macros = build_katex_macros(
+        [MacroDef("\\R", "\\ifmmode\\mathbb{R}\\else$\\mathbb{R}$\\fi"), MacroDef("\\second", "#2", 2)]
+    )
+    assert macros.katex["\\R"] == "\\mathbb{R}"
+    assert expand_macros("\\second{a}{b}", macros) == "b"
+
+
+def test_every_table_entry_is_well_formed():
+    assert {"physics", "siunitx", "upgreek"} <= KNOWN_PACKAGES
+    for name, macro in PACKAGE_MACROS.items():
+        assert macro.name == name and macro.source == "package"
+        if macro.spec is not None:
+            assert len(parse_argument_spec(macro.spec)) == macro.nargs

@@ -1,0 +1,22 @@
+"""Proof trees (ebproof, bussproofs) rewritten as nested fractions."""
+
+from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
+
+
+def test_ebproof_stack_with_arity_label_and_options():
+    tree = r"\begin{prooftree}\Hypo{A}\Hypo{B}\Infer[double]2[cut]{C}\Infer[left label={$\ell$}]1{D}\end{prooftree}"
+    assert rewrite_proof_trees(tree) == r"{\text{$\ell$}\;\dfrac{\dfrac{A \qquad B}{C}\;\text{cut}}{D}}"
+
+
+def test_bussproofs_text_mode_formulas_and_labels():
+    tree = r"\begin{prooftree}\AxiomC{$A$}\AxiomC{$B$}\RightLabel{$\wedge$I}\BinaryInfC{$A \wedge B$}\end{prooftree}"
+    assert rewrite_proof_trees(tree) == r"{\dfrac{\text{$A$} \qquad \text{$B$}}{\text{$A \wedge B$}}\;\text{$\wedge$I}}"
+
+
+def test_ellipsis_several_trees_and_text_without_trees():
+    tree = (
+        r"\begin{prooftree}\hypo{\Gamma}\ellipsis{}{\Delta}\end{prooftree}"
+        r" \quad \begin{prooftree}\hypo{x}\end{prooftree}"
+    )
+    assert rewrite_proof_trees(tree) == r"{\begin{gathered}\Gamma\\ \vdots\\ \Delta\end{gathered}} \quad {x}"
+    assert rewrite_proof_trees("a + b") == "a + b"
