@@ -78,7 +78,8 @@ def _search(args: argparse.Namespace) -> int:
     first = (results.page - 1) * results.size
     for rank, hit in enumerate(results.hits, start=first + 1):
         year = f" ({hit.year})" if hit.year else ""
-        print(f"{rank:3}. [{hit.matched:7}] {hit.score:.4f}  {hit.eq_id}  {hit.title}{year}")
+        found_by = "+".join(hit.channels) or hit.matched
+        print(f"{rank:3}. [{found_by}] {hit.score:.4f}  {hit.eq_id}  {hit.title}{year}")
         print(f"      {' '.join(hit.latex.split())[:150]}")  # on one line, whatever the source's layout
         if hit.section_title:
             print(f"      section: {hit.section_title}")
