@@ -25,6 +25,7 @@ from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.index import IndexAdmin
 from eqsearch.engine.search import MAX_PAGE_SIZE, MAX_RESULT_WINDOW, FormulaRanking, HybridQuery, SearchService
 from eqsearch.evaluation.trec import Qrels, TrecReport, evaluate_run
+from eqsearch.evaluation.tsv import read_lines
 from eqsearch.ingest.jobs import IngestJob, IngestJobConfig, JobProgress
 
 __all__ = [
@@ -49,12 +50,7 @@ def read_formula_file(path: str | Path, id_column: str) -> list[tuple[str, str]]
         FormulaFileError: a missing file, a wrong header, a line without a tab, an empty or repeated id.
     """
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise FormulaFileError(f"cannot read {path}: {error.strerror or error}") from error
-    except UnicodeDecodeError as error:
-        raise FormulaFileError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start})") from error
+    lines = read_lines(path, "the formula file", FormulaFileError)
     expected = f"{id_column}\tlatex"
     if not lines or lines[0].strip("\ufeff").rstrip("\r") != expected:
         found = lines[0][:60] if lines else "an empty file"

@@ -1,11 +1,21 @@
-"""The versioned, tab-separated evaluation files (the labelled set, the keyword queries): one reader for their
-common frame, so each file type only checks its own fields."""
+"""The tab-separated evaluation files (the labelled set, the keyword queries, formula collections and topics): one
+reader of their text and of the versioned files' common frame, so each file type only checks its own fields."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from eqsearch.engine.errors import EqsearchError
+
+
+def read_lines(path: Path, what: str, error: type[EqsearchError]) -> list[str]:
+    """The lines of a UTF-8 text file, or ``error`` saying why it cannot be read (``what`` names the file)."""
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except OSError as failure:
+        raise error(f"cannot read {what} {path}: {failure.strerror or failure}") from None
+    except UnicodeDecodeError as failure:
+        raise error(f"{what} {path} is not UTF-8 text (byte {failure.start})") from None
 
 
 def read_versioned_tsv(
@@ -33,12 +43,7 @@ def read_versioned_tsv(
         error: unreadable file, not UTF-8, another first line, a bad header, or a row with a wrong number of fields
             (path and line in the message).
     """
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as failure:
-        raise error(f"cannot read {what} {path}: {failure.strerror or failure}") from None
-    except UnicodeDecodeError as failure:
-        raise error(f"{what} {path} is not UTF-8 text (byte {failure.start})") from None
+    lines = read_lines(path, what, error)
     if not lines or lines[0].strip() != format_line:
         found = lines[0][:80] if lines else "an empty file"
         raise error(
