@@ -3,15 +3,16 @@
 #               corpus, serve the search UI
 #   make test   install everything, start the local node, run every test tier, stop the node
 #   make bundle download the real corpus, extract it, retrain and re-export engine/model/default-bundle (GPU: minutes)
-# Everything installs into .venv (Python) and engine/latex/katex/node_modules (KaTeX); the Elasticsearch distribution
-# and its data live outside the repository (see `eqsearch es --help`).
+# Everything installs into .venv (Python, with the dev, train and server extras: pytest, torch, gunicorn) and
+# engine/latex/katex/node_modules (KaTeX); the Elasticsearch distribution and its data live outside the repository
+# (see `eqsearch es --help`).
 
 SHELL := /bin/bash
 comma := ,
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,train
+EXTRAS ?= dev,train,server
 PYTEST_ARGS ?=
 
 .PHONY: help setup apt-lists run test bundle lint format clean
@@ -50,19 +51,21 @@ CORPUS_DIR ?= $(HOME)/.cache/eqsearch/corpus
 DEMO_SETS ?= sagemath sphinx gretl
 HOST ?= 127.0.0.1
 PORT ?= 5000
+# gunicorn worker processes of `make run` (empty: one per usable core; `eqsearch serve --help`)
+WORKERS ?=
 
 apt-lists:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq; fi
 
-run: setup apt-lists  ## the main job: Elasticsearch, a real corpus indexed, and the search UI at http://HOST:PORT
+run: setup apt-lists  ## the main job: Elasticsearch, a real corpus indexed, the search UI (gunicorn) at http://HOST:PORT
 	@if [ -z "$$EQSEARCH_ES_URL" ]; then $(BIN)/eqsearch es start; fi
 	$(BIN)/eqsearch es check
 	$(BIN)/eqsearch index migrate equations --if-stale
 	@sources=$$($(BIN)/eqsearch ingest fetch-corpus --cache "$(CORPUS_DIR)" $(foreach set,$(DEMO_SETS),--set $(set))) \
 	  || exit $$?; $(BIN)/eqsearch ingest run $$sources
 	@echo "eqsearch: serving the search UI at http://$(HOST):$(PORT)/ (Ctrl-C to stop; 'eqsearch es stop' stops Elasticsearch)"
-	$(BIN)/eqsearch serve --host $(HOST) --port $(PORT)
+	$(BIN)/eqsearch serve --production --host $(HOST) --port $(PORT) $(if $(WORKERS),--workers $(WORKERS))
 
 test: setup $(CHROMIUM)  ## the whole test suite against a real local Elasticsearch node and real Chromium
 	@set -o pipefail; export EQSEARCH_CHROMIUM="$(CHROMIUM)"; \

@@ -1,12 +1,15 @@
-"""`eqsearch es ...`: the managed local Elasticsearch node, and a check of the configured cluster."""
+"""`eqsearch es ...`: the managed local Elasticsearch node (or a local cluster of several), and a check of the
+configured cluster."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,14 +21,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "With no EQSEARCH_ES_URL set, eqsearch uses a managed local Elasticsearch node: a pinned 9.x "
             "distribution on 127.0.0.1, single node, security off (loopback only). When run as root, the node runs "
             "as the unprivileged account EQSEARCH_ES_USER (default 'eqsearch', created if missing). Its files live "
-            "in EQSEARCH_HOME/es (default /var/lib/eqsearch/es as root, ~/.cache/eqsearch/es otherwise)."
+            "in EQSEARCH_HOME/es (default /var/lib/eqsearch/es as root, ~/.cache/eqsearch/es otherwise). "
+            "--nodes N (or EQSEARCH_ES_NODES) runs a local cluster of N nodes instead, for development, fault tests "
+            "and benchmarks: node i on HTTP port PORT+i-1 and transport port PORT+100+i-1, 512m heap each, files in "
+            "EQSEARCH_HOME/es/cluster; stop, status and logs find a running cluster by themselves."
         ),
     )
     commands = es.add_subparsers(dest="es_command", metavar="ACTION", required=True)
 
-    def node_options(parser: argparse.ArgumentParser) -> None:
+    def node_options(parser: argparse.ArgumentParser, *, nodes: bool = True) -> None:
         parser.add_argument("--port", type=int, help="HTTP port on 127.0.0.1 (default 9200, or EQSEARCH_ES_PORT)")
         parser.add_argument("--home", type=Path, help="the node's directory (default: see 'eqsearch es --help')")
+        if nodes:
+            parser.add_argument(
+                "--nodes",
+                type=int,
+                choices=range(1, 10),
+                metavar="N",
+                help="a local cluster of N nodes (default 1, or EQSEARCH_ES_NODES; stop/status/logs: the running one)",
+            )
 
     install = commands.add_parser(
         "install",
@@ -36,14 +50,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "(e.g. an official elasticsearch-9.x-linux-x86_64.tar.gz) and --sha256 gives its checksum."
         ),
     )
-    node_options(install)
+    node_options(install, nodes=False)
     install.add_argument("--archive", type=Path, help="install this zip or tar.gz instead of downloading")
     install.add_argument("--sha256", help="expected SHA-256 of --archive")
     install.set_defaults(handler=_install)
 
-    start = commands.add_parser("start", help="start the node and wait until it answers healthy (harmless if running)")
+    start = commands.add_parser(
+        "start",
+        help="start the node (or --nodes N) and wait until it answers healthy (harmless if running)",
+        description="Starts the managed node and waits until it is healthy; with --nodes N, starts every node of a "
+        "local cluster that is not running (so it also restarts one that died) and waits for green with all N in.",
+    )
     node_options(start)
-    start.add_argument("--heap", help="JVM heap, e.g. 512m or 2g (default 1g, or EQSEARCH_ES_HEAP)")
+    start.add_argument("--heap", help="JVM heap per node, e.g. 512m or 2g (default 1g, 512m in a cluster)")
     start.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for health (default 180)")
     start.set_defaults(handler=_start)
 
@@ -69,12 +88,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check.set_defaults(handler=_check)
 
 
-def _node(args: argparse.Namespace):
+def _node(args: argparse.Namespace) -> Any:
+    """The single `LocalNode`, or the `LocalCluster` the options, EQSEARCH_ES_NODES or a running cluster name."""
     from eqsearch.engine.es.config import LocalNodeConfig
+    from eqsearch.engine.es.local_cluster import LocalCluster, recorded_cluster
     from eqsearch.engine.es.local_node import LocalNode
 
     config = LocalNodeConfig.from_env()
-    changes = {}
+    changes: dict[str, Any] = {}
     if getattr(args, "port", None):
         changes["port"] = args.port
     if getattr(args, "home", None):
@@ -86,7 +107,15 @@ def _node(args: argparse.Namespace):
     if getattr(args, "archive", None):
         changes["archive"] = args.archive
         changes["archive_sha256"] = args.sha256
-    return LocalNode(replace(config, **changes))
+    if getattr(args, "nodes", None):
+        changes["nodes"] = args.nodes
+    config = replace(config, **changes)
+    asked = getattr(args, "nodes", None) or os.environ.get("EQSEARCH_ES_NODES")
+    if not asked and args.es_command in ("stop", "status", "logs"):
+        recorded = recorded_cluster(config)  # a cluster started with --nodes: found without naming it again
+        if recorded is not None and LocalCluster(recorded).status().running:
+            return LocalCluster(recorded)
+    return LocalCluster(config) if config.nodes > 1 else LocalNode(config)
 
 
 def _progress_bar(description: str):
@@ -114,6 +143,8 @@ def _install(args: argparse.Namespace) -> int:
 
 def _start(args: argparse.Namespace) -> int:
     node = _node(args)
+    if hasattr(node, "members"):
+        return _start_cluster(node)
     already = node.read_pid() is not None
     update, bar = _progress_bar(f"Elasticsearch {node.version}")
     began = time.monotonic()
@@ -127,9 +158,38 @@ def _start(args: argparse.Namespace) -> int:
     return 0
 
 
+def _start_cluster(cluster: Any) -> int:
+    running = sum(1 for member in cluster.members if member.read_pid() is not None)
+    update, bar = _progress_bar(f"Elasticsearch {cluster.version}")
+    began = time.monotonic()
+    if running < len(cluster.members):
+        print(
+            f"starting {len(cluster.members) - running} of {len(cluster.members)} Elasticsearch {cluster.version} "
+            f"nodes on {', '.join(cluster.urls)} ...",
+            file=sys.stderr,
+        )
+    status = cluster.start(update)
+    if "bar" in bar:
+        bar["bar"].close()
+    word = "already running" if running == len(cluster.members) else f"started in {time.monotonic() - began:.1f} s"
+    pids = ", ".join(str(node.pid) for node in status.nodes)
+    print(f"Elasticsearch {cluster.version} cluster of {len(status.nodes)} nodes {word} at {','.join(cluster.urls)} "
+          f"(pids {pids}, health {status.health})")  # fmt: skip
+    print(
+        f"use every node with EQSEARCH_ES_NODES={len(status.nodes)} (with EQSEARCH_ES_PORT when not 9200), "
+        f"or EQSEARCH_ES_URL={','.join(cluster.urls)}",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def _stop(args: argparse.Namespace) -> int:
     node = _node(args)
-    print("stopped" if node.stop() else "not running")
+    stopped = node.stop()
+    if hasattr(node, "members"):
+        print(f"stopped {stopped} of {len(node.members)} nodes" if stopped else "not running")
+    else:
+        print("stopped" if stopped else "not running")
     return 0
 
 
@@ -143,16 +203,18 @@ def _logs(args: argparse.Namespace) -> int:
     node = _node(args)
     lines = node.logs(args.lines)
     if not lines:
-        print(f"no log yet in {node.log_file.parent}", file=sys.stderr)
+        print(f"no log yet in {getattr(node, 'log_file', node.home).parent}", file=sys.stderr)
     print("\n".join(lines))
-    if args.follow:
-        seen = len(node.logs(10_000))
+    if args.follow:  # each node's log on its own, its lines prefixed by its name in a cluster
+        sources = [(f"[{m.name}] ", m) for m in node.members] if hasattr(node, "members") else [("", node)]
+        seen = [len(source.logs(10_000)) for _, source in sources]
         while True:
             time.sleep(1.0)
-            current = node.logs(10_000)
-            for line in current[seen:]:
-                print(line, flush=True)
-            seen = len(current)
+            for position, (prefix, source) in enumerate(sources):
+                current = source.logs(10_000)
+                for line in current[seen[position] :]:
+                    print(prefix + line, flush=True)
+                seen[position] = len(current)
     return 0
 
 

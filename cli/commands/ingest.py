@@ -188,7 +188,7 @@ are deterministic, so running twice never duplicates. The job's record (state, p
 lives in the PREFIX-jobs index with one checkpoint per finished paper: re-running the same command after a crash
 or kill -9 resumes where it stopped (--job names a job explicitly; --restart starts it again). A paper indexed
 again (a new version, an edited source) loses the equations its new version no longer has. Indices are created
-on first use; during the load they run with refresh off and no replicas, restored afterwards. During an
+on first use; during the load they run with refresh off (replicas kept: searches go on), restored afterwards. During an
 'eqsearch index migrate' the job pauses its writes and carries on into the new index.
 """
 

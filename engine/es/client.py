@@ -1,7 +1,9 @@
 """Connecting to Elasticsearch, with errors that say exactly what is wrong.
 
 Every part of eqsearch gets its client from `connect`, which checks once that the cluster answers, that the
-credentials work, and that the server's major version is the client's.
+credentials work, and that the server's major version is the client's. Given several nodes of one cluster, the
+check asks the first that answers, and the client spreads requests over all of them: a request that meets a dead
+node (refused, reset) is sent again to another one, so losing a node costs no request.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def make_client(config: EsConfig) -> Elasticsearch:
     if not config.verify_certs:
         kwargs["verify_certs"] = False
         kwargs["ssl_show_warn"] = False
-    return Elasticsearch(config.effective_url, **kwargs)
+    return Elasticsearch(list(config.effective_urls), **kwargs)
 
 
 class _HttpStatusError(Exception):
@@ -70,9 +72,9 @@ class _HttpStatusError(Exception):
         self.status = status
 
 
-def _probe(config: EsConfig) -> dict:
-    """Who answers at the URL: GET / without the client's compatibility header, so that any major answers."""
-    scheme, host, port = _split_url(config.effective_url)
+def _probe(config: EsConfig, url: str) -> dict:
+    """Who answers at `url`: GET / without the client's compatibility header, so that any major answers."""
+    scheme, host, port = _split_url(url)
     ca_certs = str(config.ca_file) if config.ca_file else None
     node = elastic_transport.NodeConfig(
         scheme, host, port, ca_certs=ca_certs, verify_certs=config.verify_certs, ssl_show_warn=False
@@ -120,29 +122,43 @@ def _split_url(url: str) -> tuple[str, str, int]:
 def check_cluster(config: EsConfig) -> ClusterInfo:
     """Contact the cluster once and check reachability, credentials and the major version.
 
+    Given several node URLs, they are tried in order and the first that answers is checked: a cluster with a node
+    down still passes.
+
     Raises:
-        ElasticsearchUnavailableError: nothing answers at the URL (or not an Elasticsearch).
+        ElasticsearchUnavailableError: nothing answers at any URL (or not an Elasticsearch).
         AuthenticationFailedError: the credentials were refused (401) or lack rights (403).
         VersionMismatchError: the server's major version is not the client's.
     """
-    url = config.effective_url
+    urls = config.effective_urls
+    for url in urls[:-1]:
+        try:
+            return _check_one(config, url)
+        except ElasticsearchUnavailableError:
+            continue
+    return _check_one(config, urls[-1], everywhere=len(urls) > 1)
+
+
+def _check_one(config: EsConfig, url: str, *, everywhere: bool = False) -> ClusterInfo:
+    """`check_cluster` on one node URL (`everywhere`: the last of several, so none answered)."""
     local_hint = (
         "start the managed local node with: eqsearch es start"
         if config.uses_local_node
         else "check EQSEARCH_ES_URL, or unset it to use the managed local node"
     )
+    where = config.effective_url if everywhere else url
     try:
-        body = _probe(config)
+        body = _probe(config, url)
     except elastic_transport.TlsError as error:
         raise ElasticsearchUnavailableError(
             f"TLS handshake with {url} failed: {error}",
             hint="set EQSEARCH_ES_CA_FILE to the cluster's CA certificate",
         ) from error
     except elastic_transport.ConnectionError as error:
-        raise ElasticsearchUnavailableError(f"Elasticsearch is not reachable at {url}", hint=local_hint) from error
+        raise ElasticsearchUnavailableError(f"Elasticsearch is not reachable at {where}", hint=local_hint) from error
     except elastic_transport.ConnectionTimeout as error:
         raise ElasticsearchUnavailableError(
-            f"Elasticsearch at {url} did not answer in time", hint=local_hint
+            f"Elasticsearch at {where} did not answer in time", hint=local_hint
         ) from error
     except _HttpStatusError as error:
         status = error.status

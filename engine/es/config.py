@@ -1,6 +1,8 @@
 """Configuration of the engine, built once at the edge (CLI, web app) from `EQSEARCH_*` variables.
 
-Library code receives these frozen dataclasses and never reads the environment itself.
+Library code receives these frozen dataclasses and never reads the environment itself. `EsConfig` says how to reach
+Elasticsearch (one URL, or several nodes of one cluster, comma-separated); `LocalNodeConfig` describes the managed
+local node, or a local cluster of several nodes on loopback (``EQSEARCH_ES_NODES``).
 """
 
 from __future__ import annotations
@@ -21,35 +23,75 @@ def _default_home(is_root: bool) -> Path:
     return Path.home() / ".cache" / "eqsearch"
 
 
+#: The heap of the single managed node, and of each node of a local cluster (three of them fit beside the suite's node).
+SINGLE_NODE_HEAP = "1g"
+CLUSTER_NODE_HEAP = "512m"
+
+
+def _split_urls(value: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
 @dataclass(frozen=True)
 class LocalNodeConfig:
-    """The managed local Elasticsearch node (`eqsearch es ...`).
+    """The managed local Elasticsearch node (`eqsearch es ...`), or a local cluster of `nodes` nodes.
+
+    A cluster's node i (1-based) listens on HTTP ``port + i - 1`` and transport ``transport_port + i - 1``, all on
+    127.0.0.1; its files live under ``home/cluster/node-<i>`` beside the single node's.
 
     Args:
         home: where the distribution, data, logs and pid file live (outside the repository).
-        port: HTTP port on 127.0.0.1.
-        heap: JVM heap, e.g. "1g" (min = max).
+        port: HTTP port on 127.0.0.1 (of the first node of a cluster).
+        heap: JVM heap per node, e.g. "1g" (min = max); None: 1g for a single node, 512m per node of a cluster.
         java_home: a Java 21+ home to use instead of discovering one.
         run_as: the unprivileged account that runs the node when eqsearch runs as root.
         archive: a local distribution archive (zip or tar.gz) to install instead of downloading one.
         archive_sha256: the expected SHA-256 of `archive` (checked when given).
         maven_repository: base URL of the Maven repository to download the pinned distribution from.
-        startup_timeout: seconds to wait for the node to answer healthy.
+        startup_timeout: seconds to wait for the node to answer healthy (a cluster: green with every node).
+        nodes: how many nodes: 1 is the single node (``discovery.type: single-node``), more form one cluster.
+        transport_port: the transport port of a cluster's first node (None: ``port + 100``); a single node lets
+            Elasticsearch pick one in 9300-9399.
     """
 
     home: Path
     port: int = 9200
-    heap: str = "1g"
+    heap: str | None = None
     java_home: Path | None = None
     run_as: str = "eqsearch"
     archive: Path | None = None
     archive_sha256: str | None = None
     maven_repository: str = "https://repo.maven.apache.org/maven2"
     startup_timeout: float = 180.0
+    nodes: int = 1
+    transport_port: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.nodes <= 9:
+            raise ValueError(f"a local cluster has 1 to 9 nodes, got {self.nodes}")
+        last = max(self.port, self.first_transport_port if self.nodes > 1 else 0) + self.nodes - 1
+        if not self.port > 0 or last > 65535:
+            raise ValueError(f"the local node's ports must lie in 1..65535 (port {self.port}, {self.nodes} nodes)")
 
     @property
     def url(self) -> str:
+        """The HTTP URL of the (first) node."""
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """The HTTP URLs of every node (one for a single node)."""
+        return tuple(f"http://127.0.0.1:{self.port + i}" for i in range(self.nodes))
+
+    @property
+    def node_heap(self) -> str:
+        """The heap each node runs with."""
+        return self.heap or (SINGLE_NODE_HEAP if self.nodes == 1 else CLUSTER_NODE_HEAP)
+
+    @property
+    def first_transport_port(self) -> int:
+        """The transport port of a cluster's first node."""
+        return self.transport_port if self.transport_port is not None else self.port + 100
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LocalNodeConfig:
@@ -58,10 +100,13 @@ class LocalNodeConfig:
         home = Path(env.get(f"{ENV_PREFIX}HOME") or _default_home(is_root)) / "es"
         java_home = env.get("ES_JAVA_HOME") or env.get(f"{ENV_PREFIX}JAVA_HOME")
         archive = env.get(f"{ENV_PREFIX}ES_ARCHIVE")
+        transport = env.get(f"{ENV_PREFIX}ES_TRANSPORT_PORT")
         return cls(
             home=home,
-            port=int(env.get(f"{ENV_PREFIX}ES_PORT", "9200")),
-            heap=env.get(f"{ENV_PREFIX}ES_HEAP", "1g"),
+            port=_whole(env, "ES_PORT", 9200),
+            heap=env.get(f"{ENV_PREFIX}ES_HEAP") or None,
+            nodes=_whole(env, "ES_NODES", 1),
+            transport_port=int(transport) if transport else None,
             java_home=Path(java_home) if java_home else None,
             run_as=env.get(f"{ENV_PREFIX}ES_USER", "eqsearch"),
             archive=Path(archive) if archive else None,
@@ -70,12 +115,22 @@ class LocalNodeConfig:
         )
 
 
+def _whole(env: Mapping[str, str], name: str, default: int) -> int:
+    value = env.get(f"{ENV_PREFIX}{name}") or str(default)
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{ENV_PREFIX}{name} must be a whole number, got {value!r}") from None
+
+
 @dataclass(frozen=True)
 class EsConfig:
     """How to reach Elasticsearch.
 
-    With no `url`, eqsearch uses the managed local node (`local`). Credentials: an API key, or a user name and
-    password; `ca_file` verifies a TLS cluster's certificate.
+    With no `url`, eqsearch uses the managed local node (`local`), every node of it when it is a local cluster.
+    `url` may name several nodes of one cluster, comma-separated: the client spreads requests over them and sends a
+    request again to another node when one does not answer. Credentials: an API key, or a user name and password;
+    `ca_file` verifies a TLS cluster's certificate.
     """
 
     url: str | None = None
@@ -93,12 +148,18 @@ class EsConfig:
         return self.url is None
 
     @property
-    def effective_url(self) -> str:
+    def effective_urls(self) -> tuple[str, ...]:
+        """Every node URL requests may go to."""
         if self.url:
-            return self.url
+            return _split_urls(self.url)
         if self.local is None:
             raise ValueError("EsConfig has neither a url nor a local node")
-        return self.local.url
+        return self.local.urls
+
+    @property
+    def effective_url(self) -> str:
+        """The node URLs as one string (comma-separated when there are several), for messages."""
+        return ",".join(self.effective_urls)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> EsConfig:

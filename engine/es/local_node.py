@@ -8,7 +8,9 @@ unprivileged system account.
 
 Installing the distribution is `engine.es.distribution`; what running as another account takes (ownership, a
 readable JDK) is `engine.es.account`. This module drives the node's life: a lock against concurrent starts, the
-config it is started with, the pid file, health, stop, status and logs.
+config it is started with, the pid file, health, stop, status and logs. A node may also be one member of a local
+cluster (`ClusterMember`: its name, transport port and the cluster's seed hosts); `engine.es.local_cluster` starts
+and stops such members together.
 
 Layout under `LocalNodeConfig.home` (outside the repository)::
 
@@ -27,7 +29,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -49,14 +50,35 @@ from eqsearch.engine.es.distribution import (
     unpack,
 )
 from eqsearch.engine.es.java import JavaRuntime, find_java
+from eqsearch.engine.es.processes import is_elasticsearch_process, pid_alive, port_open, tail
 
-__all__ = ["CLUSTER_NAME", "LocalNode", "NodeStatus", "PortInUseError", "pid_alive"]
+__all__ = ["CLUSTER_NAME", "ClusterMember", "LocalNode", "NodeStatus", "PortInUseError", "pid_alive"]
 
 CLUSTER_NAME = "eqsearch-local"
 
 
 class PortInUseError(LocalNodeError):
     """Another program already listens on the node's port."""
+
+
+@dataclass(frozen=True)
+class ClusterMember:
+    """A node's place in a local cluster of several nodes on loopback.
+
+    Args:
+        name: the node's name (``node.name``), unique in the cluster.
+        transport_port: its transport port on 127.0.0.1.
+        seed_hosts: every member's ``127.0.0.1:<transport port>`` (``discovery.seed_hosts``).
+        initial_master_nodes: the names that bootstrap a new cluster (``cluster.initial_master_nodes``); empty once
+            the cluster has formed, as Elasticsearch asks.
+        install_home: where the shared distribution lives (``dist/``, ``downloads/``).
+    """
+
+    name: str
+    transport_port: int
+    seed_hosts: tuple[str, ...]
+    initial_master_nodes: tuple[str, ...]
+    install_home: Path
 
 
 @dataclass(frozen=True)
@@ -91,31 +113,6 @@ class NodeStatus:
         return out
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (on this machine)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _is_elasticsearch_process(pid: int) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return pid_alive(pid)  # no /proc: trust the pid
-    return b"org.elasticsearch" in cmdline
-
-
-def _port_open(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(1.0)
-        return sock.connect_ex((host, port)) == 0
-
-
 class LocalNode:
     """One managed Elasticsearch node on this machine.
 
@@ -123,6 +120,8 @@ class LocalNode:
         config: where it lives, its port and heap, and where to get Java and the distribution.
         security: enable x-pack security with a file-realm superuser (used to test authentication).
         superuser: (name, password) of that superuser; required when `security` is on.
+        distribution: the distribution it runs (the pinned one unless a test says otherwise).
+        member: its place in a local cluster; None for the single node (``discovery.type: single-node``).
     """
 
     def __init__(
@@ -132,6 +131,7 @@ class LocalNode:
         security: bool = False,
         superuser: tuple[str, str] | None = None,
         distribution: Distribution = PINNED,
+        member: ClusterMember | None = None,
     ) -> None:
         if security and superuser is None:
             raise ValueError("a secured local node needs a superuser (name, password)")
@@ -141,11 +141,18 @@ class LocalNode:
         self.home = config.home
         self.distribution = distribution
         self.version = distribution.version
+        self.member = member
+        self.install_home = member.install_home if member else self.home
 
     # -- paths -------------------------------------------------------------------------------------------------
     @property
+    def name(self) -> str:
+        """The node's name."""
+        return self.member.name if self.member else "eqsearch-local-1"
+
+    @property
     def dist_dir(self) -> Path:
-        return self.home / "dist" / self.version
+        return self.install_home / "dist" / self.version
 
     @property
     def pid_file(self) -> Path:
@@ -196,7 +203,7 @@ class LocalNode:
                 return self.dist_dir
             archive = obtain_archive(
                 self.distribution,
-                self.home / "downloads",
+                self.install_home / "downloads",
                 repository=self.config.maven_repository,
                 archive=self.config.archive,
                 archive_sha256=self.config.archive_sha256,
@@ -214,7 +221,7 @@ class LocalNode:
             if self.pid_file.exists():
                 self.pid_file.unlink(missing_ok=True)
             return None
-        if pid_alive(pid) and _is_elasticsearch_process(pid):
+        if pid_alive(pid) and is_elasticsearch_process(pid):
             return pid
         self.pid_file.unlink(missing_ok=True)
         return None
@@ -229,17 +236,24 @@ class LocalNode:
             # to its scalar vector code instead of refusing to start.
             jvm_options = [line for line in jvm_options if "jdk.incubator.vector" not in line]
         (config_dir / "jvm.options").write_text("\n".join(jvm_options) + "\n")
-        settings = {
+        settings: dict[str, object] = {
             "cluster.name": CLUSTER_NAME,
-            "node.name": "eqsearch-local-1",
+            "node.name": self.name,
             "path.data": str(self.home / "data"),
             "path.logs": str(self.home / "logs"),
             "network.host": "127.0.0.1",
             "http.port": str(self.config.port),
-            "discovery.type": "single-node",
-            "xpack.security.enabled": "true" if self.security else "false",
-            "cluster.routing.allocation.disk.threshold_enabled": "false",
         }
+        if self.member is None:
+            settings["discovery.type"] = "single-node"
+        else:
+            settings["transport.port"] = str(self.member.transport_port)
+            settings["discovery.seed_hosts"] = list(self.member.seed_hosts)
+            if self.member.initial_master_nodes:
+                settings["cluster.initial_master_nodes"] = list(self.member.initial_master_nodes)
+        settings["xpack.security.enabled"] = "true" if self.security else "false"
+        # Small development disks: no watermarks (a test turns them on through the cluster settings API).
+        settings["cluster.routing.allocation.disk.threshold_enabled"] = "false"
         if self.security:
             settings["xpack.security.http.ssl.enabled"] = "false"
             settings["xpack.security.transport.ssl.enabled"] = "false"
@@ -261,7 +275,7 @@ class LocalNode:
             "ES_JAVA_HOME": str(java_home),
             "ES_PATH_CONF": str(config_dir),
             "ES_TMPDIR": str(self.home / "tmp"),
-            "ES_JAVA_OPTS": f"-Xms{self.config.heap} -Xmx{self.config.heap}",
+            "ES_JAVA_OPTS": f"-Xms{self.config.node_heap} -Xmx{self.config.node_heap}",
             "HOME": str(self.home),
         }
         return env
@@ -295,54 +309,79 @@ class LocalNode:
         if not self.is_installed():
             self.install(progress)
         with self._lock():
-            pid = self.read_pid()
-            if pid is not None:
-                self._wait_healthy(pid)
-                return self.status()
-            if _port_open(self.config.port):
+            launcher = self.launch()
+            pid = self.await_launch(launcher) if launcher is not None else self.read_pid()
+            if pid is None:  # it stopped just now
+                raise self.startup_failure(-1)
+            self._wait_healthy(pid)
+            return self.status()
+
+    def launch(self, java: JavaRuntime | None = None) -> subprocess.Popen[bytes] | None:
+        """Start the node's process (installed already) without waiting for it; None when it already runs.
+
+        `start` holds the node's lock around this; a local cluster launches all its members before waiting for any,
+        since a member waits for a quorum of the others before it reports itself started.
+
+        Args:
+            java: the Java runtime (found here when not given).
+
+        Raises:
+            JavaNotFoundError: no Java 21+.
+            PortInUseError: something else listens on the node's HTTP or transport port.
+        """
+        if self.read_pid() is not None:
+            return None
+        for port in (self.config.port, *([self.member.transport_port] if self.member else [])):
+            if port_open(port):
                 raise PortInUseError(
-                    self._describe_port_owner(),
+                    self._describe_port_owner(port),
                     hint=(
                         f"stop that program, choose another port (--port or EQSEARCH_ES_PORT), or use that cluster "
                         f"with EQSEARCH_ES_URL={self.url}"
                     ),
                 )
-            java = find_java(self.config.java_home)
-            account = service_account(self.config.run_as, self.home)
-            java_home = readable_java_home(java, account, self.home / "jdk")
-            config_dir = self._prepare_config(account, java)
-            env = self._environment(java_home, config_dir)
-            if self.security:
-                self._add_superuser(env, account)
-            self.pid_file.unlink(missing_ok=True)
-            with self.startup_log.open("wb") as log:
-                launcher = subprocess.Popen(
-                    [str(self.dist_dir / "bin" / "elasticsearch"), "-d", "-p", str(self.pid_file)],
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                    cwd=str(self.home),
-                    **as_account(account),
-                )
-                try:
-                    code = launcher.wait(timeout=self.config.startup_timeout)
-                except subprocess.TimeoutExpired:
-                    launcher.kill()
-                    raise LocalNodeError(
-                        f"the node did not finish starting within {self.config.startup_timeout:.0f} s",
-                        hint=f"see {self.startup_log} and {self.log_file}",
-                    ) from None
-            if code != 0:
-                raise self._startup_failure(code)
-            pid = self.read_pid()
-            if pid is None:
-                raise self._startup_failure(code)
-            self._wait_healthy(pid)
-            return self.status()
+        java = java or find_java(self.config.java_home)
+        account = service_account(self.config.run_as, self.install_home)
+        java_home = readable_java_home(java, account, self.install_home / "jdk")
+        config_dir = self._prepare_config(account, java)
+        env = self._environment(java_home, config_dir)
+        if self.security:
+            self._add_superuser(env, account)
+        self.pid_file.unlink(missing_ok=True)
+        with self.startup_log.open("wb") as log:
+            return subprocess.Popen(
+                [str(self.dist_dir / "bin" / "elasticsearch"), "-d", "-p", str(self.pid_file)],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=str(self.home),
+                **as_account(account),
+            )
 
-    def _describe_port_owner(self) -> str:
+    def await_launch(self, launcher: subprocess.Popen[bytes]) -> int:
+        """Wait until a `launch`ed process has daemonised, and return the node's pid.
+
+        Raises:
+            LocalNodeError: the node exited or did not finish starting in time (with the log's last lines).
+        """
+        try:
+            code = launcher.wait(timeout=self.config.startup_timeout)
+        except subprocess.TimeoutExpired:
+            launcher.kill()
+            raise LocalNodeError(
+                f"the node {self.name} did not finish starting within {self.config.startup_timeout:.0f} s",
+                hint=f"see {self.startup_log} and {self.log_file}",
+            ) from None
+        if code != 0:
+            raise self.startup_failure(code)
+        pid = self.read_pid()
+        if pid is None:
+            raise self.startup_failure(code)
+        return pid
+
+    def _describe_port_owner(self, port: int | None = None) -> str:
         from eqsearch.engine.es.client import (
             AuthenticationFailedError,
             ElasticsearchUnavailableError,
@@ -351,7 +390,7 @@ class LocalNode:
         )
         from eqsearch.engine.es.config import EsConfig
 
-        port = self.config.port
+        port = self.config.port if port is None else port
         try:
             info = check_cluster(EsConfig(url=f"http://127.0.0.1:{port}", request_timeout=5))
             owner = f"another Elasticsearch ({info.version}, cluster '{info.cluster_name}')"
@@ -363,11 +402,13 @@ class LocalNode:
             owner = "another program"
         return f"port {port} is already taken by {owner} that eqsearch does not manage"
 
-    def _startup_failure(self, code: int) -> LocalNodeError:
-        output = _tail(self.startup_log, 30) + _tail(self.log_file, 30)
+    def startup_failure(self, code: int) -> LocalNodeError:
+        """The error for a node that did not start: the essential lines of its startup output and log."""
+        output = tail(self.startup_log, 30) + tail(self.log_file, 30)
         text = "\n".join(output)
         if "BindException" in text or "Address already in use" in text:
-            return PortInUseError(f"the node could not bind port {self.config.port}: it is already in use")
+            ports = f"port {self.config.port}" + (f" or {self.member.transport_port}" if self.member else "")
+            return PortInUseError(f"the node {self.name} could not bind {ports}: it is already in use")
         essential = [line for line in output if "ERROR" in line or "Exception" in line or "error" in line.lower()]
         detail = "\n    ".join((essential or output)[-8:])
         return LocalNodeError(
@@ -383,7 +424,8 @@ class LocalNode:
         token = base64.b64encode(f"{self.superuser[0]}:{self.superuser[1]}".encode()).decode()
         return {"Authorization": f"Basic {token}"}
 
-    def _get(self, path: str, timeout: float = 5.0) -> dict:
+    def get_json(self, path: str, timeout: float = 5.0) -> dict:
+        """``GET path`` on this node (the superuser's credentials on a secured node), parsed."""
         request = urllib.request.Request(self.url + path, headers=self._auth_header())
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return json.loads(response.read().decode("utf-8"))
@@ -393,9 +435,9 @@ class LocalNode:
         last_error = "no answer yet"
         while time.monotonic() < deadline:
             if not pid_alive(pid):
-                raise self._startup_failure(-1)
+                raise self.startup_failure(-1)
             try:
-                health = self._get("/_cluster/health?wait_for_status=yellow&timeout=2s", timeout=5)
+                health = self.get_json("/_cluster/health?wait_for_status=yellow&timeout=2s", timeout=5)
                 if health.get("status") in ("green", "yellow"):
                     return
                 last_error = f"cluster status {health.get('status')}"
@@ -430,14 +472,14 @@ class LocalNode:
         base = {"installed": self.is_installed(), "url": self.url, "home": str(self.home)}
         if pid is None:
             note = None
-            if _port_open(self.config.port):
+            if port_open(self.config.port):
                 note = self._describe_port_owner()
             return NodeStatus(running=False, pid=None, note=note, **base)
         try:
             # The minimal distribution has no `GET /` (module rest-root): the nodes API gives the version.
-            node = next(iter(self._get("/_nodes/_local/jvm").get("nodes", {}).values()), {})
-            health = self._get("/_cluster/health")
-            stats = next(iter(self._get("/_nodes/_local/stats/jvm").get("nodes", {}).values()), {})
+            node = next(iter(self.get_json("/_nodes/_local/jvm").get("nodes", {}).values()), {})
+            health = self.get_json("/_cluster/health")
+            stats = next(iter(self.get_json("/_nodes/_local/stats/jvm").get("nodes", {}).values()), {})
             mem = stats.get("jvm", {}).get("mem", {})
             used, total = mem.get("heap_used_in_bytes", 0) / 2**20, mem.get("heap_max_in_bytes", 0) / 2**20
             jvm = node.get("jvm", {})
@@ -455,16 +497,4 @@ class LocalNode:
 
     def logs(self, lines: int = 50) -> list[str]:
         """The last `lines` lines of the node's log (or its startup output when there is no log yet)."""
-        return _tail(self.log_file if self.log_file.exists() else self.startup_log, lines)
-
-
-def _tail(path: Path, lines: int) -> list[str]:
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - 256 * 1024))
-            data = handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return []
-    return data.splitlines()[-lines:]
+        return tail(self.log_file if self.log_file.exists() else self.startup_log, lines)

@@ -163,9 +163,13 @@ def bulk_failure(item: Mapping[str, Any]) -> BulkFailure:
 
 @contextlib.contextmanager
 def bulk_loading_settings(
-    client: Elasticsearch, index: str, restore_to: Mapping[str, Any] | None = None
+    client: Elasticsearch, index: str, restore_to: Mapping[str, Any] | None = None, *, drop_replicas: bool = False
 ) -> Iterator[dict[str, Any]]:
-    """Refresh off and zero replicas on ``index`` while the block runs; the previous values come back afterwards.
+    """Refresh off (and, for an index nobody searches yet, zero replicas) on ``index`` while the block runs; the
+    previous values come back afterwards.
+
+    Replicas are kept by default: on a cluster, an index that serves searches while it loads would otherwise lose
+    every document of a node that dies during the load (its shards would have no other copy).
 
     Args:
         client: the client.
@@ -173,13 +177,16 @@ def bulk_loading_settings(
         restore_to: the settings to restore (``refresh_interval``, ``number_of_replicas``); by default the ones in
             force on entry. A resumed job passes the values its first run recorded, since a killed run left the
             bulk settings in place.
+        drop_replicas: also set zero replicas while loading (a new index that no search reads yet: a migration's
+            target).
 
     Yields:
         The settings that will be restored.
     """
     if restore_to is None:
         restore_to = current_load_settings(client, index)
-    client.indices.put_settings(index=index, settings={"index": {"refresh_interval": "-1", "number_of_replicas": 0}})
+    loading: dict[str, Any] = {"refresh_interval": "-1", **({"number_of_replicas": 0} if drop_replicas else {})}
+    client.indices.put_settings(index=index, settings={"index": loading})
     try:
         yield dict(restore_to)
     finally:

@@ -341,7 +341,9 @@ def migrate(
                     _record_progress(admin, lock, copied, total)
                     recorded_at = time.monotonic()
 
-        with bulk_loading_settings(client, target, restore_to=current_load_settings(client, target)):
+        with bulk_loading_settings(
+            client, target, restore_to=current_load_settings(client, target), drop_replicas=True
+        ):
             report = bulk_index(
                 client,
                 (

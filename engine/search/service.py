@@ -75,6 +75,8 @@ _RANKING_RESPONSE_FIELDS = [
     "responses.hits.hits._score",
     "responses.hits.hits.fields",
     "responses.hits.total.value",
+    "responses._shards.failed",
+    "responses._shards.total",
     "responses.error",
 ]
 _PAGE_RESPONSE_FIELDS = ["hits.hits._id", "hits.hits._source", "hits.hits.highlight"]
@@ -176,7 +178,12 @@ class SearchService:
         )
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
-        lists, paper_of, text_total = self._ranked_lists(searches)
+        lists, paper_of, text_total, missing = self._ranked_lists(searches)
+        if missing:
+            warnings.append(
+                f"partial results: {missing} shard searches did not answer (a node of the cluster is down or "
+                "recovering); some equations may be missing"
+            )
         channels = _channels_of(lists)
         lists = self._formula_side(lists)
         if query.fusion == "rrf":
@@ -387,11 +394,12 @@ class SearchService:
 
     def _ranked_lists(
         self, searches: list[tuple[str, dict[str, Any]]]
-    ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, str], int]:
+    ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, str], int, int]:
         """Runs the ranking searches as one ``_msearch``.
 
         Returns:
-            list name -> ranked ``(eq_id, score)``; eq_id -> paper_id; the text list's total (0 without one).
+            list name -> ranked ``(eq_id, score)``; eq_id -> paper_id; the text list's total (0 without one); how
+            many shard searches failed (a cluster that lost a node answers from the shards it still has).
         """
         lines: list[dict[str, Any]] = []
         for _, body in searches:
@@ -400,11 +408,13 @@ class SearchService:
         lists: dict[str, list[tuple[str, float]]] = {}
         paper_of: dict[str, str] = {}
         text_total = 0
+        missing = 0
         for (name, _), response in zip(searches, responses["responses"], strict=True):
             if "error" in response:
                 error = response["error"]
                 reason = error.get("reason") if isinstance(error, dict) else error
                 raise SearchError(f"the {name} search failed: {reason}")
+            missing += int((response.get("_shards") or {}).get("failed") or 0)
             found = response.get("hits") or {}
             ranking = []
             for hit in found.get("hits") or ():
@@ -415,7 +425,7 @@ class SearchService:
             lists[name] = ranking
             if name == "text":
                 text_total = int((found.get("total") or {}).get("value", len(ranking)))
-        return lists, paper_of, text_total
+        return lists, paper_of, text_total, missing
 
     def _call(self, method: Any, **kwargs: Any) -> Any:
         try:

@@ -248,6 +248,7 @@ class IngestJob:
             with contextlib.ExitStack() as stack:
                 for kind in ("equations", "papers"):
                     alias = self.admin.alias(kind)
+                    # replicas kept: searches read these indices while they load, and must survive a node's loss
                     stack.enter_context(bulk_loading_settings(self.client, alias, restore_to=restore[kind]))
                 self._ingest(todo)
             self._refresh_cited_by()

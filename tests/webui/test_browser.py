@@ -40,7 +40,7 @@ def test_type_a_formula_and_see_results(live_server, page):
     page.wait_for_selector(".paper-group")
     first = page.locator(".paper-group").first
     assert "Sums of squares" in first.locator("h2").inner_text()
-    assert first.locator(".badge").first.inner_text() == "formula"
+    assert first.locator(".badge").first.inner_text() == "structure + embedding"  # the channels that found it
     assert "latex=%5Csum_%7Bi%3D1%7D%5En+x_i%5E2" in page.url and "w=" not in page.url
     screenshot(page, "03-search-results-formula")
 

@@ -1,0 +1,156 @@
+"""A local cluster of several managed nodes, and a client of several node URLs.
+
+The configuration and the cluster's layout are checked without a node; one slow test starts a real 2-node cluster
+through the command line (`eqsearch es start --nodes 2`), and finds it again with `status` and `stop` without being
+told its size. The fault tests on a 3-node cluster are in tests/cluster/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from eqsearch.engine.es.client import ElasticsearchUnavailableError, check_cluster, make_client
+from eqsearch.engine.es.config import EsConfig, LocalNodeConfig
+from eqsearch.engine.es.distribution import PINNED, LocalNodeError
+from eqsearch.engine.es.local_cluster import LocalCluster, recorded_cluster
+
+MAIN = LocalNodeConfig.from_env()
+TEST_NODES = MAIN.home.parent / "test-nodes"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_cluster_config_names_every_node_and_halves_the_heap():
+    single = LocalNodeConfig(home=Path("/x"))
+    assert single.urls == ("http://127.0.0.1:9200",) and single.node_heap == "1g"
+    three = LocalNodeConfig(home=Path("/x"), nodes=3, port=9250)
+    assert three.urls == ("http://127.0.0.1:9250", "http://127.0.0.1:9251", "http://127.0.0.1:9252")
+    assert three.url == "http://127.0.0.1:9250"
+    assert three.node_heap == "512m" and three.first_transport_port == 9350
+    assert replace(three, heap="256m", transport_port=9400).node_heap == "256m"
+    assert EsConfig(local=three).effective_urls == three.urls
+    with pytest.raises(ValueError, match="1 to 9 nodes"):
+        LocalNodeConfig(home=Path("/x"), nodes=0)
+    with pytest.raises(ValueError, match="ports must lie in"):
+        LocalNodeConfig(home=Path("/x"), nodes=3, port=65534)
+
+
+def test_the_environment_sets_the_cluster():
+    env = {"EQSEARCH_HOME": "/h", "EQSEARCH_ES_NODES": "3", "EQSEARCH_ES_PORT": "9300"}
+    config = LocalNodeConfig.from_env({**env, "EQSEARCH_ES_TRANSPORT_PORT": "9500"})
+    assert (config.home, config.nodes, config.port, config.first_transport_port) == (Path("/h/es"), 3, 9300, 9500)
+    assert config.heap is None and config.node_heap == "512m"
+    assert LocalNodeConfig.from_env({"EQSEARCH_HOME": "/h", "EQSEARCH_ES_HEAP": "2g"}).node_heap == "2g"
+    with pytest.raises(ValueError, match="EQSEARCH_ES_NODES must be a whole number"):
+        LocalNodeConfig.from_env({"EQSEARCH_ES_NODES": "three"})
+
+
+def test_several_urls_make_one_client_of_several_nodes():
+    config = EsConfig(url=" http://a:9200, http://b:9201 ,http://c:9202")
+    assert config.effective_urls == ("http://a:9200", "http://b:9201", "http://c:9202")
+    client = make_client(config)
+    try:
+        assert len(client.transport.node_pool.all()) == 3
+    finally:
+        client.close()
+
+
+def test_none_of_several_urls_answering_names_them_all():
+    urls = [f"http://127.0.0.1:{_free_port()}" for _ in range(2)]
+    with pytest.raises(ElasticsearchUnavailableError) as caught:
+        check_cluster(EsConfig(url=",".join(urls)))
+    assert f"not reachable at {','.join(urls)}" in str(caught.value)
+
+
+@pytest.mark.es
+def test_a_dead_first_url_is_passed_over(es_config):
+    dead = f"http://127.0.0.1:{_free_port()}"
+    info = check_cluster(replace(es_config, url=f"{dead},{es_config.effective_urls[0]}"))
+    assert info.major == 9
+
+
+def test_members_get_their_own_ports_files_and_the_seed_hosts(tmp_path):
+    cluster = LocalCluster(LocalNodeConfig(home=tmp_path, nodes=3, port=19250))
+    fresh = cluster._members(formed=False)
+    assert [m.url for m in fresh] == list(cluster.urls)
+    assert [m.home for m in fresh] == [tmp_path / "cluster" / f"node-{i}" for i in (1, 2, 3)]
+    assert all(m.dist_dir == tmp_path / "dist" / PINNED.version for m in fresh)
+    assert [m.member.transport_port for m in fresh] == [19350, 19351, 19352]
+    assert fresh[0].member.seed_hosts == ("127.0.0.1:19350", "127.0.0.1:19351", "127.0.0.1:19352")
+    assert fresh[2].member.initial_master_nodes == ("eqsearch-local-1", "eqsearch-local-2", "eqsearch-local-3")
+    assert all(m.config.node_heap == "512m" for m in fresh)
+    assert cluster.members[0].member.initial_master_nodes == ()  # once formed, no bootstrapping
+    with pytest.raises(ValueError, match="at least 2 nodes"):
+        LocalCluster(LocalNodeConfig(home=tmp_path))
+
+
+def test_a_cluster_formed_with_more_nodes_is_not_started_with_fewer(tmp_path):
+    config = LocalNodeConfig(home=tmp_path, nodes=3, port=19250)
+    dist = tmp_path / "dist" / PINNED.version
+    (dist / "bin").mkdir(parents=True)  # pretend-installed: the refusal comes before Java or any process
+    (dist / "bin" / "elasticsearch").write_text("")
+    (dist / ".eqsearch-installed").write_text("{}")
+    data = tmp_path / "cluster" / "node-1" / "data"
+    data.mkdir(parents=True)
+    (data / "_state").mkdir()
+    record = {"nodes": 3, "port": 19250, "transport_port": 19350, "heap": "512m", "formed": True}
+    (tmp_path / "cluster" / "cluster.json").write_text(json.dumps(record))
+    assert recorded_cluster(replace(config, nodes=1, port=9200)) == replace(config, heap="512m", transport_port=19350)
+    with pytest.raises(LocalNodeError, match="formed with 3 nodes; 2 of them") as caught:
+        LocalCluster(replace(config, nodes=2)).start()
+    assert "--nodes 3" in str(caught.value)
+
+
+@pytest.mark.es
+@pytest.mark.slow
+def test_cli_starts_finds_and_stops_a_two_node_cluster():
+    port = _free_port()
+    while not all(_port_free(p) for p in (port + 1, port + 100, port + 101)):
+        port = _free_port()
+    home = TEST_NODES / "cli-cluster"
+    cached = MAIN.home / "downloads" / f"elasticsearch-{PINNED.version}.zip"
+    env = {**os.environ, "EQSEARCH_HOME": str(home), "EQSEARCH_ES_PORT": str(port), "EQSEARCH_ES_HEAP": "256m"}
+    env.pop("EQSEARCH_ES_NODES", None)
+    if cached.is_file():
+        env["EQSEARCH_ES_ARCHIVE"], env["EQSEARCH_ES_ARCHIVE_SHA256"] = str(cached), PINNED.sha256
+    try:
+        started = _eqsearch("es", "start", "--nodes", "2", env=env)
+        assert started.returncode == 0, started.stderr
+        assert "cluster of 2 nodes started" in started.stdout and "health green" in started.stdout
+        assert f"EQSEARCH_ES_URL=http://127.0.0.1:{port},http://127.0.0.1:{port + 1}" in started.stderr
+        status = _eqsearch("es", "status", env=env)  # no --nodes: the running cluster is found
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert "2 of 2 nodes running" in status.stdout and "health:    green (2 nodes" in status.stdout
+        if os.geteuid() == 0:
+            pids = [int(line.split("(pid ")[1].rstrip(")")) for line in status.stdout.splitlines() if "(pid " in line]
+            assert len(pids) == 2 and all(os.stat(f"/proc/{pid}").st_uid != 0 for pid in pids)
+    finally:
+        stopped = _eqsearch("es", "stop", env=env)
+    assert stopped.returncode == 0 and stopped.stdout.strip() == "stopped 2 of 2 nodes", stopped.stdout
+    assert _eqsearch("es", "status", "--nodes", "2", env=env).returncode == 3
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _eqsearch(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eqsearch", *args], capture_output=True, text=True, env=env, timeout=400, check=False
+    )
