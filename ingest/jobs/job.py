@@ -382,6 +382,7 @@ class IngestJob:
         report = self.writer.bulk(
             [action for item in batch for action in item.actions], chunk_size=max(self.config.batch_equations, 100)
         )
+        _stop_on_passing_refusals(report.failures)
         failed_by_paper: dict[int, list[BulkFailure]] = {}
         for failure in report.failures:
             failed_by_paper.setdefault(owner.get(failure.doc_id, -1), []).append(failure)
@@ -461,3 +462,32 @@ class IngestJob:
             report = self.writer.bulk(actions)
             # an equation that failed to index cannot be updated: that is already counted, not a new error
             self.tally.errors.update(f"cited-by:{f.error_type}" for f in report.failures if f.status != 404)
+
+
+#: Refusals that say nothing about the documents: the cluster will take them later (a full disk, a lost shard, a
+#: full queue after the retries).
+_PASSING_STATUSES = frozenset({429, 503})
+_PASSING_TYPES = frozenset(
+    {"cluster_block_exception", "es_rejected_execution_exception", "unavailable_shards_exception"}
+)
+
+
+def _stop_on_passing_refusals(failures: Sequence[BulkFailure]) -> None:
+    """Stop the job before its checkpoints when Elasticsearch refused documents for a reason that passes: the
+    papers of the flush stay unchecked, so the job run again writes them (a checkpoint would have skipped them)."""
+    passing = [f for f in failures if f.status in _PASSING_STATUSES or f.error_type in _PASSING_TYPES]
+    if not passing:
+        return
+    first = passing[0]
+    if "flood-stage" in first.reason or "read_only_allow_delete" in first.reason or "read-only" in first.reason:
+        raise IngestJobError(
+            f"Elasticsearch refused {len(passing)} documents: a node's disk is past its flood-stage watermark and "
+            f"{first.index} is read-only ({first.reason[:200]})",
+            hint="free disk space on the cluster's nodes (Elasticsearch lifts the block by itself), then run the job "
+            "again: it resumes, and the refused papers are written then",
+        )
+    raise IngestJobError(
+        f"Elasticsearch refused {len(passing)} documents for a reason that passes ({first.status} "
+        f"{first.error_type}: {first.reason[:200]})",
+        hint="run the job again once the cluster is healthy ('eqsearch es check'): it resumes with these papers",
+    )
