@@ -8,6 +8,7 @@ functions of their arguments, so what is sent can be checked without a node (`Se
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -205,6 +206,19 @@ def _span_match(structure: FormulaStructure, kind: str, weight: float) -> dict[s
     return {"dis_max": {"queries": queries, "tie_breaker": 0.0}} if queries else None
 
 
+def _terms_match(structure: FormulaStructure) -> dict[str, Any]:
+    """BM25 over the formula's terms, each once with its count as boost: the score of a ``match`` on the whole text
+    (where a repeated term adds its clause again), in a third fewer clauses."""
+    counts = Counter(structure.tokens)
+    should = [
+        {"term": {STRUCTURE_FIELD: {"value": term, "boost": float(count)}}}
+        if count > 1
+        else {"term": {STRUCTURE_FIELD: term}}
+        for term, count in counts.items()
+    ]
+    return {"bool": {"should": should}}
+
+
 def structure_body(
     structure: FormulaStructure,
     k: int,
@@ -230,7 +244,7 @@ def structure_body(
         The search body.
     """
     body: dict[str, Any] = {
-        "query": {"bool": {"must": [{"match": {STRUCTURE_FIELD: structure.text}}], "filter": filters}},
+        "query": {"bool": {"must": [_terms_match(structure)], "filter": filters}},
         "size": k,
         "_source": {"excludes": SOURCE_EXCLUDES},
         "track_total_hits": False,

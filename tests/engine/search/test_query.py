@@ -177,7 +177,10 @@ def test_the_structural_search_is_bm25_over_the_formulas_terms_with_the_filters(
     structure = formula_structure(None, "x^2")
     filters = [{"term": {"paper_id": "p"}}]
     body = structure_body(structure, 40, filters)
-    assert body["query"] == {"bool": {"must": [{"match": {"structure": structure.text}}], "filter": filters}}
+    terms = {"bool": {"should": [{"term": {"structure": token}} for token in structure.tokens]}}
+    assert body["query"] == {"bool": {"must": [terms], "filter": filters}}
+    repeated = structure_body(formula_structure(None, "x + x"), 40, [])["query"]["bool"]["must"][0]["bool"]["should"]
+    assert {"term": {"structure": {"value": "V:x", "boost": 2.0}}} in repeated  # once, weighing twice
     assert body["size"] == 40 and "rescore" not in body
 
 
