@@ -133,7 +133,9 @@ class SearchService:
         self.ranking = ranking or get_ranker(DEFAULT_RANKER)
         self._meta: dict[str, Any] | None = None
         self._meta_read = 0.0
-        self._formulas: OrderedDict[str, tuple[ConversionResult, np.ndarray | None, FormulaStructure]] = OrderedDict()
+        self._formulas: OrderedDict[str, tuple[ConversionResult, np.ndarray | None, FormulaStructure | None]] = (
+            OrderedDict()
+        )
         self._formulas_lock = threading.Lock()  # web servers search from several threads
 
     # -- public ------------------------------------------------------------------------------------------------
@@ -363,16 +365,17 @@ class SearchService:
             "equations --reencode' (keyword search still works)"
         )
 
-    def _formula(self, latex: str) -> tuple[ConversionResult, np.ndarray | None, FormulaStructure]:
-        """The conversion of a query's LaTeX, its vector (None when it did not convert) and its structure (from the
-        LaTeX when it did not convert), from the cache if there."""
+    def _formula(self, latex: str) -> tuple[ConversionResult, np.ndarray | None, FormulaStructure | None]:
+        """The conversion of a query's LaTeX, its vector (None when it did not convert, or the ranking has no
+        embedding) and its structure (from the LaTeX when it did not convert; None when the ranking has no structure),
+        from the cache if there."""
         with self._formulas_lock:
             cached = self._formulas.get(latex)
             if cached is not None:
                 self._formulas.move_to_end(latex)
                 return cached
         result = self.render(latex)
-        structure = formula_structure(result.mathml, latex)
+        structure = formula_structure(result.mathml, latex) if self.ranking.structure else None
         if result.mathml is None:
             return result, None, structure
         vector = self._encode(result.mathml) if self.ranking.embedding else None
