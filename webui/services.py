@@ -154,7 +154,8 @@ class WebServices:
         """The deployment's indices (on the checked client)."""
         from eqsearch.engine.index import IndexAdmin
 
-        return IndexAdmin(self.client, self.prefix)
+        es = self.config.es
+        return IndexAdmin(self.client, self.prefix, shards=es.shards, replicas=es.replicas)
 
     @property
     def runner(self) -> JobRunner:
@@ -501,6 +502,8 @@ class WebServices:
         config = IngestJobConfig(
             sources=(self._check_path(raw_path),),
             index_prefix=self.prefix,
+            shards=self.config.es.shards,
+            replicas=self.config.es.replicas,
             batch_equations=JOB_BATCH_EQUATIONS,
             restart=restart,
         )
@@ -521,6 +524,8 @@ class WebServices:
         config = IngestJobConfig(
             sources=tuple(record.get("sources") or ()),
             index_prefix=self.prefix,
+            shards=self.config.es.shards,
+            replicas=self.config.es.replicas,
             job_id=job_id,
             batch_equations=JOB_BATCH_EQUATIONS,
         )

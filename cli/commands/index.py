@@ -8,6 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the engine loads inside the handlers
+    from eqsearch.engine.index import IndexOptions
 
 KINDS = ("equations", "papers", "jobs")
 
@@ -22,7 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "ingest jobs use. 'migrate' copies every document (vectors included) into a new version built from the "
             "current mapping code, checks the counts, and swaps the alias atomically; searches keep answering, and "
             "ingest jobs that run meanwhile pause their writes during the copy, then carry on into the new index. "
-            "PREFIX is EQSEARCH_INDEX_PREFIX (default 'eqsearch')."
+            "PREFIX is EQSEARCH_INDEX_PREFIX (default 'eqsearch'). New indices get one primary shard per data node "
+            "(equations) and one replica when the cluster has a second data node; EQSEARCH_SHARDS / EQSEARCH_REPLICAS "
+            "or --shards / --replicas set them (benchmarks/scale.md has the table by cluster size)."
         ),
     )
     commands = index.add_subparsers(dest="index_command", metavar="ACTION", required=True)
@@ -37,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--similarity", choices=("max_inner_product", "cosine"), help="vector similarity (default: the bundle's)"
     )
     create.add_argument("--index-type", choices=("hnsw", "int8_hnsw"), default="hnsw", help="(hnsw)")
+    _layout_arguments(create, "of the equations index (default: one per data node, or EQSEARCH_SHARDS)")
     create.set_defaults(handler=_create, parser=create)
 
     listing = commands.add_parser("list", help="every versioned index with its docs, size and alias")
@@ -53,6 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     migrate.add_argument("--batch-size", type=int, default=1000, help="documents per page and bulk request")
     migrate.add_argument("--delete-old", action="store_true", help="delete the old version after the swap")
     migrate.add_argument("--index-type", choices=("int8_hnsw", "hnsw"), help="change the vector index type")
+    _layout_arguments(migrate, "of the new version (default: the current index's)")
     migrate.add_argument("--quiet", action="store_true", help="no progress bar")
     migrate.add_argument(
         "--if-stale",
@@ -78,6 +86,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     delete.set_defaults(handler=_delete)
 
 
+def _count(least: int):
+    def parse(text: str) -> int:
+        if not text.isdigit() or int(text) < least:
+            raise argparse.ArgumentTypeError(f"expected a whole number of at least {least}, got {text!r}")
+        return int(text)
+
+    return parse
+
+
+def _layout_arguments(parser: argparse.ArgumentParser, shards_help: str) -> None:
+    parser.add_argument("--shards", type=_count(1), metavar="N", help=f"primary shards {shards_help}")
+    parser.add_argument(
+        "--replicas", type=_count(0), metavar="N", help="replicas (default: as for --shards; EQSEARCH_REPLICAS)"
+    )
+
+
 def _admin():
     from eqsearch.engine.es.client import connect
     from eqsearch.engine.es.config import EsConfig
@@ -85,7 +109,7 @@ def _admin():
 
     config = EsConfig.from_env()
     client, _ = connect(config)
-    return IndexAdmin(client, config.index_prefix)
+    return IndexAdmin(client, config.index_prefix, shards=config.shards, replicas=config.replicas)
 
 
 def _create(args: argparse.Namespace) -> int:
@@ -104,10 +128,23 @@ def _create(args: argparse.Namespace) -> int:
     if (options.dims, options.similarity) != (encoder.dim, encoder.similarity):
         options = replace(options, encoder=None)  # another shape than the bundle's: its vectors will not fit
     options = replace(options, index_type=args.index_type)
+    options = _with_layout(options, args)
     for kind in args.kinds or KINDS:
         name = admin.create(kind, options)
-        print(f"created {name} behind {admin.alias(kind)} (analyzer {options.analyzer})")
+        shards = options.shards if kind == "equations" else 1
+        print(f"created {name} behind {admin.alias(kind)} (analyzer {options.analyzer}, {shards} shard(s), "
+              f"{options.replicas} replica(s))")  # fmt: skip
     return 0
+
+
+def _with_layout(options: IndexOptions, args: argparse.Namespace) -> IndexOptions:
+    from dataclasses import replace
+
+    if args.shards is not None:
+        options = replace(options, shards=args.shards)
+    if args.replicas is not None:
+        options = replace(options, replicas=args.replicas)
+    return options
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -152,6 +189,8 @@ def _migrate(args: argparse.Namespace) -> int:
     options = admin.options_of(args.kind)
     if options is not None and args.index_type:
         options = replace(options, index_type=args.index_type)
+    if options is not None:
+        options = _with_layout(options, args)
     rewrite = None
     if args.reencode:
         from eqsearch.engine.index import reencode_vectors

@@ -249,6 +249,8 @@ def _run_job(args: argparse.Namespace, converter: object, extract: object) -> in
     job_config = IngestJobConfig(
         sources=tuple(args.sources),
         index_prefix=config.index_prefix,
+        shards=config.shards,
+        replicas=config.replicas,
         job_id=args.job,
         kind=args.kind,
         workers=args.workers,

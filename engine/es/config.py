@@ -123,6 +123,15 @@ def _whole(env: Mapping[str, str], name: str, default: int) -> int:
         raise ValueError(f"{ENV_PREFIX}{name} must be a whole number, got {value!r}") from None
 
 
+def _whole_or_none(env: Mapping[str, str], name: str, least: int) -> int | None:
+    value = env.get(f"{ENV_PREFIX}{name}")
+    if not value:
+        return None
+    if not value.strip().isdigit() or int(value) < least:
+        raise ValueError(f"{ENV_PREFIX}{name} must be a whole number of at least {least}, got {value!r}")
+    return int(value)
+
+
 @dataclass(frozen=True)
 class EsConfig:
     """How to reach Elasticsearch.
@@ -130,7 +139,9 @@ class EsConfig:
     With no `url`, eqsearch uses the managed local node (`local`), every node of it when it is a local cluster.
     `url` may name several nodes of one cluster, comma-separated: the client spreads requests over them and sends a
     request again to another node when one does not answer. Credentials: an API key, or a user name and password;
-    `ca_file` verifies a TLS cluster's certificate.
+    `ca_file` verifies a TLS cluster's certificate. `shards` and `replicas` (``EQSEARCH_SHARDS``,
+    ``EQSEARCH_REPLICAS``) set the layout of the indices eqsearch creates; left unset, it follows the cluster's size
+    (`eqsearch.engine.index.recommended_layout`).
     """
 
     url: str | None = None
@@ -142,6 +153,8 @@ class EsConfig:
     request_timeout: float = 30.0
     index_prefix: str = "eqsearch"
     local: LocalNodeConfig | None = None
+    shards: int | None = None
+    replicas: int | None = None
 
     @property
     def uses_local_node(self) -> bool:
@@ -176,6 +189,8 @@ class EsConfig:
             request_timeout=float(env.get(f"{ENV_PREFIX}ES_TIMEOUT", "30")),
             index_prefix=env.get(f"{ENV_PREFIX}INDEX_PREFIX", "eqsearch"),
             local=LocalNodeConfig.from_env(env),
+            shards=_whole_or_none(env, "SHARDS", least=1),
+            replicas=_whole_or_none(env, "REPLICAS", least=0),
         )
 
     def describe(self) -> str:

@@ -5,7 +5,7 @@ writing with per-document failures), `admin` (versioned indices behind aliases) 
 swap while searches and writers run). The names callers use are re-exported here.
 """
 
-from eqsearch.engine.index.admin import IndexAdmin, IndexInfo, probe_text_analyzer
+from eqsearch.engine.index.admin import IndexAdmin, IndexInfo, probe_text_analyzer, recommended_layout
 from eqsearch.engine.index.bulk import (
     RETRY_STATUSES,
     BulkFailure,
@@ -19,10 +19,15 @@ from eqsearch.engine.index.bulk import (
     retrying,
 )
 from eqsearch.engine.index.documents import (
+    MIN_INLINE_SYMBOLS,
     EquationRecord,
+    InlineRecord,
     PaperRecord,
     SectionRecord,
     equation_id,
+    indexed_inline,
+    inline_id,
+    inline_indexable,
     paper_documents,
     paper_fields,
     paper_key,
@@ -58,6 +63,7 @@ __all__ = [
     "INDEX_KINDS",
     "MAPPING_VERSIONS",
     "MIGRATION_LOCK_ID",
+    "MIN_INLINE_SYMBOLS",
     "RETRY_STATUSES",
     "SPANS_FIELD",
     "STRUCTURE_FIELD",
@@ -69,6 +75,7 @@ __all__ = [
     "IndexInfo",
     "IndexOperationError",
     "IndexOptions",
+    "InlineRecord",
     "MigrationError",
     "MigrationLock",
     "MigrationOutcome",
@@ -83,6 +90,9 @@ __all__ = [
     "current_load_settings",
     "equation_id",
     "index_definition",
+    "indexed_inline",
+    "inline_id",
+    "inline_indexable",
     "is_write_block",
     "is_write_block_error",
     "paper_documents",
@@ -91,6 +101,7 @@ __all__ = [
     "paper_year",
     "parse_version",
     "probe_text_analyzer",
+    "recommended_layout",
     "reencode_vectors",
     "retrying",
     "stored_equation_ids",

@@ -45,6 +45,28 @@ class IndexInfo:
     analyzer: str | None
 
 
+def recommended_layout(data_nodes: int) -> tuple[int, int]:
+    """Primary shards of the equations index and replicas of every index for a cluster of ``data_nodes`` data nodes.
+
+    One primary per data node (each node then searches its share of a query in parallel) and one replica as soon as a
+    second node can hold it (losing one node then loses no document and no search: ``tests/cluster/``). Past ~30 GB
+    per shard (about 4.8M equations) more primaries are needed: pass them explicitly (``--shards``); the table and its
+    reasons are in ``benchmarks/scale.md``, "Shards and replicas by cluster size".
+    """
+    nodes = max(1, data_nodes)
+    return nodes, min(1, nodes - 1)
+
+
+def data_node_count(client: Elasticsearch) -> int | None:
+    """The cluster's data nodes now (``_cluster/health``), or None when the credentials may not ask."""
+    try:
+        return int(client.cluster.health()["number_of_data_nodes"])
+    except ApiError as error:
+        if error.meta.status in (401, 403):
+            return None
+        raise
+
+
 def probe_text_analyzer(client: Elasticsearch) -> str:
     """``english`` when the cluster has it (module analysis-common), else ``standard``."""
     try:
@@ -60,11 +82,19 @@ class IndexAdmin:
     Args:
         client: a connected client.
         prefix: the deployment's index prefix (``EsConfig.index_prefix``).
+        shards: primary shards of an equations index this admin creates (``EsConfig.shards``); None: one per data
+            node (`recommended_layout`).
+        replicas: replicas of every index it creates (``EsConfig.replicas``); None: one when the cluster has a second
+            data node, else none.
     """
 
-    def __init__(self, client: Elasticsearch, prefix: str = "eqsearch") -> None:
+    def __init__(
+        self, client: Elasticsearch, prefix: str = "eqsearch", *, shards: int | None = None, replicas: int | None = None
+    ) -> None:
         self.client = client
         self.prefix = prefix
+        self.shards = shards
+        self.replicas = replicas
 
     # -- names -------------------------------------------------------------------------------------------------
     def alias(self, kind: str) -> str:
@@ -95,9 +125,22 @@ class IndexAdmin:
     def default_options(
         self, dims: int = 64, similarity: str = "max_inner_product", encoder: str | None = None
     ) -> IndexOptions:
-        """Options for this cluster: its best text analyzer, the given vector shape and encoder identity."""
+        """Options for this cluster: its best text analyzer, the given vector shape and encoder identity, and the
+        shard and replica counts it was given or, where not, those its size calls for (`recommended_layout`; a
+        cluster whose credentials may not read its health gets Elasticsearch's own defaults, 1 and 1)."""
+        shards, replicas = self.shards, self.replicas
+        if shards is None or replicas is None:
+            nodes = data_node_count(self.client)
+            recommended = recommended_layout(nodes) if nodes is not None else (1, 1)
+            shards = recommended[0] if shards is None else shards
+            replicas = recommended[1] if replicas is None else replicas
         return IndexOptions(
-            dims=dims, similarity=similarity, analyzer=probe_text_analyzer(self.client), encoder=encoder
+            dims=dims,
+            similarity=similarity,
+            analyzer=probe_text_analyzer(self.client),
+            encoder=encoder,
+            shards=shards,
+            replicas=replicas,
         )
 
     # -- create --------------------------------------------------------------------------------------------------
@@ -210,17 +253,22 @@ class IndexAdmin:
         }
 
     def options_of(self, kind: str) -> IndexOptions | None:
-        """The `IndexOptions` the current index of ``kind`` was created with (from its ``_meta``)."""
+        """The `IndexOptions` of the current index of ``kind``: the vector and text choices from its ``_meta``, its
+        primary shards and replicas from its settings (so that a migration keeps them)."""
         current = self.current(kind)
         if current is None:
             return None
         meta = self.client.indices.get_mapping(index=current)[current]["mappings"].get("_meta", {})
+        settings = next(iter(self.client.indices.get_settings(index=current, flat_settings=True).values()))
+        values = settings["settings"]
         return IndexOptions(
             dims=int(meta.get("dims", 64)),
             similarity=str(meta.get("similarity", "max_inner_product")),
             index_type=str(meta.get("index_type", "hnsw")),
             analyzer=str(meta.get("analyzer", "standard")),
             encoder=meta.get("encoder"),
+            shards=int(values.get("index.number_of_shards", 1)),
+            replicas=int(values.get("index.number_of_replicas", 0)),
         )
 
     # -- migrate (eqsearch.engine.index.migration) ----------------------------------------------------------------

@@ -18,6 +18,12 @@ from elasticsearch import ApiError, Elasticsearch, helpers
 
 #: HTTP statuses of a whole request that the transport retries (with `retrying`).
 RETRY_STATUSES = (429, 502, 503, 504)
+#: Seconds a node waits for a shard's primary (a node gone, a shard moving) before it refuses a bulk item with a 503
+#: of its own (Elasticsearch's default is a minute). The client waits longer for the answer (`BULK_CLIENT_WAIT_S`):
+#: otherwise it times out first and sends the whole request again while the node still holds the first one, and the
+#: writer ends with a bare timeout instead of the refused documents and their reason.
+BULK_SERVER_WAIT_S = 30
+BULK_CLIENT_WAIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -95,8 +101,9 @@ def bulk_index(
     """Send actions with streaming bulk; never raises for a bad document.
 
     A 429 item is retried with exponential backoff (`helpers.streaming_bulk`'s ``max_retries``); connection errors
-    and 429/50x answers to the whole request are retried by the transport. Documents that still fail come back
-    as `BulkFailure` records.
+    and 429/50x answers to the whole request are retried by the transport. An item whose primary shard stays
+    unavailable for `BULK_SERVER_WAIT_S` comes back as a 503 failure (the node answers before the client gives up).
+    Documents that still fail come back as `BulkFailure` records.
 
     Args:
         client: the client.
@@ -119,7 +126,7 @@ def bulk_index(
     report = BulkReport()
     kwargs: dict[str, Any] = {} if refresh is False else {"refresh": refresh}
     for ok, item in helpers.streaming_bulk(
-        retrying(client, max_retries),
+        retrying(client, max_retries).options(request_timeout=BULK_CLIENT_WAIT_S),
         actions,
         chunk_size=chunk_size,
         max_chunk_bytes=max_chunk_bytes,
@@ -128,6 +135,7 @@ def bulk_index(
         max_retries=max_retries,
         initial_backoff=initial_backoff,
         max_backoff=max_backoff,
+        timeout=f"{BULK_SERVER_WAIT_S}s",
         **kwargs,
     ):
         if ok:

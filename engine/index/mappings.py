@@ -34,7 +34,7 @@ IndexKind = Literal["equations", "papers", "jobs"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("equations", "papers", "jobs")
 
 #: Bump when a definition below changes; recorded in each index's ``_meta`` so `describe` can say it is stale.
-MAPPING_VERSIONS: dict[str, int] = {"equations": 2, "papers": 1, "jobs": 1}
+MAPPING_VERSIONS: dict[str, int] = {"equations": 3, "papers": 2, "jobs": 1}
 
 VECTOR_FIELD = "vector"
 #: The formula's structural terms (`engine.model.structure`): BM25 over them is the structural channel.
@@ -82,6 +82,8 @@ class IndexOptions:
             raise ValueError(f"unknown vector similarity {self.similarity!r}")
         if self.analyzer not in TEXT_ANALYZERS:
             raise ValueError(f"analyzer must be one of {TEXT_ANALYZERS}, got {self.analyzer!r}")
+        if self.shards < 1 or self.replicas < 0:
+            raise ValueError(f"shards must be at least 1 and replicas at least 0: {self.shards}, {self.replicas}")
 
 
 def alias_name(prefix: str, kind: str) -> str:
@@ -152,7 +154,8 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
     """Settings and mappings of the equations index: one document per equation, with its paper's fields.
 
     Document ids are ``<paper key>:<equation number>`` (paper key = paper id + ``v<source version>`` when known),
-    so re-indexing a paper overwrites its equations instead of duplicating them.
+    and ``<paper key>:i<number>`` for an inline formula (``inline: true``), so re-indexing a paper overwrites its
+    equations instead of duplicating them.
     """
     analyzer = options.analyzer
     vector: dict[str, Any] = {
@@ -172,6 +175,8 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
             "properties": {
                 "eq_id": {"type": "keyword"},
                 "number": {"type": "integer"},
+                # an inline formula of the running text (id ``<paper key>:i<number>``), not a display
+                "inline": {"type": "boolean"},
                 "latex": {"type": "text", "analyzer": "standard", "index_options": "docs", "norms": False},
                 "mathml": _STORED_ONLY,
                 "environment": {"type": "keyword"},
@@ -208,6 +213,9 @@ def papers_definition(options: IndexOptions) -> dict[str, Any]:
                 "kind": {"type": "keyword"},
                 "status": {"type": "keyword"},
                 "equation_count": {"type": "integer"},
+                "inline_count": {"type": "integer"},
+                # the numbers of the indexed inline formulas (their ids), read back by the writers, never searched
+                "inline_numbers": {"type": "integer", "index": False, "doc_values": False},
                 "sections": {"type": "object", "enabled": False},
             },
         },

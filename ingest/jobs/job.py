@@ -43,11 +43,9 @@ from eqsearch.engine.index import (
     VECTOR_FIELD,
     BulkFailure,
     IndexAdmin,
-    IndexOptions,
     bulk_loading_settings,
     current_load_settings,
     paper_documents,
-    probe_text_analyzer,
     retrying,
     stored_equation_ids,
 )
@@ -90,6 +88,9 @@ class IngestJobConfig:
         failures_kept: per-document failures kept in the job document (all are counted).
         restart: forget the job's checkpoints and start again (documents are overwritten, never duplicated).
         migration_poll_s: seconds between looks at a migration's lock while the job waits for it.
+        shards: primary shards of an equations index the job creates (None: one per data node); an existing index
+            keeps its own.
+        replicas: replicas of the indices the job creates (None: one when the cluster has a second data node).
     """
 
     sources: tuple[str, ...]
@@ -104,6 +105,8 @@ class IngestJobConfig:
     failures_kept: int = 100
     restart: bool = False
     migration_poll_s: float = 1.0
+    shards: int | None = None
+    replicas: int | None = None
 
     def __post_init__(self) -> None:
         if not self.sources:
@@ -149,7 +152,7 @@ class IngestJob:
         self.converter = converter
         self.on_progress = on_progress
         self.job_id = config.effective_job_id
-        self.admin = IndexAdmin(client, config.index_prefix)
+        self.admin = IndexAdmin(client, config.index_prefix, shards=config.shards, replicas=config.replicas)
         self.tally = JobTally()
         self.writer = MigrationAwareWriter(
             client,
@@ -207,11 +210,8 @@ class IngestJob:
                 (the job is recorded as failed and resumes from its last checkpoint).
         """
         began = time.perf_counter()
-        options = IndexOptions(
-            dims=self.encoder.dim,
-            similarity=self.encoder.similarity,
-            analyzer=probe_text_analyzer(self.client),
-            encoder=self.encoder.identity,
+        options = self.admin.default_options(
+            dims=self.encoder.dim, similarity=self.encoder.similarity, encoder=self.encoder.identity
         )
         indices = self.admin.ensure(options)
         self._check_encoder_fits(indices["equations"])

@@ -1,4 +1,5 @@
-"""`eqsearch index migrate --if-stale`: what `make run` does before ingesting, against a real node."""
+"""`eqsearch index create` and `migrate`: the shard and replica flags, and `--if-stale` (what `make run` does before
+ingesting), against a real node."""
 
 from __future__ import annotations
 
@@ -24,3 +25,19 @@ def test_if_stale_migrates_only_an_index_of_an_older_mapping(es_client, index_na
     assert "made by an older mapping: migrating it" in capsys.readouterr().err
     assert admin.current("equations").endswith("-v2")
     assert admin.describe("equations")["mapping_version"] == MAPPING_VERSIONS["equations"]
+
+
+@pytest.mark.es
+def test_shards_and_replicas_flags_set_the_layout_and_a_migration_keeps_it(es_client, index_name, monkeypatch, capsys):
+    monkeypatch.setenv("EQSEARCH_INDEX_PREFIX", index_name)
+    assert main(["index", "create", "equations", "--shards", "2", "--replicas", "0"]) == 0
+    assert "2 shard(s), 0 replica(s)" in capsys.readouterr().out
+    admin = IndexAdmin(es_client, index_name)
+    assert (admin.options_of("equations").shards, admin.options_of("equations").replicas) == (2, 0)
+    assert main(["index", "migrate", "equations", "--quiet"]) == 0  # no flags: the layout carries over
+    assert admin.options_of("equations").shards == 2
+    assert main(["index", "migrate", "equations", "--quiet", "--shards", "3"]) == 0
+    assert admin.options_of("equations").shards == 3 and admin.current("equations").endswith("-v3")
+    with pytest.raises(SystemExit):
+        main(["index", "create", "equations", "--shards", "0"])
+    assert "expected a whole number of at least 1, got '0'" in capsys.readouterr().err

@@ -56,6 +56,16 @@ def test_the_environment_sets_the_cluster():
         LocalNodeConfig.from_env({"EQSEARCH_ES_NODES": "three"})
 
 
+def test_the_environment_sets_the_index_layout():
+    assert (EsConfig.from_env({}).shards, EsConfig.from_env({}).replicas) == (None, None)
+    config = EsConfig.from_env({"EQSEARCH_SHARDS": "6", "EQSEARCH_REPLICAS": "0"})
+    assert (config.shards, config.replicas) == (6, 0)
+    with pytest.raises(ValueError, match="EQSEARCH_SHARDS must be a whole number of at least 1"):
+        EsConfig.from_env({"EQSEARCH_SHARDS": "0"})
+    with pytest.raises(ValueError, match="EQSEARCH_REPLICAS must be a whole number of at least 0"):
+        EsConfig.from_env({"EQSEARCH_REPLICAS": "one"})
+
+
 def test_several_urls_make_one_client_of_several_nodes():
     config = EsConfig(url=" http://a:9200, http://b:9201 ,http://c:9202")
     assert config.effective_urls == ("http://a:9200", "http://b:9201", "http://c:9202")
@@ -135,6 +145,11 @@ def test_cli_starts_finds_and_stops_a_two_node_cluster():
         if os.geteuid() == 0:
             pids = [int(line.split("(pid ")[1].rstrip(")")) for line in status.stdout.splitlines() if "(pid " in line]
             assert len(pids) == 2 and all(os.stat(f"/proc/{pid}").st_uid != 0 for pid in pids)
+        # Indices made on the cluster get its layout: a primary per data node and a replica on the other node.
+        url = f"http://127.0.0.1:{port},http://127.0.0.1:{port + 1}"
+        created = _eqsearch("index", "create", "equations", env={**env, "EQSEARCH_ES_URL": url})
+        assert created.returncode == 0, created.stderr
+        assert "(analyzer" in created.stdout and "2 shard(s), 1 replica(s)" in created.stdout, created.stdout
     finally:
         stopped = _eqsearch("es", "stop", env=env)
     assert stopped.returncode == 0 and stopped.stdout.strip() == "stopped 2 of 2 nodes", stopped.stdout

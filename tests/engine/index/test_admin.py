@@ -4,7 +4,7 @@ migrations in test_migration.py, a migration while an ingest job writes in tests
 from __future__ import annotations
 
 import pytest
-from eqsearch.engine.index import IndexAdmin, IndexOperationError, IndexOptions
+from eqsearch.engine.index import IndexAdmin, IndexOperationError, IndexOptions, recommended_layout
 
 pytestmark = pytest.mark.es
 
@@ -26,3 +26,30 @@ def test_create_list_describe_delete(es_client, index_name):
         admin.delete("something-else")
     admin.delete(name, force=True)
     assert admin.list() == []
+
+
+@pytest.mark.parametrize(("data_nodes", "layout"), [(0, (1, 0)), (1, (1, 0)), (2, (2, 1)), (3, (3, 1)), (5, (5, 1))])
+def test_recommended_layout_by_cluster_size(data_nodes, layout):
+    assert recommended_layout(data_nodes) == layout
+
+
+def test_default_options_follow_the_cluster_unless_told(es_client, index_name):
+    assert es_client.cluster.health()["number_of_data_nodes"] == 1
+    options = IndexAdmin(es_client, index_name).default_options()
+    assert (options.shards, options.replicas) == (1, 0)
+    told = IndexAdmin(es_client, index_name, shards=3, replicas=1).default_options()
+    assert (told.shards, told.replicas) == (3, 1)
+    with pytest.raises(ValueError, match="shards must be at least 1 and replicas"):
+        IndexOptions(shards=0)
+
+
+def test_a_migration_keeps_the_shards_and_replicas_of_the_index(es_client, index_name):
+    admin = IndexAdmin(es_client, index_name)
+    admin.create("equations", IndexOptions(shards=2, replicas=1))  # one node: the replicas stay unassigned (yellow)
+    before = admin.options_of("equations")
+    assert (before.shards, before.replicas) == (2, 1)
+    report = admin.migrate("equations")
+    settings = es_client.indices.get_settings(index=report.target, flat_settings=True)[report.target]["settings"]
+    assert (settings["index.number_of_shards"], settings["index.number_of_replicas"]) == ("2", "1")
+    after = admin.options_of("equations")
+    assert (after.shards, after.replicas) == (2, 1)
