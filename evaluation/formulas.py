@@ -10,12 +10,13 @@ prime measures (`eqsearch.evaluation.trec`). The indices are deleted afterwards 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,12 +27,15 @@ from eqsearch.engine.index import IndexAdmin
 from eqsearch.engine.search import MAX_PAGE_SIZE, MAX_RESULT_WINDOW, FormulaRanking, HybridQuery, SearchService
 from eqsearch.evaluation.trec import Qrels, TrecReport, evaluate_run
 from eqsearch.evaluation.tsv import read_lines
-from eqsearch.ingest.jobs import IngestJob, IngestJobConfig, JobProgress
+from eqsearch.ingest.jobs import IngestJob, IngestJobConfig, JobProgress, JobReport
 
 __all__ = [
     "FormulaEvaluation",
     "FormulaFileError",
+    "IndexedCollection",
     "evaluate_formulas",
+    "formula_ranking",
+    "indexed_collection",
     "read_formula_file",
 ]
 
@@ -75,7 +79,7 @@ def read_formula_file(path: str | Path, id_column: str) -> list[tuple[str, str]]
     return rows
 
 
-def _papers(rows: list[tuple[str, str]], origin: str) -> Iterator[dict[str, Any]]:
+def _papers(rows: Sequence[tuple[str, str]], origin: str) -> Iterator[dict[str, Any]]:
     """One papers-JSONL record per formula: the paper's id is the formula's id, its one equation the formula."""
     for line, (identifier, latex) in enumerate(rows, start=2):
         yield {
@@ -191,27 +195,15 @@ def evaluate_formulas(
         raise ValueError(f"depth must lie in 1..{MAX_RESULT_WINDOW}, got {depth}")
     formulas = read_formula_file(collection, "visual_id")
     queries = read_formula_file(topics, "topic")
-    prefix = index_prefix or f"eqsearch-eval-{uuid.uuid4().hex[:8]}"
-    admin = IndexAdmin(client, prefix)
-    try:
-        with tempfile.TemporaryDirectory(prefix="eqsearch-eval-") as work:
-            papers = Path(work) / "collection.jsonl"
-            with papers.open("w", encoding="utf-8") as out:
-                for record in _papers(formulas, str(collection)):
-                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
-            config = IngestJobConfig(sources=(str(papers),), index_prefix=prefix, kind="papers")
-            began = time.perf_counter()
-            job = IngestJob(client, encoder, config, converter=converter, on_progress=on_ingest).run()
-            ingest_seconds = time.perf_counter() - began
-        if job.state != "finished":
-            raise EqsearchError(f"the ingest job of the collection ended {job.state}: {job.errors_by_reason}")
-        client.indices.refresh(index=admin.alias("equations"))
-        service = SearchService(client, encoder, converter, index_prefix=prefix, candidate_depth=depth, ranking=ranking)
+    with indexed_collection(
+        client, encoder, converter, formulas, str(collection), index_prefix=index_prefix, keep=keep, on_ingest=on_ingest
+    ) as indexed:
+        service = indexed.service(encoder, converter, ranking=ranking, depth=depth)
         run: dict[str, list[tuple[str, float]]] = {}
         query_ms: dict[str, float] = {}
         for topic, latex in queries:
             began = time.perf_counter()
-            run[topic] = _ranking(service, latex, depth)
+            run[topic] = formula_ranking(service, latex, depth)
             query_ms[topic] = (time.perf_counter() - began) * 1000.0
             if on_topic is not None:
                 on_topic(topic)
@@ -221,23 +213,92 @@ def evaluate_formulas(
             topics=[topic for topic, _ in queries],
             depth=depth,
         )
-    finally:
-        if not keep:
-            _delete_indices(admin)
     return FormulaEvaluation(
         ranker=ranking,
         report=report,
         run=run,
         collection_size=len(formulas),
-        ingest={"counts": job.counts, "errors_by_reason": job.errors_by_reason},
-        ingest_seconds=ingest_seconds,
+        ingest={"counts": indexed.job.counts, "errors_by_reason": indexed.job.errors_by_reason},
+        ingest_seconds=indexed.ingest_seconds,
         query_ms=query_ms,
-        index_prefix=prefix,
+        index_prefix=indexed.prefix,
         kept=keep,
     )
 
 
-def _ranking(service: SearchService, latex: str, depth: int) -> list[tuple[str, float]]:
+@dataclass(frozen=True)
+class IndexedCollection:
+    """A formula collection ingested into indices of its own (`indexed_collection`).
+
+    Attributes:
+        client: the cluster.
+        prefix: the indices' prefix.
+        job: the ingest job's report.
+        ingest_seconds: wall time of the ingest job.
+    """
+
+    client: Elasticsearch
+    prefix: str
+    job: JobReport
+    ingest_seconds: float
+
+    def service(self, encoder: Any, converter: Any, *, ranking: FormulaRanking, depth: int) -> SearchService:
+        """The production search service over these indices, with ``ranking``, ranking ``depth`` candidates."""
+        return SearchService(
+            self.client, encoder, converter, index_prefix=self.prefix, candidate_depth=depth, ranking=ranking
+        )
+
+
+@contextlib.contextmanager
+def indexed_collection(
+    client: Elasticsearch,
+    encoder: Any,
+    converter: Any,
+    formulas: Sequence[tuple[str, str]],
+    origin: str,
+    *,
+    index_prefix: str | None = None,
+    keep: bool = False,
+    on_ingest: Callable[[JobProgress], None] | None = None,
+) -> Iterator[IndexedCollection]:
+    """Ingest ``(id, latex)`` formulas through the real ingest job into fresh indices (one paper per formula, its id
+    the formula's), and delete the indices when the block ends unless ``keep`` (also when something failed).
+
+    Args:
+        client: the cluster.
+        encoder: the model bundle's encoder.
+        converter: the KaTeX converter of the ingest job.
+        formulas: ``(id, latex)`` pairs.
+        origin: where they come from (the papers' ``source`` says it, with the line).
+        index_prefix: the indices' prefix (default: a new ``eqsearch-eval-<random>``).
+        keep: keep the indices afterwards.
+        on_ingest: called with the ingest job's progress.
+
+    Raises:
+        EqsearchError: the ingest job did not finish.
+    """
+    prefix = index_prefix or f"eqsearch-eval-{uuid.uuid4().hex[:8]}"
+    admin = IndexAdmin(client, prefix)
+    try:
+        with tempfile.TemporaryDirectory(prefix="eqsearch-eval-") as work:
+            papers = Path(work) / "collection.jsonl"
+            with papers.open("w", encoding="utf-8") as out:
+                for record in _papers(formulas, origin):
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            config = IngestJobConfig(sources=(str(papers),), index_prefix=prefix, kind="papers")
+            began = time.perf_counter()
+            job = IngestJob(client, encoder, config, converter=converter, on_progress=on_ingest).run()
+            ingest_seconds = time.perf_counter() - began
+        if job.state != "finished":
+            raise EqsearchError(f"the ingest job of the collection ended {job.state}: {job.errors_by_reason}")
+        client.indices.refresh(index=admin.alias("equations"))
+        yield IndexedCollection(client, prefix, job, ingest_seconds)
+    finally:
+        if not keep:
+            _delete_indices(admin)
+
+
+def formula_ranking(service: SearchService, latex: str, depth: int) -> list[tuple[str, float]]:
     """The formula ids a formula-only search ranks, best first, paged through as a user would, down to ``depth``."""
     ranked: list[tuple[str, float]] = []
     seen: set[str] = set()

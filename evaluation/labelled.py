@@ -26,8 +26,8 @@ Equations that KaTeX cannot convert, or whose MathML does not featurize, are lef
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,8 +48,10 @@ from eqsearch.evaluation.trec import ARQMATH_DEPTH, Qrels, ordered, write_qrels,
 from eqsearch.evaluation.tsv import read_versioned_tsv
 
 if TYPE_CHECKING:
+    from elasticsearch import Elasticsearch
     from eqsearch.engine.latex.converter import KatexConverter
     from eqsearch.engine.model.encoder import GraphEncoder
+    from eqsearch.engine.search import FormulaRanking
 
 FORMAT_LINE = "# eqsearch labelled equation set, format version 1"
 HEADER = ("category", "latex", "note")
@@ -62,6 +64,17 @@ LABELS = {
     "model_cosine": "model, cosine",
     "bag_of_words": "bag of words (§6.3), cosine",
 }
+#: Prefix of the representations that are rankings of the search engine (`search_similarity`): ``search:<ranker>``.
+SEARCH_PREFIX = "search:"
+
+
+def label_of(name: str) -> str:
+    """How a representation is named in the tables."""
+    if name.startswith(SEARCH_PREFIX):
+        return f"search engine, ranker {name[len(SEARCH_PREFIX) :]}"
+    return LABELS.get(name, name)
+
+
 #: Grades of the qrels written from the set: same category highly relevant (ARQMath's "high"), others not relevant.
 RELEVANT_GRADE = 3.0
 NOT_RELEVANT_GRADE = 0.0
@@ -196,7 +209,8 @@ class EncodedSet:
         equations: the equations that converted and featurized, in file order.
         failures: the others.
         approximate: ids of the equations KaTeX converted approximately (kept).
-        similarity: representation (`REPRESENTATIONS`) -> ``[n, n]`` similarities between ``equations``.
+        similarity: representation (`REPRESENTATIONS`, then any ``search:<ranker>`` added by `with_search`) ->
+            ``[n, n]`` similarities between ``equations``.
         similarity_of_model: the bundle's similarity (``max_inner_product`` or ``cosine``): what "model" uses.
     """
 
@@ -360,9 +374,8 @@ class LabelledReport:
             "| representation | 1-NN accuracy | ranking | P@5 | MAP | uMAP |",
             "|---|---|---|---|---|---|",
         ]
-        for name in REPRESENTATIONS:
-            f = self.figures[name]
-            label = LABELS[name] + (f" ({self.similarity_of_model})" if name == "model" else "")
+        for name, f in self.figures.items():
+            label = label_of(name) + (f" ({self.similarity_of_model})" if name == "model" else "")
             lines.append(
                 f"| {label} | {100 * f.accuracy:.1f} | {100 * f.ranking:.1f} | {100 * f.p_at_5:.1f} | "
                 f"{100 * f.map:.1f} | {f.umap:.2f} |"
@@ -371,13 +384,14 @@ class LabelledReport:
 
     def category_table(self) -> str:
         """A markdown table of the 1-NN accuracy per category."""
+        names = list(self.figures)
         lines = [
-            "| category | equations | " + " | ".join(LABELS[n] for n in REPRESENTATIONS) + " |",
-            "|---|---|" + "---|" * len(REPRESENTATIONS),
+            "| category | equations | " + " | ".join(label_of(n) for n in names) + " |",
+            "|---|---|" + "---|" * len(names),
         ]
         for category, values in self.per_category.items():
             size = int(values["equations"])
-            cells = " | ".join(f"{100 * values[n]:.0f}" for n in REPRESENTATIONS)
+            cells = " | ".join(f"{100 * values[n]:.0f}" for n in names)
             lines.append(f"| {category} | {size} | {cells} |")
         return "\n".join(lines)
 
@@ -394,10 +408,10 @@ def labelled_report(
         bundle: the bundle directory (for the report).
     """
     ids, labels = encoded.ids, encoded.labels
-    figures = {name: retrieval_figures(encoded.similarity[name], ids, labels) for name in REPRESENTATIONS}
+    figures = {name: retrieval_figures(matrix, ids, labels) for name, matrix in encoded.similarity.items()}
     labels_arr = np.asarray(labels)
     per_category: dict[str, dict[str, float]] = {}
-    for name in REPRESENTATIONS:
+    for name in encoded.similarity:
         hit = nearest_neighbour_hits(encoded.similarity[name], labels)
         for category in dict.fromkeys(labels):
             rows = labels_arr == category
@@ -414,6 +428,61 @@ def labelled_report(
         figures=figures,
         per_category=per_category,
     )
+
+
+def search_similarity(
+    encoded: EncodedSet,
+    client: Elasticsearch,
+    encoder: Any,
+    converter: KatexConverter,
+    ranking: FormulaRanking,
+    *,
+    index_prefix: str | None = None,
+    on_query: Callable[[str], None] | None = None,
+) -> np.ndarray:
+    """The search engine's leave-one-out rankings of a labelled set, as a similarity matrix.
+
+    The converted equations are ingested through the production ingest job into indices of their own (deleted
+    afterwards), and each is searched as a formula-only query through the production `SearchService` with
+    ``ranking``, down to every other equation. Row ``i`` holds ``n - rank`` for the equations that search ranks
+    (the best gets the highest value) and 0 for those it does not find, so every figure of `retrieval_figures` reads
+    the engine's ranking (a tie between two unfound equations counts as a loss in the ranking score).
+
+    Args:
+        encoded: from `encode_labelled_set` (its equations are the ones ingested and searched).
+        client: the cluster.
+        encoder: the bundle's encoder (the ingest job embeds with it).
+        converter: the KaTeX converter.
+        ranking: the formula ranking (`eqsearch.engine.search.rankers`).
+        index_prefix: the temporary indices' prefix (default: a new ``eqsearch-eval-<random>``).
+        on_query: called with each equation's id once it is searched.
+
+    Shapes:
+        returns ``[n, n]`` with n = ``len(encoded.equations)``.
+    """
+    from eqsearch.engine.search import MAX_RESULT_WINDOW
+    from eqsearch.evaluation.formulas import formula_ranking, indexed_collection
+
+    ids = encoded.ids
+    n = len(ids)
+    position = {identifier: i for i, identifier in enumerate(ids)}
+    similarity = np.zeros((n, n), dtype=np.float64)
+    formulas = [(e.id, e.latex) for e in encoded.equations]
+    depth = min(n, MAX_RESULT_WINDOW)
+    with indexed_collection(client, encoder, converter, formulas, "labelled set", index_prefix=index_prefix) as indexed:
+        service = indexed.service(encoder, converter, ranking=ranking, depth=depth)
+        for i, equation in enumerate(encoded.equations):
+            ranked = [doc for doc, _ in formula_ranking(service, equation.latex, depth) if doc != equation.id]
+            for rank, doc in enumerate(ranked):
+                similarity[i, position[doc]] = n - rank
+            if on_query is not None:
+                on_query(equation.id)
+    return similarity
+
+
+def with_search(encoded: EncodedSet, name: str, similarity: np.ndarray) -> EncodedSet:
+    """The set with the search engine's rankings under ranker ``name`` added as representation ``search:<name>``."""
+    return replace(encoded, similarity={**encoded.similarity, f"{SEARCH_PREFIX}{name}": similarity})
 
 
 def write_trec_files(encoded: EncodedSet, out: str | Path, depth: int = ARQMATH_DEPTH) -> list[Path]:
@@ -433,7 +502,8 @@ def write_trec_files(encoded: EncodedSet, out: str | Path, depth: int = ARQMATH_
         encoding="utf-8",
     )
     written = [topics, write_qrels(out / "qrels.txt", same_category_qrels(ids, labels))]
-    for name in REPRESENTATIONS:
-        run = {t: results[:depth] for t, results in leave_one_out_run(encoded.similarity[name], ids).items()}
-        written.append(write_run(out / f"run-{name.replace('_', '-')}.txt", run, tag=name))
+    for name, similarity in encoded.similarity.items():
+        run = {t: results[:depth] for t, results in leave_one_out_run(similarity, ids).items()}
+        slug = re.sub(r"[^a-z0-9+]+", "-", name.lower())
+        written.append(write_run(out / f"run-{slug}.txt", run, tag=name))
     return written

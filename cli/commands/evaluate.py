@@ -99,6 +99,39 @@ def _run_evaluate_held_out(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rankings(args: argparse.Namespace) -> list[Any]:
+    """The rankings named by ``--ranker`` (a parser error for an unknown one)."""
+    from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
+
+    names = [DEFAULT_RANKER if name == "default" else name for name in args.ranker]
+    try:
+        return [get_ranker(name) for name in dict.fromkeys(names)]
+    except ValueError as error:
+        args.parser.error(str(error))
+
+
+def _with_search_rows(encoded: Any, encoder: Any, converter: Any, rankings: list[Any], *, quiet: bool) -> Any:
+    """The labelled set with one ``search:<ranker>`` representation per ranking, searched on the configured cluster."""
+    from eqsearch.engine.es import EsConfig, LocalNode, LocalNodeConfig, connect
+    from eqsearch.evaluation.labelled import search_similarity, with_search
+    from tqdm import tqdm
+
+    config = EsConfig.from_env()
+    if config.url is None:  # the managed local node: started when it is not running
+        LocalNode(LocalNodeConfig.from_env()).start()
+    client, _ = connect(config)
+    for ranking in rankings:
+        bar = None if quiet else tqdm(total=len(encoded.equations), unit="query", desc=ranking.name, file=sys.stderr)
+        try:
+            on_query = None if bar is None else (lambda _, bar=bar: bar.update(1))
+            similarity = search_similarity(encoded, client, encoder, converter, ranking, on_query=on_query)
+        finally:
+            if bar is not None:
+                bar.close()
+        encoded = with_search(encoded, ranking.name, similarity)
+    return encoded
+
+
 def _run_evaluate_labelled(args: argparse.Namespace) -> int:
     from eqsearch.engine.latex.converter import KatexConverter
     from eqsearch.evaluation.labelled import (
@@ -111,11 +144,14 @@ def _run_evaluate_labelled(args: argparse.Namespace) -> int:
 
     if args.depth < 1:
         args.parser.error(f"--depth must be positive, got {args.depth}")
+    rankings = _rankings(args)
     path = Path(args.file) if args.file else DEFAULT_LABELLED_SET
     equations = read_labelled_set(path)
     encoder = _graph_encoder(args.bundle)
     with KatexConverter() as converter:
         encoded = encode_labelled_set(equations, encoder, converter)
+        if rankings:
+            encoded = _with_search_rows(encoded, encoder, converter, rankings, quiet=args.quiet)
     report = labelled_report(encoded, equations, path, encoder.manifest.path)
     print(
         f"{report.source}: {report.equations} equations in {report.categories} categories; {report.evaluated} "
@@ -353,7 +389,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="1-NN accuracy, ranking score and retrieval figures on a labelled equation set",
         description="Convert a labelled equation set with KaTeX, encode it with a bundle's ONNX encoder and report "
         "1-NN leave-one-out accuracy and ranking score (KDD'20 §6.1), P@5, MAP and uMAP of the leave-one-out "
-        "rankings, for the model and the bag-of-words baseline. Runs without torch.",
+        "rankings, for the model and the bag-of-words baseline. Runs without torch. With --ranker, also the search "
+        "engine itself: the set is ingested into temporary indices (starting the local node when no cluster is "
+        "configured) and every equation is searched as a formula-only query with that ranking, as the UI does.",
     )
     labelled.add_argument(
         "file", nargs="?", help="labelled set (format: eqsearch/evaluation/labelled.py; default: the shipped set)"
@@ -361,12 +399,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     labelled.add_argument("--bundle", help="model bundle directory (default: the installed one)")
     labelled.add_argument("--per-category", action="store_true", help="also print the 1-NN accuracy per category")
     labelled.add_argument(
+        "--ranker",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also score the search engine with this formula ranking ('default': production's; repeatable; "
+        "'eqsearch evaluate formulas --list-rankers' lists them)",
+    )
+    labelled.add_argument(
         "--write-trec",
         metavar="DIR",
         help="also write topics.tsv, qrels.txt and one leave-one-out run per representation to DIR",
     )
     labelled.add_argument("--depth", type=int, default=1000, help="results per topic in the written runs (1000)")
     labelled.add_argument("--json", help="also write the figures to this JSON file")
+    labelled.add_argument("--quiet", action="store_true", help="no progress bars")
     labelled.set_defaults(handler=_run_evaluate_labelled, parser=labelled)
 
     keywords = kinds.add_parser(

@@ -52,6 +52,21 @@ def test_labelled_then_trec_run_end_to_end_without_torch(tmp_path: Path) -> None
     assert runs[str(trec / "run-model.txt")]["means"]["map_prime"] == pytest.approx(report["figures"]["model"]["map"])
 
 
+@pytest.mark.es
+def test_labelled_with_a_ranker_scores_the_search_engine_too(es_client, tmp_path: Path, capsys) -> None:
+    labelled = tmp_path / "set.tsv"
+    labelled.write_text(SET, encoding="utf-8")
+    figures = tmp_path / "labelled.json"
+    assert main(["evaluate", "labelled", str(labelled), "--ranker", "default", "--quiet", "--json", str(figures)]) == 0
+    out = capsys.readouterr().out
+    assert "| search engine, ranker structure+embedding+rerank |" in out
+    report = json.loads(figures.read_text())
+    assert set(report["figures"]) == {"model", "model_cosine", "bag_of_words", "search:structure+embedding+rerank"}
+    with pytest.raises(SystemExit):
+        main(["evaluate", "labelled", str(labelled), "--ranker", "nonesuch"])
+    assert "unknown ranker 'nonesuch'" in capsys.readouterr().err
+
+
 def test_bad_flag_combinations_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["evaluate", "held-out", "--bundle", "engine/model/default-bundle"])

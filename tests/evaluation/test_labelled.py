@@ -134,6 +134,41 @@ def test_shipped_bundle_on_a_small_set_reports_failures_and_writes_trec_files(tm
         assert trec.means["map_prime"] == pytest.approx(report.figures[name].map)
 
 
+@pytest.mark.es
+def test_the_search_engine_is_scored_on_the_set_through_the_production_path(es_client, index_name, tmp_path) -> None:
+    from eqsearch.engine.index import IndexAdmin
+    from eqsearch.engine.model.encoder import load_encoder
+    from eqsearch.engine.search import get_ranker
+    from eqsearch.evaluation.labelled import search_similarity, with_search
+
+    path = _write(
+        tmp_path / "set.tsv",
+        "pythagoras\ta^2 + b^2 = c^2\n"
+        "pythagoras\tx^{2} + y^{2} = z^{2}\n"
+        "pythagoras\t|AB|^2 = |AC|^2 + |BC|^2\n"
+        "geometric\t\\sum_{k=0}^{n} q^k = \\frac{1 - q^{n+1}}{1 - q}\n"
+        "geometric\t\\sum_{i=0}^{m} r^i = \\frac{r^{m+1} - 1}{r - 1}\n"
+        "geometric\t1 + x + x^2 + \\dots + x^n = \\frac{1 - x^{n+1}}{1 - x}\n",
+    )
+    equations = read_labelled_set(path)
+    encoder = load_encoder()
+    with KatexConverter() as converter:
+        encoded = encode_labelled_set(equations, encoder, converter)
+        for name in ("embedding", "structure"):
+            ranking = get_ranker(name)
+            similarity = search_similarity(encoded, es_client, encoder, converter, ranking, index_prefix=index_name)
+            encoded = with_search(encoded, name, similarity)
+    report = labelled_report(encoded, equations, path, encoder.manifest.path)
+    assert list(report.figures) == ["model", "model_cosine", "bag_of_words", "search:embedding", "search:structure"]
+    # The engine's kNN over the ingested vectors ranks as the offline encoder does: the same figures.
+    assert report.figures["search:embedding"] == report.figures["model"]
+    similarity = encoded.similarity["search:structure"]
+    assert np.all(np.diag(similarity) == 0)  # an equation is never its own neighbour
+    assert report.figures["search:structure"].accuracy == 1.0  # each one's best other is of its category
+    assert "| search engine, ranker structure | 100.0 |" in report.table()
+    assert IndexAdmin(es_client, index_name).list() == []  # the temporary indices are gone
+
+
 def _mathml(equations: tuple[LabelledEquation, ...]) -> list[str]:
     with KatexConverter() as converter:
         return [r.mathml for r in converter.convert_many([(e.latex, "equation") for e in equations])]
