@@ -130,14 +130,20 @@ def cmd_ingest(args: argparse.Namespace) -> None:
 
 
 # -- corpus replication ----------------------------------------------------------------------------------------
-def base_documents(client, prefix: str) -> list[dict[str, Any]]:
-    admin = IndexAdmin(client, BASE_INDEX.format(prefix=prefix))
-    index = admin.current("equations")
-    if index is None:
-        sys.exit("run the 'ingest' command first")
-    docs = [source for _, source in admin.scan(index) if source.get("vector")]
-    docs.sort(key=lambda d: d["eq_id"])
-    return docs
+def base_documents(client, prefix: str, base_prefixes: list[str] | None = None) -> list[dict[str, Any]]:
+    """The equations with a vector of the base deployment (``<prefix>-base``, what ``ingest`` made), or of the
+    deployments ``base_prefixes`` (``--base`` ...: e.g. the make-run corpus and a kept ARQMath collection), their
+    duplicates (the same LaTeX) dropped so that the base counts distinct formulas."""
+    docs: dict[str, dict[str, Any]] = {}
+    for name in base_prefixes or [BASE_INDEX.format(prefix=prefix)]:
+        admin = IndexAdmin(client, name)
+        index = admin.current("equations")
+        if index is None:
+            sys.exit(f"no {name}-equations: run the 'ingest' command first (or name an existing deployment)")
+        for _, source in admin.scan(index):
+            if source.get("vector"):
+                docs.setdefault(" ".join(source["latex"].split()), source)
+    return sorted(docs.values(), key=lambda d: d["eq_id"])
 
 
 def replicate(base: list[dict[str, Any]], n: int, seed: int = 0) -> tuple[list[dict[str, Any]], np.ndarray]:
@@ -229,7 +235,7 @@ def percentiles(values: list[float]) -> dict[str, float]:
 
 def cmd_decide(args: argparse.Namespace) -> None:
     client, _ = client_from_env()
-    base = base_documents(client, args.prefix)
+    base = base_documents(client, args.prefix, args.base)
     docs, vectors = replicate(base, args.n)
     rng = np.random.default_rng(1)
     query_rows = rng.choice(len(vectors), size=args.queries, replace=False)
@@ -546,7 +552,7 @@ def cmd_latency(args: argparse.Namespace) -> None:
     client, _ = client_from_env()
     encoder = load_encoder_or_standin(args.bundle)
     emit(measure="setup", command=args.command, **encoder_identity(encoder))
-    base = base_documents(client, args.prefix)
+    base = base_documents(client, args.prefix, args.base)
     url = client.transport.node_pool.get().base_url
     warmup_count = 4 * args.clients
     formulas, keyword_queries, converter = usable_queries(base, args.queries + warmup_count)
@@ -611,7 +617,7 @@ def cmd_latency(args: argparse.Namespace) -> None:
                         node_cpu_ms=round(node_cpu / len(latencies), 2),
                         other_cores_busy=others,
                         load=load_average(),
-                        **({"service_options": options} if options else {}),
+                        **({"service_options": printable(options)} if options else {}),
                     )
             finally:
                 if pool is not None:
@@ -712,7 +718,7 @@ def cmd_replay(args: argparse.Namespace) -> None:
             node_cpu_ms=round(node_cpu / len(latencies), 2),
             other_cores_busy=None if busy is None else round((busy - client_cpu - node_cpu / 1000) / wall, 2),
             load=load_average(),
-            **({"service_options": options} if options else {}),
+            **({"service_options": printable(options)} if options else {}),
         )
 
 
@@ -778,7 +784,7 @@ def kept_index(args: argparse.Namespace) -> tuple[Any, Any, list[dict[str, Any]]
     client, _ = client_from_env()
     encoder = load_encoder_or_standin(args.bundle)
     emit(measure="setup", command=args.command, **encoder_identity(encoder))
-    base = base_documents(client, args.prefix)
+    base = base_documents(client, args.prefix, args.base)
     prefix = f"{args.prefix}-lat{args.n}"
     index = IndexAdmin(client, prefix).current("equations")
     if index is None:
@@ -955,6 +961,10 @@ def service_options(args: argparse.Namespace, service_class: Any = SearchService
     """`SearchService` settings given on the command line (the service's defaults otherwise)."""
     names = ("candidate_depth", "num_candidates_factor")
     options = {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+    if getattr(args, "ranker", None) and "ranking" in inspect.signature(service_class).parameters:
+        from eqsearch.engine.search.rankers import get_ranker
+
+        options["ranking"] = get_ranker(args.ranker)
     if "formula_cache_size" in inspect.signature(service_class).parameters:
         # off unless asked for: every kind reuses the same formulas in the same client, so a cache would serve the
         # hybrid queries the vectors the formula queries left (cached figures are measured apart, see profile)
@@ -962,11 +972,18 @@ def service_options(args: argparse.Namespace, service_class: Any = SearchService
     return options
 
 
+def printable(options: dict[str, Any]) -> dict[str, Any]:
+    """Service options as JSON can show them (a ranking by its name)."""
+    return {key: getattr(value, "name", value) for key, value in options.items()}
+
+
 def add_service_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--service-file", help="engine/search/service.py of another version, to compare (see profile)")
     parser.add_argument("--candidate-depth", type=int, help="SearchService candidate_depth (its default)")
     parser.add_argument("--num-candidates-factor", type=int, help="SearchService num_candidates_factor")
     parser.add_argument("--formula-cache-size", type=int, default=0, help="SearchService formula_cache_size (0)")
+    parser.add_argument("--ranker", help="the formula ranking (eqsearch evaluate formulas --list-rankers; default: "
+                        "production's)")  # fmt: skip
 
 
 # -- recall ----------------------------------------------------------------------------------------------------
@@ -1027,6 +1044,13 @@ def main() -> None:
         "--bundle",
         help="model bundle to encode with (default: the installed one; 'standin': the hashing stand-in); it must be "
         "the one the base ingest used, or query vectors and indexed vectors come from different models",
+    )
+    parser.add_argument(
+        "--base",
+        action="append",
+        metavar="PREFIX",
+        help="a deployment whose equations are (part of) the base to replicate (repeatable; default: PREFIX-base, "
+        "made by 'ingest'); duplicates dropped",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     ingest = commands.add_parser("ingest", help="end-to-end ingest of real sources; equations/s")
