@@ -62,6 +62,7 @@ run: setup apt-lists  ## the main job: Elasticsearch, a real corpus indexed, the
 	@if [ -z "$$EQSEARCH_ES_URL" ]; then $(BIN)/eqsearch es start; fi
 	$(BIN)/eqsearch es check
 	$(BIN)/eqsearch index migrate equations --if-stale
+	$(BIN)/eqsearch index migrate papers --if-stale
 	@sources=$$($(BIN)/eqsearch ingest fetch-corpus --cache "$(CORPUS_DIR)" $(foreach set,$(DEMO_SETS),--set $(set))) \
 	  || exit $$?; $(BIN)/eqsearch ingest run $$sources
 	@echo "eqsearch: serving the search UI at http://$(HOST):$(PORT)/ (Ctrl-C to stop; 'eqsearch es stop' stops Elasticsearch)"

@@ -21,6 +21,7 @@ class ExtractConfig:
         context_chars: characters of plain text kept before and after each equation.
         time_budget_s: seconds one document may take (extraction and conversion); the worker is killed after.
         convert: whether the MathML conversion stage runs.
+        inline: whether it converts the inline formulas that get indexed too (off: ``--no-inline``, displays only).
         katex_dir: the folder holding KaTeX for the conversion stage; None for the one installed with eqsearch.
     """
 
@@ -34,6 +35,7 @@ class ExtractConfig:
     context_chars: int = 400
     time_budget_s: float = 120.0
     convert: bool = True
+    inline: bool = True
     katex_dir: str | None = None
 
     def __post_init__(self) -> None:

@@ -1,7 +1,12 @@
 """The conversion stage: each extracted equation's LaTeX -> MathML through `eqsearch.engine.latex.converter`.
 
 The converter belongs to the engine (KaTeX in long-lived Node workers); this stage only feeds it one paper at a
-time with that paper's macros and writes the results back onto the equations.
+time with that paper's macros and writes the results back onto the equations, and onto the inline formulas that get
+indexed (`eqsearch.engine.index.inline_indexable`), sent in the same batch as their document's displays.
+
+Inline formulas are converted as displays are (KaTeX's display mode), not in text style: a query is converted in
+display mode, and text style gives ``\\sum_{i=1}^n`` and ``\\lim_{x\\to 0}`` as ``msubsup``/``msub`` where display
+mode gives ``munderover``/``munder``, which the encoder (it reads the element names) would see as other formulas.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from eqsearch.engine.errors import EqsearchError
-from eqsearch.ingest.records import STATUS_EXTRACTED, Equation, Paper
+from eqsearch.engine.index.documents import inline_indexable
+from eqsearch.ingest.records import STATUS_EXTRACTED, Equation, InlineFormula, Paper
 
 _WITH_ARGUMENT = frozenset({"alignat", "alignat*", "xalignat", "xalignat*", "xxalignat", "xxalignat*"})
 
@@ -61,24 +67,33 @@ def converter_input(latex: str, environment: str, args: list[str]) -> tuple[str,
     return latex, environment
 
 
-def convert_paper(paper: Paper, converter: Any) -> int:
-    """Convert every equation of ``paper`` still in status ``extracted``, each with the macros of its document;
-    failures are recorded per equation.
+def convert_paper(paper: Paper, converter: Any, *, inline: bool = True) -> int:
+    """Convert every equation of ``paper`` still in status ``extracted``, and every indexable inline formula (unless
+    ``inline`` is off), each with the macros of its document; failures are recorded per formula.
 
     Returns:
-        The number of equations sent to the converter.
+        The number of equations and inline formulas sent to the converter.
     """
-    by_document: dict[int, list[Equation]] = {}
+    by_document: dict[int, list[Equation | InlineFormula]] = {}
     for section in paper.sections:
         for eq in section.equations:
             if eq.status == STATUS_EXTRACTED:
                 by_document.setdefault(section.document, []).append(eq)
+        if inline:
+            for formula in section.inline:
+                if formula.status == STATUS_EXTRACTED and inline_indexable(formula.latex):
+                    by_document.setdefault(section.document, []).append(formula)
     if not by_document:
         return 0
     started = time.perf_counter()
     for document, todo in by_document.items():
         results = converter.convert_many(
-            [converter_input(eq.latex, eq.environment, eq.environment_args) for eq in todo],
+            [
+                converter_input(eq.latex, eq.environment, eq.environment_args)
+                if isinstance(eq, Equation)
+                else (eq.latex, "math")
+                for eq in todo
+            ],
             macros=paper.macros_of(document),
         )
         for equation, result in zip(todo, results, strict=True):

@@ -64,7 +64,7 @@ def process_task(task: DocumentTask, config: ExtractConfig, converter: Any | Non
         from eqsearch.ingest.convert import ConverterUnavailableError, convert_paper
 
         try:
-            convert_paper(paper, converter)
+            convert_paper(paper, converter, inline=config.inline)
         except ConverterUnavailableError:
             raise  # Node.js or KaTeX missing: no document can be converted, the run must stop
         except Exception as error:  # the converter's own failure: the equations stay extracted
@@ -198,6 +198,7 @@ class RunStats:
     equations_converted: int = 0
     equations_diagrams: int = 0
     inline_formulas: int = 0
+    inline_converted: int = 0
     citations: int = 0
     stage_seconds: Counter[str] = field(default_factory=Counter)
     wall_seconds: float = 0.0
@@ -211,7 +212,9 @@ class RunStats:
             self.documents_ok += 1
         self.warnings.update(w.reason for w in paper.warnings)
         self.citations += len(paper.citations)
-        self.inline_formulas += len(paper.inline_formulas())
+        for formula in paper.inline_formulas():
+            self.inline_formulas += 1
+            self.inline_converted += formula.mathml is not None
         for equation in paper.equations():
             self.equations_found += 1
             self.equations_status[equation.status] += 1
@@ -244,6 +247,7 @@ class RunStats:
             "equations_converted": self.equations_converted,
             "equations_diagrams": self.equations_diagrams,
             "inline_formulas": self.inline_formulas,
+            "inline_converted": self.inline_converted,
             "conversion_success_rate": None
             if converted_total == 0
             else round(

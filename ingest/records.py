@@ -97,7 +97,11 @@ class Equation:
 
 @dataclass
 class InlineFormula:
-    """One inline formula of the running text (``$...$``, ``\\(...\\)``, ``\\begin{math}``), recorded, not converted.
+    """One inline formula of the running text (``$...$``, ``\\(...\\)``, ``\\begin{math}``).
+
+    Those with enough structure to be searched (`eqsearch.engine.index.inline_indexable`) are converted with the
+    displays and indexed as equation documents of their own (id ``<paper key>:i<number>``); the others stay
+    ``extracted``.
 
     Args:
         number: position among the paper's inline formulas, 0-based, in document order (deterministic).
@@ -105,6 +109,12 @@ class InlineFormula:
         offset: character offset of the opening delimiter in its document's expanded text.
         length: characters from the opening delimiter to just past the closing one.
         delimiter: ``$``, ``\\(`` or ``math``.
+        context_before: plain text before the formula, in its section (other inline formulas as LaTeX).
+        context_after: plain text after it.
+        status: as an equation's: ``extracted`` until converted, then ``ok``, ``approximate`` or ``failed``.
+        reason: the failure reason code when status is ``failed`` (or why it is approximate).
+        message: a human readable detail for ``reason``.
+        mathml: Presentation MathML once converted, else None.
     """
 
     number: int
@@ -112,15 +122,28 @@ class InlineFormula:
     offset: int
     length: int
     delimiter: str = "$"
+    context_before: str = ""
+    context_after: str = ""
+    status: str = STATUS_EXTRACTED
+    reason: str | None = None
+    message: str | None = None
+    mathml: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, paper_key: str) -> dict[str, Any]:
         return {
+            "id": documents.inline_id(paper_key, self.number),
             "number": self.number,
             "latex": self.latex,
             "offset": self.offset,
             "length": self.length,
             "delimiter": self.delimiter,
             "display": False,
+            "context_before": self.context_before,
+            "context_after": self.context_after,
+            "status": self.status,
+            "reason": self.reason,
+            "message": self.message,
+            "mathml": self.mathml,
         }
 
 
@@ -259,7 +282,7 @@ class Paper:
                     "offset": s.offset,
                     "document": s.document,
                     "equations": [eq.to_json(key) for eq in s.equations],
-                    "inline": [f.to_json() for f in s.inline],
+                    "inline": [f.to_json(key) for f in s.inline],
                 }
                 for s in self.sections
             ],
@@ -317,6 +340,12 @@ class Paper:
                         offset=int(formula.get("offset") or 0),
                         length=int(formula.get("length") or len(latex)),
                         delimiter=str(formula.get("delimiter") or "$"),
+                        context_before=str(formula.get("context_before") or ""),
+                        context_after=str(formula.get("context_after") or ""),
+                        status=str(formula.get("status") or STATUS_EXTRACTED),
+                        reason=formula.get("reason"),
+                        message=formula.get("message"),
+                        mathml=formula.get("mathml"),
                     )
                 )
                 inline_number += 1

@@ -160,7 +160,10 @@ def jobs():
 @bp.post("/jobs")
 def start_job():
     """Start an ingest job from a path on the server, then follow it on its page."""
-    record = services().start_job(request.form.get("path", ""), restart=request.form.get("restart") == "yes")
+    form = request.form
+    record = services().start_job(
+        form.get("path", ""), restart=form.get("restart") == "yes", inline=form.get("no_inline") != "yes"
+    )
     return redirect(url_for("admin.job", job_id=record["job_id"]))
 
 

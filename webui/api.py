@@ -25,9 +25,11 @@ def services() -> WebServices:
 
 
 def hit_json(hit: EquationHit) -> dict[str, Any]:
-    """An equation hit as JSON, MathML and highlights sanitised."""
+    """An equation hit as JSON, MathML and highlights sanitised; the MathML's elements that matched the query formula
+    carry ``class="eqsearch-match"``."""
     data = asdict(hit)
-    data["mathml"] = str(sanitize_mathml(hit.mathml)) or None
+    marked = hit.formula_highlight.nodes if hit.formula_highlight else ()
+    data["mathml"] = str(sanitize_mathml(hit.mathml, marked)) or None
     data["highlights"] = {k: [str(sanitize_highlight(f)) for f in v] for k, v in hit.highlights.items()}
     data["authors"] = list(hit.authors)
     data["categories"] = list(hit.categories)
@@ -141,15 +143,18 @@ def job(job_id: str):
 
 @bp.post("/jobs")
 def start_job():
-    """Start an ingest job: JSON body ``{"path": "/absolute/path", "restart": false}`` (admin). Answers 202.
+    """Start an ingest job: JSON body ``{"path": "/absolute/path", "restart": false, "inline": true}`` (admin).
+    Answers 202.
 
-    The same path again resumes its job; ``restart: true`` reads everything again.
+    The same path again resumes its job; ``restart: true`` reads everything again; ``inline: false`` indexes the
+    display equations only.
     """
     require_admin()
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or not isinstance(body.get("path"), str):
         raise InvalidRequestError('send a JSON object {"path": "/absolute/path/on/the/server"}')
-    return jsonify(services().start_job(body["path"], restart=body.get("restart") is True)), 202
+    inline = body.get("inline") is not False
+    return jsonify(services().start_job(body["path"], restart=body.get("restart") is True, inline=inline)), 202
 
 
 @bp.post("/jobs/<job_id>/resume")

@@ -40,7 +40,17 @@ def openapi_document(server_url: str) -> dict[str, Any]:
         server_url: the base URL the document lists as its server.
     """
     search_params = [
-        _param("latex", "A formula in LaTeX.", {"type": "string", "maxLength": 4000}),
+        _param(
+            "latex",
+            "A formula in LaTeX. It may hold query variables: ? then a letter, then letters or digits (?a, ?x1), each "
+            "standing for any sub-expression, a repeated one for the same one each time (different ones may bind "
+            "equal parts): ?a^2 + ?b^2 = ?c^2 finds x^2 + y^2 = z^2 and 3^2 + 4^2 = 5^2, anywhere inside a formula. "
+            "With variables, only the formulas the pattern matches come back (from the 300 nearest structural "
+            "candidates). \\? is a literal question mark, and so is a ? followed by a space, an operator or the "
+            "end. A malformed variable (?1x, ??, ?{a}, one inside \\text{...} or an environment's name) is a 400 "
+            "saying where.",
+            {"type": "string", "maxLength": 4000},
+        ),
         _param("q", "Keywords.", {"type": "string", "maxLength": 1000}),
         _param(
             "w",
@@ -55,6 +65,12 @@ def openapi_document(server_url: str) -> dict[str, Any]:
             "fusion",
             "How formula and keyword rankings are fused.",
             {"type": "string", "enum": ["rrf", "linear"], "default": "rrf"},
+        ),
+        _param(
+            "inline",
+            "Inline formulas of the running text (those of three symbols or more are indexed): searched with the "
+            "display equations (include), left out (exclude: displays only), or alone (only).",
+            {"type": "string", "enum": ["include", "exclude", "only"], "default": "include"},
         ),
         _param("group", "Group results by paper.", {"type": "boolean", "default": False}),
         _param("page", "1-based page.", {"type": "integer", "minimum": 1, "default": 1}),
@@ -87,6 +103,43 @@ def openapi_document(server_url: str) -> dict[str, Any]:
             "year": {"type": ["integer", "null"]},
             "categories": {"type": "array", "items": {"type": "string"}},
             "abstract": {"type": "string"},
+            "inline": {
+                "type": "boolean",
+                "description": "An inline formula of the running text (id `<paper key>:i<number>`), not a display "
+                "equation.",
+            },
+            "formula_highlight": {"oneOf": [{"$ref": "#/components/schemas/FormulaHighlight"}, {"type": "null"}]},
+        },
+    }
+    formula_highlight = {
+        "type": "object",
+        "description": "Which parts of the hit's formula matched the query formula (null: none, no MathML, or no "
+        'formula in the query). In `mathml` the same elements carry class="eqsearch-match".',
+        "properties": {
+            "kind": {
+                "type": "string",
+                "enum": ["pattern", "shared"],
+                "description": "pattern: the sub-expression a query with variables matched; shared: the largest "
+                "sub-expression the hit shares with a query without variables (exact, else in other letters).",
+            },
+            "nodes": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 0},
+                "description": "Pre-order indices of the matched elements of the hit's MathML: <math> is 0, then every "
+                "element in document order (elements only, not text).",
+            },
+            "bindings": {
+                "type": "object",
+                "description": "?name -> what the variable matched (pattern only): its text (LaTeX-like, e.g. x^{2}) "
+                "and its elements (as in nodes).",
+                "additionalProperties": {
+                    "type": "object",
+                    "properties": {
+                        "text": {"type": "string"},
+                        "nodes": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                    },
+                },
+            },
         },
     }
     job = {
@@ -187,7 +240,15 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                 "post": {
                     "summary": "Start an ingest job from a path on the server",
                     "security": admin,
-                    "requestBody": _body("path", restart={"type": "boolean", "default": False}),
+                    "requestBody": _body(
+                        "path",
+                        restart={"type": "boolean", "default": False},
+                        inline={
+                            "type": "boolean",
+                            "default": True,
+                            "description": "Index the inline formulas (of three symbols or more) too.",
+                        },
+                    ),
                     "responses": {"202": _json("#/components/schemas/Job", "The job, queued."), **_ADMIN_ERRORS},
                 },
             },
@@ -224,6 +285,7 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                     },
                 },
                 "EquationHit": hit,
+                "FormulaHighlight": formula_highlight,
                 "SearchResults": {
                     "type": "object",
                     "properties": {

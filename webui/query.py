@@ -6,6 +6,7 @@ The same parameters serve the search page and ``GET /api/search``:
 - ``w``: the formula <-> keywords balance in [0, 1] (1 = formula only), default 0.5;
 - ``cat``: a category to keep, repeatable; ``from``, ``to``: publication years;
 - ``paper``: keep one paper's equations; ``fusion``: ``rrf`` or ``linear``;
+- ``inline``: ``include`` (default: display equations and inline formulas), ``exclude`` (displays only) or ``only``;
 - ``page`` (1-based) and ``size``.
 """
 
@@ -15,7 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from eqsearch.engine.search.query import MAX_PAGE_SIZE, HybridQuery
+from eqsearch.engine.model.patterns import QueryVariableError, read_query_variables
+from eqsearch.engine.search.query import INLINE_CHOICES, MAX_PAGE_SIZE, HybridQuery
 from werkzeug.datastructures import MultiDict
 
 MAX_LATEX_CHARS = 4000
@@ -54,6 +56,10 @@ def parse_query(args: MultiDict[str, str], *, page_size: int, group_by_paper: bo
     keywords = (args.get("q") or "").strip()
     if len(latex) > MAX_LATEX_CHARS:
         raise QueryError(f"the formula has {len(latex):,} characters; the limit is {MAX_LATEX_CHARS:,}")
+    try:
+        read_query_variables(latex)  # ?a stands for any sub-expression; a malformed one is the caller's to fix
+    except QueryVariableError as error:
+        raise QueryError(error.message) from None
     if len(keywords) > MAX_KEYWORDS_CHARS:
         raise QueryError(f"the keywords have {len(keywords):,} characters; the limit is {MAX_KEYWORDS_CHARS:,}")
     raw_weight = (args.get("w") or "").strip()
@@ -75,6 +81,9 @@ def parse_query(args: MultiDict[str, str], *, page_size: int, group_by_paper: bo
     if year_from is not None and year_to is not None and year_from > year_to:
         raise QueryError(f"the year range is reversed: from {year_from} to {year_to}")
     group = group_by_paper if "group" not in args else args.get("group", "").lower() in {"1", "true", "yes"}
+    inline = (args.get("inline") or "include").strip().lower()
+    if inline not in INLINE_CHOICES:
+        raise QueryError(f"'inline' must be one of {', '.join(INLINE_CHOICES)}, got {inline[:20]!r}")
     return HybridQuery(
         latex=latex or None,
         keywords=keywords or None,
@@ -87,6 +96,7 @@ def parse_query(args: MultiDict[str, str], *, page_size: int, group_by_paper: bo
         page=_int(args, "page", 1, 1, 1000) or 1,
         size=_int(args, "size", page_size, 1, MAX_PAGE_SIZE) or page_size,
         group_by_paper=group,
+        inline=inline,  # type: ignore[arg-type]
     )
 
 
@@ -101,6 +111,7 @@ def query_params(query: HybridQuery, **changes: Any) -> dict[str, Any]:
         "to": query.year_to,
         "paper": query.paper_id,
         "fusion": None if query.fusion == "rrf" else query.fusion,
+        "inline": None if query.inline == "include" else query.inline,
         "page": None if query.page == 1 else query.page,
     }
     params.update(changes)

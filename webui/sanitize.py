@@ -4,16 +4,23 @@ Both rebuild their output from a parsed tree, keeping only listed elements and a
 ``<script>``, an ``href``, an ``on*`` handler, a ``style``, a comment, a processing instruction) is dropped, and every
 piece of text is escaped on the way out. Nothing is pattern-matched on strings, so a hostile payload cannot smuggle
 itself past with odd spelling; it can at worst appear as visible, inert text.
+
+The one attribute a formula gains here is ``class="eqsearch-match"`` (`MATCH_CLASS`), set by the sanitiser itself on
+the elements a search says matched the query (pre-order element indices, `engine.model.patterns.FormulaHighlight`);
+a ``class`` in the input is dropped like any attribute outside the list.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from lxml import etree, html
 from markupsafe import Markup, escape
 
 MATHML_NS = "http://www.w3.org/1998/Math/MathML"
+#: The class the sanitiser puts on matched elements (styled in ``static/eqsearch.css``).
+MATCH_CLASS = "eqsearch-match"
 
 #: Presentation MathML elements a formula may use (no ``maction``, ``mglyph``, ``annotation-xml``: they can carry
 #: links, images or foreign markup).
@@ -56,8 +63,14 @@ def _local(tag: object) -> str | None:
     return etree.QName(tag).localname
 
 
-def _copy_math(source: etree._Element, parent: etree._Element | None, budget: list[int]) -> etree._Element | None:
-    """Copy `source` under `parent` keeping only allowed elements and attributes; unknown elements are unwrapped."""
+def _copy_math(
+    source: etree._Element,
+    parent: etree._Element | None,
+    budget: list[int],
+    marked: frozenset[etree._Element] = frozenset(),
+) -> etree._Element | None:
+    """Copy `source` under `parent` keeping only allowed elements and attributes; unknown elements are unwrapped;
+    copies of the ``marked`` source elements get the `MATCH_CLASS`."""
     name = _local(source.tag)
     if name is None or name in DROPPED_WITH_CONTENT:
         return None
@@ -72,9 +85,11 @@ def _copy_math(source: etree._Element, parent: etree._Element | None, budget: li
             attribute = _local(key)
             if attribute in MATHML_ATTRIBUTES and _SAFE_VALUE.match(value):
                 element.set(attribute, value)
+        if source in marked:
+            element.set("class", MATCH_CLASS)
         element.text = source.text
         for child in source:
-            _copy_math(child, element, budget)
+            _copy_math(child, element, budget, marked)
             if child.tail and len(element):
                 element[-1].tail = (element[-1].tail or "") + child.tail
             elif child.tail:
@@ -88,11 +103,13 @@ def _copy_math(source: etree._Element, parent: etree._Element | None, budget: li
     return None
 
 
-def sanitize_mathml(mathml: str | None) -> Markup:
+def sanitize_mathml(mathml: str | None, marked: Collection[int] = ()) -> Markup:
     """A formula's MathML reduced to the allow-list, safe to insert into a page.
 
     Args:
         mathml: a ``<math>`` element as KaTeX writes it (or anything else: it is parsed, never trusted).
+        marked: pre-order indices of the input's elements (``<math>`` = 0, elements only, as
+            `engine.model.structure.mathml_elements` counts them) to mark with ``class="eqsearch-match"``.
 
     Returns:
         The cleaned ``<math>`` markup; empty markup when the input is empty, is not well-formed, has no ``<math>``
@@ -106,8 +123,13 @@ def sanitize_mathml(mathml: str | None) -> Markup:
         return Markup("")
     if _local(root.tag) != "math" or root.getroottree().docinfo.doctype:  # KaTeX never writes a DOCTYPE
         return Markup("")
+    chosen = frozenset()
+    if marked:
+        wanted = {int(index) for index in marked}
+        elements = (element for element in root.iter() if isinstance(element.tag, str))  # pre-order, as numbered
+        chosen = frozenset(e for i, e in enumerate(elements) if i in wanted)
     try:
-        clean = _copy_math(root, None, [MAX_ELEMENTS])
+        clean = _copy_math(root, None, [MAX_ELEMENTS], chosen)
     except ValueError:
         return Markup("")
     if clean is None:

@@ -190,12 +190,15 @@ class WebServices:
         from elasticsearch import ApiError
         from elasticsearch import NotFoundError as EsNotFound
         from eqsearch.engine.index import IndexOperationError
+        from eqsearch.engine.model.patterns import QueryVariableError
         from eqsearch.engine.search.service import EquationNotFoundError, SearchError
 
         try:
             yield
         except EquationNotFoundError as error:
             raise NotFoundError(error.message, hint=error.hint) from error
+        except QueryVariableError as error:
+            raise InvalidRequestError(error.message, hint=error.hint) from error
         except IndexOperationError as error:
             raise InvalidRequestError(error.message, hint=error.hint) from error
         except SearchError as error:
@@ -479,7 +482,9 @@ class WebServices:
             raise InvalidRequestError(f"{path} does not exist on the server")
         return str(path)
 
-    def start_job(self, raw_path: str, *, restart: bool = False, wait: bool = False) -> dict[str, Any]:
+    def start_job(
+        self, raw_path: str, *, restart: bool = False, inline: bool = True, wait: bool = False
+    ) -> dict[str, Any]:
         """Start an ingest job of `raw_path` in a thread. Job ids derive from the path: the same path again resumes
         its job (papers already checkpointed are skipped) unless `restart` is set.
 
@@ -488,6 +493,7 @@ class WebServices:
                 sources, arXiv tarballs, a papers JSONL.
             restart: forget the job's checkpoints and read everything again (documents are overwritten, never
                 duplicated).
+            inline: index the inline formulas too (off: the display equations only).
             wait: run to the end before returning (tests, scripts).
 
         Returns:
@@ -497,6 +503,7 @@ class WebServices:
             InvalidRequestError: the path is not absolute, outside the ingest folder or missing; or that job is
                 already running; or no model bundle can be loaded.
         """
+        from eqsearch.ingest.config import ExtractConfig
         from eqsearch.ingest.jobs import IngestJobConfig
 
         config = IngestJobConfig(
@@ -506,6 +513,7 @@ class WebServices:
             replicas=self.config.es.replicas,
             batch_equations=JOB_BATCH_EQUATIONS,
             restart=restart,
+            extract=ExtractConfig(inline=inline),
         )
         return self._launch(config, wait)
 
@@ -516,11 +524,13 @@ class WebServices:
             NotFoundError: no job has that id.
             InvalidRequestError: the job is running or finished.
         """
+        from eqsearch.ingest.config import ExtractConfig
         from eqsearch.ingest.jobs import IngestJobConfig
 
         record = self.job(job_id)
         if not record["resumable"]:
             raise InvalidRequestError(f"job {job_id} is {record['state']}; only a failed or interrupted job resumes")
+        inline = (record.get("options") or {}).get("inline") is not False  # as the job was started
         config = IngestJobConfig(
             sources=tuple(record.get("sources") or ()),
             index_prefix=self.prefix,
@@ -528,6 +538,7 @@ class WebServices:
             replicas=self.config.es.replicas,
             job_id=job_id,
             batch_equations=JOB_BATCH_EQUATIONS,
+            extract=ExtractConfig(inline=inline),
         )
         return self._launch(config, wait)
 

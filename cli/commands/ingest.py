@@ -47,6 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     extract.add_argument("--no-convert", action="store_true", help="extract only; leave mathml empty")
     extract.add_argument(
+        "--no-inline", action="store_true",
+        help="convert the display equations only (by default the inline formulas of three symbols or more too)",
+    )  # fmt: skip
+    extract.add_argument(
         "--katex-dir", metavar="DIR", help="the KaTeX folder for the conversion (default: the one installed)"
     )
     extract.add_argument(
@@ -107,6 +111,7 @@ def _extract(args: argparse.Namespace) -> int:
             context_chars=args.context_chars,
             time_budget_s=args.time_budget,
             convert=not args.no_convert,
+            inline=not args.no_inline,
             katex_dir=args.katex_dir,
         )
     except ValueError as error:
@@ -154,6 +159,7 @@ def _extract(args: argparse.Namespace) -> int:
     for reason, count in summary["warnings"].items():
         print(f"  warning {reason}: {count}")
     print(f"equations: {stats.equations_found} found")
+    print(f"inline formulas: {stats.inline_formulas} found, {stats.inline_converted} converted")
     for status, count in summary["equations_status"].items():
         print(f"  {status}: {count}")
     for reason, count in summary["equations_failed"].items():
@@ -212,6 +218,11 @@ def _register_run(ingest_subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--batch", type=int, default=500, metavar="N", help="equations per bulk flush (500)")
     run.add_argument("--bundle", help="model bundle directory (default: the installed one)")
     run.add_argument("--katex-dir", metavar="DIR", help="the KaTeX folder (default: the one installed)")
+    run.add_argument(
+        "--no-inline", action="store_true",
+        help="index the display equations only; by default each inline formula of three symbols or more gets a "
+        "document of its own too (marked inline; a paper indexed again without them loses its inline documents)",
+    )  # fmt: skip
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(handler=_run)
 
@@ -230,7 +241,7 @@ def _run(args: argparse.Namespace) -> int:
         converter.__exit__(None, None, None)
         converter = None
     try:
-        return _run_job(args, converter, ExtractConfig(katex_dir=args.katex_dir))
+        return _run_job(args, converter, ExtractConfig(katex_dir=args.katex_dir, inline=not args.no_inline))
     finally:
         if converter is not None:
             converter.__exit__(None, None, None)
@@ -239,6 +250,7 @@ def _run(args: argparse.Namespace) -> int:
 def _run_job(args: argparse.Namespace, converter: object, extract: object) -> int:
     from eqsearch.engine.es.client import connect
     from eqsearch.engine.es.config import EsConfig
+    from eqsearch.engine.index.documents import MIN_INLINE_SYMBOLS
     from eqsearch.engine.model.encoder import load_encoder
     from eqsearch.ingest.jobs import IngestJob, IngestJobConfig, JobProgress
     from tqdm import tqdm
@@ -278,6 +290,9 @@ def _run_job(args: argparse.Namespace, converter: object, extract: object) -> in
           f"{counts['equations']:,} equations indexed ({counts['equations_with_vector']:,} with a vector), "
           f"{counts['documents_failed']:,} documents failed, {report.equations_per_second:.0f} eq/s"
           + (f", {counts['equations_diagrams']:,} diagrams (kept as LaTeX)" if counts.get("equations_diagrams") else "")
+          + (f"; {counts['inline_indexed']:,} of {counts['inline']:,} inline formulas indexed "
+             f"({counts['inline_skipped']:,} under {MIN_INLINE_SYMBOLS} symbols left out)"
+             if counts.get("inline") else "")
           + (f", {counts['equations_stale_deleted']:,} equations of earlier versions deleted"
              if counts.get("equations_stale_deleted") else "")
           + (f", {counts['equations_stale_kept']:,} kept because another job was ingesting the same papers "

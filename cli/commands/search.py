@@ -29,6 +29,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     search.add_argument("--page", type=int, default=1)
     search.add_argument("--size", type=int, default=10)
     search.add_argument("--group", action="store_true", help="one result per paper")
+    search.add_argument(
+        "--inline", choices=("include", "exclude", "only"), default="include",
+        help="inline formulas of the running text: searched with the displays (include, default), left out "
+        "(exclude: display equations only) or alone (only)",
+    )  # fmt: skip
     search.add_argument("--like", metavar="EQ_ID", help="equations like this stored equation instead")
     search.add_argument("--bundle", help="model bundle directory (default: the installed one)")
     search.add_argument("--json", action="store_true", help="print JSON")
@@ -57,6 +62,7 @@ def _search(args: argparse.Namespace) -> int:
             page=args.page,
             size=args.size,
             group_by_paper=args.group,
+            inline=args.inline,
         )
     except ValueError as error:
         args.parser.error(str(error))
@@ -79,7 +85,8 @@ def _search(args: argparse.Namespace) -> int:
     for rank, hit in enumerate(results.hits, start=first + 1):
         year = f" ({hit.year})" if hit.year else ""
         found_by = "+".join(hit.channels) or hit.matched
-        print(f"{rank:3}. [{found_by}] {hit.score:.4f}  {hit.eq_id}  {hit.title}{year}")
+        inline = " inline" if hit.inline else ""
+        print(f"{rank:3}. [{found_by}] {hit.score:.4f}  {hit.eq_id}{inline}  {hit.title}{year}")
         print(f"      {' '.join(hit.latex.split())[:150]}")  # on one line, whatever the source's layout
         if hit.section_title:
             print(f"      section: {hit.section_title}")

@@ -5,26 +5,38 @@ their vectors and the search benchmark replicates them: all through this module,
 decided in one place (the mappings that accept them are in `mappings`).
 
 Ids are deterministic: a paper's key is its id plus ``v<source version>`` when the version is known, an equation's
-id is ``<paper key>:<number>`` (its position among the paper's equations). Running a job again, or resuming one,
-therefore overwrites documents instead of duplicating them; a paper document's id is the bare paper id, so a new
-version replaces the old one.
+id is ``<paper key>:<number>`` (its position among the paper's equations), an inline formula's ``<paper key>:i<number>``
+(its position among the paper's inline formulas). Running a job again, or resuming one, therefore overwrites
+documents instead of duplicating them; a paper document's id is the bare paper id, so a new version replaces the old
+one.
+
+Inline formulas (``$...$`` in the running text) become equation documents too, marked ``inline: true``, when they
+have at least `MIN_INLINE_SYMBOLS` symbols (`inline_indexable`): a lone ``$x$``, ``$n$`` or ``$1$`` (a third of a
+paper's inline formulas, and two symbols such as ``$N_e$`` or ``$r^2$`` another sixth: figures in
+``benchmarks/ingest.md``, "Inline formulas") names a variable or a value rather than states anything, would be
+the best structural match of any query holding that symbol, and would make the index several times larger. The
+paper document counts the inline documents (``inline_count``) and keeps their numbers (``inline_numbers``), so
+that every writer can enumerate all of a paper's ids (`stored_equation_ids`).
 
 The engine never imports ``eqsearch.ingest`` (ingest builds on the engine), so the documents are built from
 whatever has the attributes of `PaperRecord`, `SectionRecord` and `EquationRecord` (``typing.Protocol`` classes
 that ingest's ``Paper``, ``Section`` and ``Equation`` satisfy as they are). A protocol rather than plain values:
 a document reads a dozen attributes of a paper and nine of each equation, which as parameters would be long lists
 repeated at every call; and the ingest job hands over the records it already has. Writers that only have stored
-documents or ids (the recount, the benchmark) use the plain-value functions `paper_key` and `equation_id`.
+documents or ids (the recount, the benchmark) use the plain-value functions `paper_key`, `equation_id` and
+`inline_id`.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from eqsearch.engine.index.mappings import SPANS_FIELD, STRUCTURE_FIELD, VECTOR_FIELD
-from eqsearch.engine.model.structure import formula_structure
+from eqsearch.engine.model.structure import LayoutNode, formula_structure, parse_layout_latex
 
 
 class EquationRecord(Protocol):
@@ -50,6 +62,27 @@ class EquationRecord(Protocol):
     def context_after(self) -> str: ...
 
 
+class InlineRecord(Protocol):
+    """What an inline formula's document is made of (ingest's ``InlineFormula`` has it)."""
+
+    @property
+    def number(self) -> int: ...
+    @property
+    def latex(self) -> str: ...
+    @property
+    def mathml(self) -> str | None: ...
+    @property
+    def delimiter(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def context_before(self) -> str: ...
+    @property
+    def context_after(self) -> str: ...
+
+
 class SectionRecord(Protocol):
     """A section of a paper as its document outlines it (ingest's ``Section`` has it)."""
 
@@ -61,6 +94,8 @@ class SectionRecord(Protocol):
     def title(self) -> str: ...
     @property
     def equations(self) -> Sequence[EquationRecord]: ...
+    @property
+    def inline(self) -> Sequence[InlineRecord]: ...
 
 
 class PaperRecord(Protocol):
@@ -100,10 +135,37 @@ def equation_id(key: str, number: int) -> str:
     return f"{key}:{number}"
 
 
+def inline_id(key: str, number: int) -> str:
+    """The id of inline formula ``number`` of the paper with key ``key`` (`paper_key`): ``<paper key>:i<number>``."""
+    return f"{key}:i{number}"
+
+
+#: The fewest symbols (`FormulaStructure.size`) an inline formula needs to be indexed (see the module docstring).
+MIN_INLINE_SYMBOLS = 3
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def inline_indexable(latex: str) -> bool:
+    """Whether an inline formula is indexed: at least `MIN_INLINE_SYMBOLS` symbols in its LaTeX's layout tree (the
+    size `formula_structure` gives it, without making its terms: a paper has thousands of inline formulas).
+
+    Decided on the LaTeX, before conversion, so that the formulas left out cost no conversion; the same answer at
+    every ingest of the same source (ids and counts stay deterministic). Cached: extraction, conversion and the
+    documents each ask, and a paper repeats its notation.
+    """
+    return _layout_size(parse_layout_latex(latex)) >= MIN_INLINE_SYMBOLS
+
+
+def _layout_size(baseline: Sequence[LayoutNode]) -> int:
+    return sum(1 + sum(_layout_size(line) for line in node.children.values()) for node in baseline)
+
+
 def stored_equation_ids(paper_id: str, paper_document: Mapping[str, Any]) -> list[str]:
-    """The ids of the equations a stored paper document counts (its ``paper_key`` and ``equation_count``)."""
+    """The ids of the equation documents a stored paper document counts: its ``equation_count`` displays and its
+    ``inline_numbers`` inline formulas (under its ``paper_key``)."""
     key = paper_document.get("paper_key") or paper_id
-    return [equation_id(key, number) for number in range(int(paper_document.get("equation_count") or 0))]
+    displays = [equation_id(key, number) for number in range(int(paper_document.get("equation_count") or 0))]
+    return displays + [inline_id(key, int(number)) for number in paper_document.get("inline_numbers") or ()]
 
 
 def paper_year(paper: PaperRecord) -> int | None:
@@ -149,10 +211,23 @@ def paper_fields(paper: PaperRecord, job_id: str) -> dict[str, Any]:
     }
 
 
+def indexed_inline(paper: PaperRecord) -> list[tuple[int, InlineRecord]]:
+    """``(section index, formula)`` for each of the paper's inline formulas that is indexed (`inline_indexable`), in
+    document order."""
+    return [(s.index, f) for s in paper.sections for f in s.inline if inline_indexable(f.latex)]
+
+
 def paper_documents(
-    paper: PaperRecord, *, job_id: str, indexed_at: str, vectors: Mapping[int, list[float]]
+    paper: PaperRecord,
+    *,
+    job_id: str,
+    indexed_at: str,
+    vectors: Mapping[int, list[float]],
+    inline_vectors: Mapping[int, list[float]] | None = None,
+    inline: bool = True,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The paper document (id: the paper id) and one document per equation (id: its ``eq_id``), in order.
+    """The paper document (id: the paper id) and one document per equation (id: its ``eq_id``), in order: the
+    displays, then the indexed inline formulas.
 
     Args:
         paper: the extracted paper.
@@ -160,6 +235,8 @@ def paper_documents(
         indexed_at: ISO 8601 time of the write, the same on all of the paper's documents.
         vectors: equation number -> its vector; an equation without one (not converted, or refused by the encoder)
             gets no vector field and is found by text only.
+        inline_vectors: inline formula number -> its vector (None: none has one).
+        inline: whether the inline formulas get documents (off: the paper counts none).
 
     Returns:
         The paper document and the equation documents.
@@ -167,14 +244,24 @@ def paper_documents(
     shared = paper_fields(paper, job_id)
     equations = [eq for section in paper.sections for eq in section.equations]
     titles = {section.index: section.title for section in paper.sections}
+    formulas = indexed_inline(paper) if inline else []
+    per_section = Counter(section for section, _ in formulas)
     paper_document = {
         **shared,
         "kind": paper.kind,
         "status": paper.status,
         "equation_count": len(equations),
+        "inline_count": len(formulas),
+        "inline_numbers": [formula.number for _, formula in formulas],
         "indexed_at": indexed_at,
         "sections": [
-            {"index": s.index, "level": s.level, "title": s.title, "equations": len(s.equations)}
+            {
+                "index": s.index,
+                "level": s.level,
+                "title": s.title,
+                "equations": len(s.equations),
+                "inline": per_section.get(s.index, 0),
+            }
             for s in paper.sections
         ],
     }
@@ -184,6 +271,7 @@ def paper_documents(
             **shared,
             "eq_id": equation_id(shared["paper_key"], eq.number),
             "number": eq.number,
+            "inline": False,
             "latex": eq.latex,
             "mathml": eq.mathml,
             "environment": eq.environment,
@@ -196,6 +284,24 @@ def paper_documents(
             "indexed_at": indexed_at,
         }
         equation_documents.append(with_vector(document, vectors.get(eq.number)))
+    for section, formula in formulas:
+        document = {
+            **shared,
+            "eq_id": inline_id(shared["paper_key"], formula.number),
+            "number": formula.number,
+            "inline": True,
+            "latex": formula.latex,
+            "mathml": formula.mathml,
+            "environment": formula.delimiter,
+            "status": formula.status,
+            "reason": formula.reason,
+            "section": section,
+            "section_title": titles.get(section, ""),
+            "context": " ".join(part for part in (formula.context_before, formula.context_after) if part),
+            **structure_fields(formula.mathml, formula.latex),
+            "indexed_at": indexed_at,
+        }
+        equation_documents.append(with_vector(document, (inline_vectors or {}).get(formula.number)))
     return paper_document, equation_documents
 
 
@@ -208,8 +314,10 @@ def structure_fields(mathml: str | None, latex: str) -> dict[str, Any]:
 
 def with_structure(document: Mapping[str, Any]) -> dict[str, Any]:
     """The equation document with its structural fields made anew from its stored MathML and LaTeX (a migration
-    does this, so that documents written before the fields existed, or by another tokenizer, get them)."""
-    return {**document, **structure_fields(document.get("mathml"), str(document.get("latex") or ""))}
+    does this, so that documents written before the fields existed, or by another tokenizer, get them), and marked
+    a display unless it says otherwise (documents written before inline formulas were indexed were all displays)."""
+    fields = structure_fields(document.get("mathml"), str(document.get("latex") or ""))
+    return {**document, **fields, "inline": bool(document.get("inline", False))}
 
 
 def with_vector(document: Mapping[str, Any], vector: list[float] | None) -> dict[str, Any]:

@@ -17,6 +17,11 @@ Two representations come out of it, both made by `formula_structure` for the ind
 - ``spans``: hashes of every contiguous run of at most `MAX_SPAN` symbols of a baseline with everything attached to
   them, exact and generalised, each with its size in symbols. The largest span a candidate shares with the query,
   relative to the query's size, is the finer structural match used to rerank the top candidates.
+
+A query may hold variables (``?a``, `engine.model.patterns`): their nodes are marked (`LayoutNode.variable`), and
+`structure_of_layout` is then told to leave out every term that touches one (a variable stands for any run of
+symbols, so no symbol, pair or span through it is known). Nodes read from MathML can also remember the elements
+they came from (`LayoutNode.elements`, pre-order indices), so that a hit can say which parts of it matched.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -61,10 +66,20 @@ FUNCTION_NAMES = frozenset(_FUNCTION_NAMES_TEXT.split())
 
 @dataclass
 class LayoutNode:
-    """One symbol of a symbol layout tree, with the baselines attached to it by relation name."""
+    """One symbol of a symbol layout tree, with the baselines attached to it by relation name.
+
+    Attributes:
+        label: the symbol's kind and text (``V:x``, ``N:2``, ``O:+``, ``F:sin``, ``S:frac``, ...).
+        children: relation name -> the baseline attached by it.
+        elements: pre-order indices (``<math>`` = 0, elements only) of the MathML elements the symbol was read from,
+            when `parse_layout` was asked for them; empty otherwise (and for trees read from LaTeX).
+        variable: the name of the query variable this node stands for (``a`` for ``?a``), else None.
+    """
 
     label: str
     children: dict[str, list[LayoutNode]] = field(default_factory=dict)
+    elements: tuple[int, ...] = field(default=(), compare=False)
+    variable: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -126,7 +141,8 @@ def _merge_function_names(baseline: list[LayoutNode]) -> list[LayoutNode]:
                 and not any(n.children for n in run[:-1])
                 and "".join(n.label[2:] for n in run) in FUNCTION_NAMES
             ):
-                out.append(LayoutNode("F:" + "".join(n.label[2:] for n in run), run[-1].children))
+                elements = tuple(e for n in run for e in n.elements)
+                out.append(LayoutNode("F:" + "".join(n.label[2:] for n in run), run[-1].children, elements))
                 i += length
                 break
         else:
@@ -135,44 +151,53 @@ def _merge_function_names(baseline: list[LayoutNode]) -> list[LayoutNode]:
     return out
 
 
-def _baseline(element: etree._Element) -> list[LayoutNode]:
+def _baseline(element: etree._Element, at: dict[etree._Element, int] | None = None) -> list[LayoutNode]:
+    """The baseline an element reads as; with ``at`` (element -> pre-order index), nodes remember their elements."""
     tag = _local(element.tag)
     if tag in _SKIPPED:
         return []
+    here = (at[element],) if at is not None else ()
     if tag in ("mi", "mn", "mo", "mtext", "ms"):
         node = _leaf(tag, "".join(element.itertext()))
+        if node is not None:
+            node.elements = here
         return [node] if node else []
     children = [child for child in element if isinstance(child.tag, str)]
     if tag in _SCRIPTS:
-        base = _baseline(children[0]) if children else []
+        base = _baseline(children[0], at) if children else []
         if not base:
-            base = [LayoutNode("E:")]
+            base = [LayoutNode("E:", elements=here)]
         for relation, child in zip(_SCRIPTS[tag], children[1:], strict=False):
-            attached = _baseline(child)
+            attached = _baseline(child, at)
             if attached:
                 base[-1].children[relation] = attached
         return base
     if tag == "mfrac":
-        node = LayoutNode("S:frac")
+        node = LayoutNode("S:frac", elements=here)
         for relation, child in zip(("num", "den"), children, strict=False):
-            node.children[relation] = _baseline(child)
+            node.children[relation] = _baseline(child, at)
         return [node]
     if tag == "msqrt":
-        return [LayoutNode("S:sqrt", {"in": [n for child in children for n in _baseline(child)]})]
+        return [LayoutNode("S:sqrt", {"in": [n for child in children for n in _baseline(child, at)]}, here)]
     if tag == "mroot":
-        node = LayoutNode("S:root")
+        node = LayoutNode("S:root", elements=here)
         for relation, child in zip(("in", "idx"), children, strict=False):
-            node.children[relation] = _baseline(child)
+            node.children[relation] = _baseline(child, at)
         return [node]
     if tag == "mtable":
-        cells = [n for row in children for cell in row if isinstance(cell.tag, str) for n in _baseline(cell)]
-        return [LayoutNode("S:table", {"in": cells})]
-    out = [n for child in children for n in _baseline(child)]
+        cells = [n for row in children for cell in row if isinstance(cell.tag, str) for n in _baseline(cell, at)]
+        return [LayoutNode("S:table", {"in": cells}, here)]
+    out = [n for child in children for n in _baseline(child, at)]
     return _merge_function_names(out)
 
 
-def parse_layout(mathml: str | bytes) -> list[LayoutNode]:
+def parse_layout(mathml: str | bytes, *, positions: bool = False) -> list[LayoutNode]:
     """The symbol layout tree (its main baseline) of a ``<math>`` element.
+
+    Args:
+        mathml: the ``<math>`` element.
+        positions: record in each node the pre-order indices of the MathML elements it was read from
+            (`LayoutNode.elements`: ``<math>`` is 0, and only elements count, not comments or entities).
 
     Raises:
         ValueError: the text is not well-formed XML.
@@ -182,7 +207,14 @@ def parse_layout(mathml: str | bytes) -> list[LayoutNode]:
         root = etree.fromstring(data, etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False))
     except etree.XMLSyntaxError as error:
         raise ValueError(f"not well-formed MathML: {error}") from error
-    return _baseline(root)
+    at = {element: i for i, element in enumerate(mathml_elements(root))} if positions else None
+    return _baseline(root, at)
+
+
+def mathml_elements(root: etree._Element) -> Iterator[etree._Element]:
+    """The elements of a MathML tree in pre-order (comments, processing instructions and entities left out): the
+    numbering of `LayoutNode.elements`, shared with the sanitiser that marks them."""
+    return (element for element in root.iter() if isinstance(element.tag, str))
 
 
 # --- LaTeX, for formulas KaTeX could not convert ---------------------------------------------------------------
@@ -304,10 +336,17 @@ def _baselines(baseline: list[LayoutNode]) -> Iterator[list[LayoutNode]]:
                 yield from _baselines(attached)
 
 
-def _pairs(baseline: list[LayoutNode], max_path: int) -> Iterator[tuple[str, str, str]]:
-    """``(from, to, path)`` for every symbol reachable in at most ``max_path`` steps (next, or into a relation)."""
+#: Tells `structure_of_layout` which nodes (query variables) no term may touch.
+Skip = Callable[[LayoutNode], bool]
+
+
+def _pairs(baseline: list[LayoutNode], max_path: int, skip: Skip | None = None) -> Iterator[tuple[str, str, str]]:
+    """``(from, to, path)`` for every symbol reachable in at most ``max_path`` steps (next, or into a relation);
+    with ``skip``, no path starts at, reaches or passes through a skipped node."""
     for line in _baselines(baseline):
         for start, node in enumerate(line):
+            if skip is not None and skip(node):
+                continue
             frontier = [("", line, start)]
             for _ in range(max_path):
                 reached = []
@@ -315,6 +354,8 @@ def _pairs(baseline: list[LayoutNode], max_path: int) -> Iterator[tuple[str, str
                     steps = [("n", at_line, at + 1)] if at + 1 < len(at_line) else []
                     steps += [(rel, attached, 0) for rel, attached in at_line[at].children.items() if attached]
                     for relation, next_line, index in steps:
+                        if skip is not None and skip(next_line[index]):
+                            continue
                         step_path = f"{path}.{relation}" if path else relation
                         yield node.label, next_line[index].label, step_path
                         reached.append((step_path, next_line, index))
@@ -331,6 +372,22 @@ def _canonical(node: LayoutNode, general: bool) -> str:
     return f"{label}{{{inner}}}"
 
 
+def canonical(node: LayoutNode, *, general: bool = False) -> str:
+    """A symbol with everything attached to it as one string: equal strings, equal sub-trees (labels generalised to
+    ``V:*``/``N:*`` when ``general``)."""
+    return _canonical(node, general)
+
+
+def layout_nodes(baseline: list[LayoutNode]) -> Iterator[LayoutNode]:
+    """Every node of a tree (the baseline's symbols, each followed by what hangs on it), in pre-order."""
+    return _nodes(baseline)
+
+
+def layout_baselines(baseline: list[LayoutNode]) -> Iterator[list[LayoutNode]]:
+    """Every non-empty baseline of a tree, the main one first, then those attached to its symbols, in pre-order."""
+    return _baselines(baseline)
+
+
 def _size(node: LayoutNode) -> int:
     return 1 + sum(_size(n) for line in node.children.values() for n in line)
 
@@ -339,15 +396,22 @@ def _span_hash(kind: str, text: str) -> str:
     return kind + hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
 
 
-def _spans(baseline: list[LayoutNode], max_span: int) -> dict[str, int]:
+def _touches(node: LayoutNode, skip: Skip) -> bool:
+    return any(skip(n) for n in _nodes([node]))
+
+
+def _spans(baseline: list[LayoutNode], max_span: int, skip: Skip | None = None) -> dict[str, int]:
     spans: dict[str, int] = {}
     for line in _baselines(baseline):
         sizes = [_size(n) for n in line]
+        blocked = [skip is not None and _touches(n, skip) for n in line]
         for kind, general in (("e", False), ("g", True)):
             texts = [_canonical(n, general) for n in line]
             for start in range(len(line)):
                 size = 0
                 for end in range(start, min(len(line), start + max_span)):
+                    if blocked[end]:
+                        break
                     size += sizes[end]
                     key = _span_hash(kind, " ".join(texts[start : end + 1]))
                     spans[key] = max(size, spans.get(key, 0))
@@ -355,17 +419,25 @@ def _spans(baseline: list[LayoutNode], max_span: int) -> dict[str, int]:
 
 
 def structure_of_layout(
-    baseline: list[LayoutNode], max_path: int = MAX_PATH, max_span: int = MAX_SPAN
+    baseline: list[LayoutNode], max_path: int = MAX_PATH, max_span: int = MAX_SPAN, *, skip: Skip | None = None
 ) -> FormulaStructure:
-    """Tokens and spans of a symbol layout tree (see the module docstring)."""
-    tokens = [node.label for node in _nodes(baseline)]
+    """Tokens and spans of a symbol layout tree (see the module docstring).
+
+    Args:
+        baseline: the tree's main baseline.
+        max_path: longest relation path of a pair token.
+        max_span: longest run of baseline symbols hashed as a span.
+        skip: nodes no token or span may touch (a query's variables); their own symbols are left out, and the size
+            counts the others only. None (the index, and queries without variables): every node counts.
+    """
+    tokens = [node.label for node in _nodes(baseline) if skip is None or not skip(node)]
     size = len(tokens)
-    for source, target, path in _pairs(baseline, max_path):
+    for source, target, path in _pairs(baseline, max_path, skip):
         tokens.append(f"{source}|{target}|{path}")
         general = (_generalised(source), _generalised(target))
         if general != (source, target):
             tokens.append(f"{general[0]}|{general[1]}|{path}")
-    return FormulaStructure(tuple(tokens), _spans(baseline, max_span), size)
+    return FormulaStructure(tuple(tokens), _spans(baseline, max_span, skip), size)
 
 
 def formula_structure(mathml: str | bytes | None, latex: str | None = None) -> FormulaStructure:

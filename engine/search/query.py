@@ -1,9 +1,10 @@
 """What a search asks for (`HybridQuery`) and the Elasticsearch request bodies it becomes; no client here.
 
-A query's filters (categories, years, one paper) become pre-filters inside the kNN query and filters of the BM25
-query alike, so both ranked lists cover the same equations. The ranking searches return scores and two doc values
-only (`ranking_only`); the page's equations are then fetched by id with highlights (`page_body`). These are free
-functions of their arguments, so what is sent can be checked without a node (`SearchService` sends them).
+A query's filters (categories, years, one paper, inline formulas or not) become pre-filters inside the kNN query and
+filters of the BM25 query alike, so both ranked lists cover the same equations. The ranking searches return scores
+and two doc values only (`ranking_only`); the page's equations are then fetched by id with highlights
+(`page_body`). These are free functions of their arguments, so what is sent can be checked without a node
+(`SearchService` sends them).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from eqsearch.engine.search.rankers import FormulaRanking
 
 __all__ = [
     "HIGHLIGHT_FIELDS",
+    "INLINE_CHOICES",
     "MAX_PAGE_SIZE",
     "MAX_RESULT_WINDOW",
     "RANKING_FIELDS",
@@ -28,6 +30,7 @@ __all__ = [
     "TEXT_FIELDS",
     "Fusion",
     "HybridQuery",
+    "InlineChoice",
     "candidate_window",
     "knn_body",
     "num_candidates",
@@ -40,6 +43,9 @@ __all__ = [
 ]
 
 Fusion = Literal["rrf", "linear"]
+#: Which equations a search covers: displays and inline formulas, displays only, or inline formulas only.
+InlineChoice = Literal["include", "exclude", "only"]
+INLINE_CHOICES: tuple[InlineChoice, ...] = ("include", "exclude", "only")
 
 MAX_PAGE_SIZE = 100
 MAX_RESULT_WINDOW = 1000
@@ -75,6 +81,8 @@ class HybridQuery:
         page: 1-based result page.
         size: hits (or paper groups) per page, 1..100.
         group_by_paper: return one group per paper holding its matching equations, paginated by group.
+        inline: ``include`` searches display equations and inline formulas alike, ``exclude`` the displays only,
+            ``only`` the inline formulas only.
 
     Raises:
         ValueError: a field is out of range (weight outside [0, 1], page < 1, size outside 1..100, years reversed).
@@ -91,6 +99,7 @@ class HybridQuery:
     page: int = 1
     size: int = 10
     group_by_paper: bool = False
+    inline: InlineChoice = "include"
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.formula_weight <= 1.0:
@@ -105,6 +114,8 @@ class HybridQuery:
             raise ValueError(f"year_from ({self.year_from}) is after year_to ({self.year_to})")
         if isinstance(self.categories, str):
             raise ValueError("categories must be a tuple of category names, not one string")
+        if self.inline not in INLINE_CHOICES:
+            raise ValueError(f"inline must be one of {', '.join(INLINE_CHOICES)}, got {self.inline!r}")
 
     @property
     def has_formula(self) -> bool:
@@ -150,6 +161,10 @@ def query_filters(query: HybridQuery) -> list[dict[str, Any]]:
         filters.append({"range": {"year": bounds}})
     if query.paper_id:
         filters.append({"term": {"paper_id": query.paper_id}})
+    if query.inline == "only":
+        filters.append({"term": {"inline": True}})
+    elif query.inline == "exclude":
+        filters.append({"bool": {"must_not": [{"term": {"inline": True}}]}})
     return filters
 
 
@@ -309,6 +324,7 @@ def ranking_searches(
     num_candidates_factor: int,
     structure: FormulaStructure | None = None,
     ranking: FormulaRanking | None = None,
+    structure_window: int | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The ranked lists a query needs, as ``(name, body)``: ``structure`` (BM25 over structural terms),
     ``formula`` (kNN on the embedding) and ``text`` (BM25 over the words), as many as apply.
@@ -323,17 +339,20 @@ def ranking_searches(
         num_candidates_factor: see `num_candidates`.
         structure: the formula's structure (None: no structural list).
         ranking: which formula channels to use and how (default: the embedding alone).
+        structure_window: candidates of the structural list when it must reach deeper than ``window`` (a query with
+            variables, whose candidates are then matched against its pattern); None: ``window``.
     """
     filters = query_filters(query)
     searches: list[tuple[str, dict[str, Any]]] = []
     use_embedding = ranking is None or ranking.embedding > 0
     if ranking is not None and ranking.structure > 0 and structure is not None and structure.tokens:
         # the rescore covers at least the hits returned, so that a deep evaluation reranks what it reads
+        depth = structure_window or window
         body = structure_body(
             structure,
-            window,
+            depth,
             filters,
-            rerank_window=max(ranking.rerank_window, window) if ranking.rerank_window else 0,
+            rerank_window=max(ranking.rerank_window, depth) if ranking.rerank_window else 0,
             rerank_weight=ranking.rerank_weight,
         )
         if query.formula_weight > 0:

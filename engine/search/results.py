@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from eqsearch.engine.model.patterns import FormulaHighlight
 from eqsearch.engine.search.fusion import Fused
 from eqsearch.engine.search.query import HybridQuery
 
@@ -54,6 +55,9 @@ class EquationHit:
             score, or their blend when both channels are searched).
         text_score: the raw BM25 score when the text matched.
         channels: the channels whose ranked lists found it: ``structure``, ``embedding``, ``text``.
+        inline: an inline formula of the running text (id ``<paper key>:i<number>``), not a display equation.
+        formula_highlight: which elements of `mathml` matched the query formula (set by the search for a formula
+            query: a pattern's match with its variables' bindings, or the largest shared sub-expression).
     """
 
     eq_id: str
@@ -73,6 +77,8 @@ class EquationHit:
     formula_score: float | None = None
     text_score: float | None = None
     channels: tuple[str, ...] = ()
+    inline: bool = False
+    formula_highlight: FormulaHighlight | None = None
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,7 @@ def equation_hit(item: Fused, raw: Mapping[str, Any], channels: Sequence[str] = 
         formula_score=item.sources.get("formula"),
         text_score=item.sources.get("text"),
         channels=tuple(channels) or tuple(_LIST_CHANNELS[name] for name in ("formula", "text") if name in named),
+        inline=bool(source.get("inline", False)),
     )
 
 

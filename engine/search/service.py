@@ -12,6 +12,13 @@ requests, the index's ``_meta`` and the cache of converted and encoded query for
 
 LaTeX that does not parse never fails the search: `SearchResults.latex_error` carries the converter's message, the
 structural channel still searches the terms read from the LaTeX itself, and keyword results still come back.
+
+A formula with variables (``?a^2 + ?b^2 = ?c^2``, `engine.model.patterns`) is a pattern: its structural terms leave
+the variables out, the structural list reaches `SearchService.pattern_candidates` deep, and the formula lists keep
+only the candidates the pattern matches by unification on their layout trees (fetched as MathML in one request):
+a variable query asks for that shape, as zbMATH's does, so a near miss is not shown as a hit. Every hit of a formula
+query then says which elements of its MathML matched (`EquationHit.formula_highlight`): the pattern's match and
+its variables' bindings, or, without variables, the largest sub-expression it shares with the query.
 """
 
 from __future__ import annotations
@@ -19,14 +26,33 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 from elasticsearch import ConnectionError as EsConnectionError
 from eqsearch.engine.errors import EqsearchError
-from eqsearch.engine.index.mappings import VECTOR_FIELD, alias_name
-from eqsearch.engine.model.structure import FormulaStructure, formula_structure
+from eqsearch.engine.index.mappings import STRUCTURE_FIELD, VECTOR_FIELD, alias_name
+from eqsearch.engine.model.patterns import (
+    FormulaHighlight,
+    QueryPattern,
+    SharedSubexpressions,
+    mark_variables,
+    match_pattern,
+    pattern_highlight,
+    pattern_structure,
+    read_query_variables,
+    variables_as_letters,
+)
+from eqsearch.engine.model.structure import (
+    FormulaStructure,
+    LayoutNode,
+    layout_nodes,
+    parse_layout,
+    parse_layout_latex,
+    structure_of_layout,
+)
 from eqsearch.engine.search.fusion import Fused, linear_fusion, reciprocal_rank_fusion
 from eqsearch.engine.search.query import (
     MAX_RESULT_WINDOW,
@@ -80,6 +106,21 @@ _RANKING_RESPONSE_FIELDS = [
     "responses.error",
 ]
 _PAGE_RESPONSE_FIELDS = ["hits.hits._id", "hits.hits._source", "hits.hits.highlight"]
+#: What the pattern match reads of each candidate.
+_PATTERN_SOURCE = ["eq_id", "mathml", "latex"]
+
+
+@dataclass(frozen=True)
+class _QueryFormula:
+    """A query formula made ready once (and cached): its conversion, vector, structural terms, layout tree
+    (variables marked; what hits are matched against) and variables."""
+
+    result: ConversionResult
+    vector: np.ndarray | None
+    structure: FormulaStructure | None
+    layout: list[LayoutNode]
+    pattern: QueryPattern
+    shared: SharedSubexpressions | None  # the query's sub-expressions, for hits' highlights (no variables only)
 
 
 class SearchService:
@@ -104,6 +145,8 @@ class SearchService:
             first; 0 keeps none). The next page of a search, or a formula many people look up, then costs neither
             KaTeX nor the encoder. Conversion failures are not kept.
         ranking: how the formula side is ranked (default: the registered `DEFAULT_RANKER`).
+        pattern_candidates: how deep the structural list of a query with variables reaches: the candidates its
+            pattern is matched against (with the kNN list's), fetched and unified client-side.
     """
 
     def __init__(
@@ -119,6 +162,7 @@ class SearchService:
         candidate_depth: int = 50,
         formula_cache_size: int = 1024,
         ranking: FormulaRanking | None = None,
+        pattern_candidates: int = 300,
     ) -> None:
         self.client = client
         self.encoder = encoder
@@ -131,11 +175,10 @@ class SearchService:
         self.candidate_depth = candidate_depth
         self.formula_cache_size = formula_cache_size
         self.ranking = ranking or get_ranker(DEFAULT_RANKER)
+        self.pattern_candidates = pattern_candidates
         self._meta: dict[str, Any] | None = None
         self._meta_read = 0.0
-        self._formulas: OrderedDict[str, tuple[ConversionResult, np.ndarray | None, FormulaStructure | None]] = (
-            OrderedDict()
-        )
+        self._formulas: OrderedDict[str, _QueryFormula] = OrderedDict()
         self._formulas_lock = threading.Lock()  # web servers search from several threads
 
     # -- public ------------------------------------------------------------------------------------------------
@@ -150,14 +193,17 @@ class SearchService:
 
         Raises:
             SearchError: Elasticsearch refused the search or is unreachable.
+            QueryVariableError: the formula has a malformed query variable (``?1``, ``??``, ``\\text{?a}``).
         """
         began = time.perf_counter()
         warnings: list[str] = []
         latex_error = None
         vector = None
         structure = None
+        formula = None
         if query.has_formula:
-            result, vector, structure = self._formula(query.latex or "")
+            formula = self._formula(read_query_variables(query.latex or ""))
+            result, vector, structure = formula.result, formula.vector, formula.structure
             if result.mathml is None:
                 latex_error = result.message or f"the LaTeX could not be converted ({result.reason})"
             elif result.status == "approximate" and result.message:
@@ -170,6 +216,7 @@ class SearchService:
         )
         if capped:
             warnings.append(f"results are limited to the first {MAX_RESULT_WINDOW} candidates per list")
+        pattern = formula is not None and formula.pattern.has_variables
         searches = ranking_searches(
             query,
             vector,
@@ -177,6 +224,7 @@ class SearchService:
             num_candidates_factor=self.num_candidates_factor,
             structure=structure,
             ranking=self.ranking,
+            structure_window=max(window, self.pattern_candidates) if pattern else None,
         )
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
@@ -186,6 +234,13 @@ class SearchService:
                 f"partial results: {missing} shard searches did not answer (a node of the cluster is down or "
                 "recovering); some equations may be missing"
             )
+        if pattern and formula is not None:
+            lists = self._pattern_matches(lists, formula.layout)
+            if not any(lists.get(name) for name in ("structure", "formula")):
+                warnings.append(
+                    f"no formula among the {self.pattern_candidates} nearest candidates matches the pattern "
+                    f"{query.latex}; try fewer symbols around the variables"
+                )
         channels = _channels_of(lists)
         lists = self._formula_side(lists)
         if query.fusion == "rrf":
@@ -202,6 +257,8 @@ class SearchService:
             for item in page_items
             if item.doc_id in documents  # deleted between the two requests: dropped, not an error
         ]
+        if formula is not None:
+            hits = [replace(hit, formula_highlight=_highlight(formula, hit.mathml)) for hit in hits]
         groups = group_hits(hits) if query.group_by_paper else []
         return self._results(hits, groups, total, query, latex_error, warnings, began)
 
@@ -216,6 +273,57 @@ class SearchService:
             weights = {"structure": self.ranking.structure, "formula": self.ranking.embedding}
             out["formula"] = [(item.doc_id, item.score) for item in linear_fusion(formula, weights)]
         return out
+
+    def _pattern_matches(
+        self, lists: dict[str, list[tuple[str, float]]], pattern: list[LayoutNode]
+    ) -> dict[str, list[tuple[str, float]]]:
+        """The ranked lists with the formula lists cut to the candidates the pattern matches (their order kept).
+
+        The candidates (both formula lists) are read in one request, their MathML (or LaTeX) only, and unified
+        with the pattern (`match_pattern`, bounded per candidate). The request keeps only those whose structural
+        terms hold every symbol the pattern names (no other can match), so that the client parses fewer.
+        """
+        pool = list(dict.fromkeys(eq_id for name in ("structure", "formula") for eq_id, _ in lists.get(name, ())))
+        if not pool:
+            return lists
+        symbols = sorted({node.label for node in layout_nodes(pattern) if node.variable is None})
+        response = self._call(
+            self.client.search,
+            index=self.equations_alias,
+            body={
+                "query": {
+                    "bool": {
+                        "filter": [
+                            {"terms": {"eq_id": pool}},
+                            {
+                                "bool": {  # a document without structural terms (an old index) is parsed anyway
+                                    "should": [
+                                        {"bool": {"filter": [{"term": {STRUCTURE_FIELD: s}} for s in symbols]}},
+                                        {"bool": {"must_not": [{"exists": {"field": STRUCTURE_FIELD}}]}},
+                                    ],
+                                    "minimum_should_match": 1,
+                                }
+                            },
+                        ]
+                    }
+                },
+                "size": len(pool),
+                "_source": {"includes": _PATTERN_SOURCE},
+                "track_total_hits": False,
+            },
+            filter_path=["hits.hits._source"],
+        )
+        matched = set()
+        for hit in (response.get("hits") or {}).get("hits") or ():
+            source = hit["_source"]
+            if match_pattern(pattern, _layout(source.get("mathml"), source.get("latex"))) is not None:
+                matched.add(source["eq_id"])
+        return {
+            name: [(eq_id, score) for eq_id, score in ranking if eq_id in matched]
+            if name in ("structure", "formula")
+            else ranking
+            for name, ranking in lists.items()
+        }
 
     def _fetch_page(self, eq_ids: list[str], keywords: str | None) -> dict[str, dict[str, Any]]:
         """Sources (vector excluded) and, with keywords, highlights of the page's equations, in one request; by
@@ -297,7 +405,8 @@ class SearchService:
         equations = self._call(
             self.client.search,
             index=self.equations_alias,
-            query={"term": {"paper_id": paper_id}},
+            # the displays: a paper's inline formulas (thousands in a long one) are counted, not listed
+            query={"bool": {"filter": [{"term": {"paper_id": paper_id}}], "must_not": [{"term": {"inline": True}}]}},
             sort=[{"number": "asc"}],
             size=10_000,
             source_excludes=SOURCE_EXCLUDES,
@@ -365,28 +474,38 @@ class SearchService:
             "equations --reencode' (keyword search still works)"
         )
 
-    def _formula(self, latex: str) -> tuple[ConversionResult, np.ndarray | None, FormulaStructure | None]:
+    def _formula(self, pattern: QueryPattern) -> _QueryFormula:
         """The conversion of a query's LaTeX, its vector (None when it did not convert, or the ranking has no
-        embedding) and its structure (from the LaTeX when it did not convert; None when the ranking has no structure),
-        from the cache if there."""
+        embedding), its structure (from the LaTeX when it did not convert; None when the ranking has no structure)
+        and its layout tree, from the cache if there.
+
+        A formula with variables converts with placeholders (`QueryPattern.katex_latex`); its structure leaves the
+        variables out, and its vector is that of the formula with each variable read as a letter."""
+        latex = pattern.latex
         with self._formulas_lock:
             cached = self._formulas.get(latex)
             if cached is not None:
                 self._formulas.move_to_end(latex)
                 return cached
-        result = self.render(latex)
-        structure = formula_structure(result.mathml, latex) if self.ranking.structure else None
+        result = self.render(pattern.katex_latex)
+        # the structure of the same layout tree that `formula_structure` reads (MathML, else the LaTeX)
+        layout = mark_variables(_layout(result.mathml, pattern.fallback_latex), pattern)
+        structure = None
+        if self.ranking.structure:
+            structure = pattern_structure(layout) if pattern.has_variables else structure_of_layout(layout)
+        shared = None if pattern.has_variables else SharedSubexpressions(layout)
         if result.mathml is None:
-            return result, None, structure
-        vector = self._encode(result.mathml) if self.ranking.embedding else None
+            return _QueryFormula(result, None, structure, layout, pattern, shared)
+        vector = self._encode(variables_as_letters(result.mathml, pattern)) if self.ranking.embedding else None
         if vector is not None:
             vector.flags.writeable = False  # shared by every search of this formula
+        formula = _QueryFormula(result, vector, structure, layout, pattern, shared)
         if self.formula_cache_size > 0:
             with self._formulas_lock:
-                self._formulas[latex] = (result, vector, structure)
+                self._formulas[latex] = formula
                 while len(self._formulas) > self.formula_cache_size:
                     self._formulas.popitem(last=False)
-        return result, vector, structure
+        return formula
 
     def _encode(self, mathml: str) -> np.ndarray:
         vector = np.asarray(self.encoder.encode([mathml])[0], dtype=np.float32)
@@ -461,6 +580,31 @@ class SearchService:
             took_ms=(time.perf_counter() - began) * 1000.0,
             analyzer=self.analyzer(),
         )
+
+
+def _layout(mathml: str | None, latex: str | None, *, positions: bool = False) -> list[LayoutNode]:
+    """A formula's layout tree as `formula_structure` reads it: from the MathML, else from the LaTeX."""
+    if mathml:
+        try:
+            return parse_layout(mathml, positions=positions)
+        except ValueError:
+            pass
+    return parse_layout_latex(latex or "")
+
+
+def _highlight(formula: _QueryFormula, mathml: str | None) -> FormulaHighlight | None:
+    """Which elements of a hit's MathML match the query formula: the pattern's match, or the largest shared
+    sub-expression; None without MathML (the references point into it) or a match."""
+    if not mathml or not formula.layout:
+        return None
+    try:
+        layout = parse_layout(mathml, positions=True)
+    except ValueError:
+        return None
+    if formula.pattern.has_variables:
+        match = match_pattern(formula.layout, layout)
+        return pattern_highlight(match) if match is not None else None
+    return formula.shared.highlight(layout) if formula.shared is not None else None
 
 
 #: The channel each ranked list stands for, as hits report it.

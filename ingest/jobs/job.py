@@ -45,6 +45,7 @@ from eqsearch.engine.index import (
     IndexAdmin,
     bulk_loading_settings,
     current_load_settings,
+    indexed_inline,
     paper_documents,
     retrying,
     stored_equation_ids,
@@ -67,7 +68,7 @@ from eqsearch.ingest.jobs.store import (
 )
 from eqsearch.ingest.jobs.writer import MigrationAwareWriter
 from eqsearch.ingest.pipeline import WorkerPool, process_task
-from eqsearch.ingest.records import STATUS_APPROXIMATE, STATUS_DIAGRAM, STATUS_OK, Equation, Paper
+from eqsearch.ingest.records import STATUS_APPROXIMATE, STATUS_DIAGRAM, STATUS_OK, Equation, InlineFormula, Paper
 from eqsearch.ingest.sources import DocumentTask, discover
 
 
@@ -80,7 +81,8 @@ class IngestJobConfig:
         index_prefix: the deployment's index prefix.
         job_id: the job's id; by default derived from the sources, so re-running the same command resumes it.
         kind: how to read folders (``auto``, ``arxiv``, ``latex``, ``docstrings``, ``papers``).
-        extract: extraction limits (its ``convert`` must stay on: equations need MathML to be encoded).
+        extract: extraction limits (its ``convert`` must stay on: equations need MathML to be encoded); its
+            ``inline`` says whether the inline formulas get documents (off: ``--no-inline``, displays only).
         workers: extraction processes (0 = in this process, with the given converter).
         batch_equations: equations per bulk flush (a checkpoint follows each flush).
         max_retries: retries of 429 items and of failed bulk requests (exponential backoff).
@@ -186,16 +188,17 @@ class IngestJob:
             )
 
     def _check_mapping_current(self) -> None:
-        """Refuse to write documents an older equations mapping would reject (its mapping is strict)."""
-        described = self.admin.describe("equations")
-        if described.get("stale") and (described.get("mapping_version") or 0) < MAPPING_VERSIONS["equations"]:
-            raise IngestJobError(
-                f"{described.get('index')} has the equations mapping of version {described.get('mapping_version')}, "
-                f"older than this eqsearch's ({MAPPING_VERSIONS['equations']}): it has no field for what this "
-                "version writes (the formulas' structure)",
-                hint="move the index to the current mapping first ('eqsearch index migrate equations'; searches "
-                "keep answering meanwhile), then run the job again",
-            )
+        """Refuse to write documents an older equations or papers mapping would reject (their mappings are strict)."""
+        for kind in ("equations", "papers"):
+            described = self.admin.describe(kind)
+            if described.get("stale") and (described.get("mapping_version") or 0) < MAPPING_VERSIONS[kind]:
+                raise IngestJobError(
+                    f"{described.get('index')} has the {kind} mapping of version {described.get('mapping_version')}, "
+                    f"older than this eqsearch's ({MAPPING_VERSIONS[kind]}): it has no field for what this version "
+                    "writes (the formulas' structure, the inline formulas)",
+                    hint=f"move the index to the current mapping first ('eqsearch index migrate {kind}'; searches "
+                    "keep answering meanwhile), then run the job again",
+                )
 
     # -- run -----------------------------------------------------------------------------------------------------
     def run(self) -> JobReport:
@@ -239,7 +242,11 @@ class IngestJob:
             created_at=(previous or {}).get("created_at") or now(),
             pid=os.getpid(),
             host=socket.gethostname(),
-            options={"restore_settings": restore, "batch_equations": self.config.batch_equations},
+            options={
+                "restore_settings": restore,
+                "batch_equations": self.config.batch_equations,
+                "inline": self.config.extract.inline,
+            },
             message=None,
             finished_at=None,
         )
@@ -335,9 +342,19 @@ class IngestJob:
                 return [], counts, errors
         equations = paper.equations()
         vectors = self._encode(equations, errors)
+        inline = self.config.extract.inline
+        formulas = [formula for _, formula in indexed_inline(paper)] if inline else []
+        inline_vectors = self._encode(formulas, errors)
         paper_document, equation_documents = paper_documents(
-            paper, job_id=self.job_id, indexed_at=now(), vectors=vectors
+            paper, job_id=self.job_id, indexed_at=now(), vectors=vectors, inline_vectors=inline_vectors, inline=inline
         )
+        if inline:
+            counts["inline"] += len(paper.inline_formulas())
+            counts["inline_skipped"] += len(paper.inline_formulas()) - len(formulas)
+        for formula in formulas:
+            if not (formula.status in (STATUS_OK, STATUS_APPROXIMATE) and formula.mathml is not None):
+                counts["inline_unconverted"] += 1
+                errors[f"convert-inline:{formula.reason or formula.status}"] += 1
         for eq in equations:
             counts["equations"] += 1
             if eq.status == STATUS_DIAGRAM:  # kept with its LaTeX, found by its text: not a failure
@@ -350,8 +367,9 @@ class IngestJob:
         actions += [{"_index": equations_alias, "_id": doc["eq_id"], "_source": doc} for doc in equation_documents]
         return actions, counts, errors
 
-    def _encode(self, equations: Sequence[Equation], errors: Counter[str]) -> dict[int, list[float]]:
-        """Equation number -> vector of the converted equations the encoder takes (errors counted by reason)."""
+    def _encode(self, equations: Sequence[Equation | InlineFormula], errors: Counter[str]) -> dict[int, list[float]]:
+        """Equation (or inline formula) number -> vector of the converted ones the encoder takes (errors counted by
+        reason)."""
         todo = [eq for eq in equations if eq.status in (STATUS_OK, STATUS_APPROXIMATE) and eq.mathml]
         if not todo:
             return {}
@@ -392,12 +410,13 @@ class IngestJob:
             counts, errors = item.counts, item.errors
             failures = failed_by_paper.get(position, [])
             failed_ids = {f.doc_id for f in failures}
-            equation_actions = item.actions[1:]
-            for action in equation_actions:
+            equation_actions = [a for a in item.actions[1:] if not a["_source"]["inline"]]
+            for action in item.actions[1:]:
                 if action["_id"] not in failed_ids:
-                    counts["equations_indexed"] += 1
+                    kind = "inline" if action["_source"]["inline"] else "equations"
+                    counts[f"{kind}_indexed"] += 1
                     if VECTOR_FIELD in action["_source"]:
-                        counts["equations_with_vector"] += 1
+                        counts[f"{kind}_with_vector"] += 1
             counts["equations_unencoded"] += sum(
                 1 for a in equation_actions if a["_source"]["mathml"] and VECTOR_FIELD not in a["_source"]
             )

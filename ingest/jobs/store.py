@@ -41,6 +41,11 @@ COUNT_NAMES = (
     "documents_failed",
     "equations_stale_deleted",
     "equations_stale_kept",
+    "inline",
+    "inline_indexed",
+    "inline_with_vector",
+    "inline_skipped",
+    "inline_unconverted",
 )
 
 

@@ -159,9 +159,22 @@ def test_inline_formulas_are_kept_in_contexts_and_recorded_with_their_offsets():
     ]
     assert [f.number for f in inline] == [0, 1, 2, 3, 4]
     record = paper.to_json()["sections"][4]["inline"][0]
+    context = {"context_before": inline[1].context_before, "context_after": inline[1].context_after}
     assert record == {"number": 1, "latex": "t \\ge 0", "offset": inline[1].offset, "length": 9, "delimiter": "$"} | {
-        "display": False
+        "id": f"{paper.key}:i1",
+        "display": False,
+        **context,
+        "status": "extracted",
+        "reason": None,
+        "message": None,
+        "mathml": None,
     }
+    # an indexed formula (three symbols) has the context a display has, its neighbours as LaTeX, displays as [math]
+    assert context["context_before"].endswith("For")
+    assert context["context_after"].startswith("and $x \\in \\mathbb{R}$, the process satisfies\nthe bound\n[math]")
+    assert inline[2].context_before.endswith("For $t \\ge 0$ and")
+    # a lone symbol is not indexed: no context is made for it
+    assert (inline[0].context_before, inline[3].context_after) == ("", "")
     assert Paper.from_json(paper.to_json()).inline_formulas() == inline
 
 

@@ -150,6 +150,20 @@ def test_openapi_document_lists_the_api():
         assert path in document["paths"]
 
 
+def test_a_malformed_query_variable_is_a_400_saying_where():
+    client = dead_app().test_client()  # refused before any search: no backend needed
+    response = client.get("/api/search", query_string={"latex": "?a^2 + ?1b"})
+    assert response.status_code == 400
+    error = response.get_json()["error"]
+    assert error["code"] == "invalid_request" and "'?1b' at character 8" in error["message"]
+    page = client.get("/", query_string={"latex": r"\text{?a}"})
+    assert page.status_code == 400
+    assert b'class="notice error"' in page.data and b"inside text" in page.data
+    document = client.get("/api/openapi.json").get_json()
+    assert "?a^2 + ?b^2 = ?c^2" in document["paths"]["/api/search"]["get"]["parameters"][0]["description"]
+    assert "bindings" in document["components"]["schemas"]["FormulaHighlight"]["properties"]
+
+
 def test_a_short_admin_token_is_refused():
     with pytest.raises(ValueError, match="too short"):
         create_app({"ES_CONFIG": DEAD, "TESTING": True, "ADMIN_TOKEN": "short"})
@@ -240,6 +254,51 @@ def test_equation_and_paper_pages(client):
     assert client.get("/api/equations/nope:0").get_json()["error"]["code"] == "not_found"
 
 
+DETERMINANT = r"\det(AB) = \det(A)\det(B)"  # stated only inline in 2003.00003; its "$\omega$" is too small to index
+
+
+@pytest.mark.es
+def test_inline_formulas_are_searchable_and_the_filter_chooses_them(client):
+    def hits(**params):
+        response = client.get("/api/search", query_string={"latex": DETERMINANT, **params})
+        assert response.status_code == 200, response.get_json()
+        return response.get_json()["hits"]
+
+    found = hits()  # include, the default: an inline-only statement of a result is found
+    assert found[0]["eq_id"] == "2003.00003:i1" and found[0]["inline"] is True
+    assert found[0]["context"].startswith("The determinant is multiplicative,")
+    assert all(h["inline"] is False for h in found[1:])
+    assert found[0]["eq_id"] not in {h["eq_id"] for h in hits(inline="exclude")}
+    assert not any(h["inline"] for h in hits(inline="exclude"))
+    assert [h["eq_id"] for h in hits(inline="only")] == ["2003.00003:i1"]
+    assert "2003.00003:i0" not in {h["eq_id"] for h in hits(q="frequency radians")}  # a lone symbol: not indexed
+    bad = client.get("/api/search", query_string={"latex": DETERMINANT, "inline": "some"})
+    assert (
+        bad.status_code == 400
+        and "'inline' must be one of include, exclude, only" in bad.get_json()["error"]["message"]
+    )
+    document = dead_app().test_client().get("/api/openapi.json").get_json()
+    parameters = {p["name"]: p for p in document["paths"]["/api/search"]["get"]["parameters"]}
+    assert parameters["inline"]["schema"]["enum"] == ["include", "exclude", "only"]
+    assert document["components"]["schemas"]["EquationHit"]["properties"]["inline"]["type"] == "boolean"
+
+
+@pytest.mark.es
+def test_inline_formulas_in_the_pages(client):
+    page = client.get("/", query_string={"latex": DETERMINANT}).get_data(as_text=True)
+    assert '<span class="badge inline"' in page and '<select id="inline" name="inline">' in page
+    assert page.count('<span class="badge inline"') == 1  # the display hits carry no badge
+    only = client.get("/", query_string={"latex": DETERMINANT, "inline": "only"}).get_data(as_text=True)
+    assert '<option value="only" selected>' in only and '<details class="filters" open>' in only
+    equation = client.get("/equations/2003.00003:i1")
+    assert equation.status_code == 200 and b"inline formula 1" in equation.data and b"multiplicative" in equation.data
+    paper = client.get("/papers/2003.00003").get_data(as_text=True)
+    assert "1 inline formula of the running text is indexed too" in paper
+    assert "2003.00003:i1" not in paper  # the paper page lists its displays; inline formulas are counted
+    api = client.get("/api/papers/2003.00003").get_json()
+    assert api["inline_count"] == 1 and len([e for s in api["sections"] for e in s["equations"]]) == 3
+
+
 @pytest.mark.es
 def test_hostile_content_is_inert_in_html_and_json(client):
     paper = client.get("/papers/2004.66666").data
@@ -278,7 +337,8 @@ def test_migration_from_the_admin_pages_keeps_every_document(fresh_app):
     services.runner.migrations["equations"].join(timeout=120)
     after = {i.name: i.docs for i in services.indices() if i.kind == "equations" and i.alias}
     page = client.get("/admin/").get_data(as_text=True)
-    assert 'id="last-migrations"' in page and f"12 documents copied; {services.alias('equations')} now reads" in page
+    # 12 displays and 2003.00003's one inline formula of three symbols or more
+    assert 'id="last-migrations"' in page and f"13 documents copied; {services.alias('equations')} now reads" in page
     unknown = client.post(
         "/admin/kinds/nope/migrate", data={"confirm": "yes", "csrf_token": csrf_of(client)}, follow_redirects=True
     )
@@ -313,6 +373,18 @@ def test_jobs_through_the_api_with_a_bearer_token(fresh_app, tmp_path):
     assert job["state"] == "finished" and job["counts"]["equations_indexed"] == 5
     citations = client.get("/api/papers/latex/heat").get_json()["citations_out"]
     assert citations == [{"paper_id": "math/0001001", "indexed": False, "title": None}]
+    inline = job["counts"]["inline_indexed"]
+    assert job["options"]["inline"] is True and inline > 0
+    # the same sources again, display equations only: the job takes the inline documents away
+    again = client.post(
+        "/api/jobs", json={"path": str(CORPUS / "latex"), "restart": True, "inline": False}, headers=bearer
+    )
+    fresh_app.extensions["eqsearch.services"].runner.jobs[job_id].join(timeout=120)
+    job = client.get(f"/api/jobs/{again.get_json()['job_id']}", headers=bearer).get_json()
+    assert job["state"] == "finished" and job["options"]["inline"] is False
+    assert job["counts"]["inline"] == 0 and job["counts"]["equations_stale_deleted"] == inline
+    hits = client.get("/api/search", query_string={"q": "heat", "inline": "only"}).get_json()["hits"]
+    assert hits == []
 
 
 @pytest.mark.es
@@ -336,7 +408,9 @@ def test_a_failed_job_resumes_from_its_checkpoints(fresh_app, es_client):
     resumed = services.job(job["job_id"])
     assert resumed["state"] == "finished" and resumed["progress"] == {"papers_done": 2, "papers_total": 2}
     assert resumed["counts"]["papers"] == 2 and resumed["counts"]["equations_indexed"] == 5  # none counted twice
-    assert es_client.count(index=services.alias("equations"))["count"] == 5  # none indexed twice
+    inline = resumed["counts"]["inline_indexed"]
+    assert es_client.count(index=services.alias("equations"))["count"] == 5 + inline  # none indexed twice
+    assert es_client.count(index=services.alias("equations"), query={"term": {"inline": True}})["count"] == inline
 
 
 def test_the_web_app_never_loads_torch():
@@ -380,3 +454,20 @@ def test_the_same_path_resumes_and_restart_reads_again(fresh_app):
     assert again["job_id"] == first["job_id"] and again["counts"]["papers"] == 2  # nothing counted twice
     fresh = services.start_job(str(CORPUS / "latex"), restart=True, wait=True)
     assert fresh["state"] == "finished" and fresh["counts"]["equations_indexed"] == 5
+
+
+@pytest.mark.es
+def test_a_query_with_variables_returns_the_matches_with_their_parts_marked(client):
+    body = client.get("/api/search", query_string={"latex": r"\sum_{?i=1}^{?n} ?a_{?i}^2"}).get_json()
+    hits = {hit["eq_id"]: hit for hit in body["hits"]}
+    # the two sums of squares; not f(x) = sum_i (a_i^T x - b_i)^2, whose square is not of a subscripted symbol
+    assert set(hits) == {"2002.00002:0", "2002.00002:1"}
+    first = hits["2002.00002:0"]["formula_highlight"]
+    assert first["kind"] == "pattern"
+    assert {name: b["text"] for name, b in first["bindings"].items()} == {"?i": "i", "?n": "n", "?a": "x"}
+    assert set(first["bindings"]["?a"]["nodes"]) < set(first["nodes"])
+    assert hits["2002.00002:0"]["mathml"].count('class="eqsearch-match"') == len(first["nodes"])
+    plain = client.get("/api/search", query_string={"latex": "E = mc^2"}).get_json()["hits"][0]
+    assert plain["formula_highlight"]["kind"] == "shared" and plain["formula_highlight"]["bindings"] == {}
+    keywords = client.get("/api/search", query_string={"q": "iteration"}).get_json()["hits"][0]
+    assert keywords["formula_highlight"] is None and "eqsearch-match" not in (keywords["mathml"] or "")

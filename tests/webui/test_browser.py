@@ -60,6 +60,32 @@ def test_type_a_formula_and_see_results(live_server, page):
     screenshot(page, "05-search-latex-error")
 
 
+def test_a_query_with_variables_shows_its_matches_with_the_matched_parts_marked(live_server, page):
+    page.goto(live_server.url + "/")
+    page.fill("#latex", r"\sum_{?i=1}^{?n} ?a_{?i}^2")
+    page.click("button.primary")
+    page.wait_for_selector(".paper-group")
+    groups = page.locator(".paper-group")
+    assert groups.count() == 1 and "Sums of squares" in groups.first.locator("h2").inner_text()
+    hits = groups.first.locator(".hit")
+    assert hits.count() == 2  # only the formulas the pattern matches
+    first = hits.first
+    marked = first.locator("math .eqsearch-match")
+    assert marked.count() >= 5  # the sum, its limits and x_i^2
+    assert "x" in [marked.nth(i).text_content() for i in range(marked.count())]  # MathML: no inner_text
+    color = marked.first.evaluate("e => getComputedStyle(e).color")
+    assert color == "rgb(105, 65, 198)", color  # styled by eqsearch.css
+    assert first.locator(".bindings").inner_text().split() == ["?i", "=", "i", "?n", "=", "n", "?a", "=", "x"]
+    screenshot(page, "05b-search-variables")
+
+    page.fill("#latex", "?1x + y")
+    page.click("button.primary")
+    page.wait_for_selector(".notice.error")
+    assert "starts with a digit" in page.inner_text(".notice.error")
+    assert page.input_value("#latex") == "?1x + y"  # the form keeps what was typed
+    screenshot(page, "05c-search-variable-error")
+
+
 def test_open_an_equation_and_a_paper(live_server, page):
     page.goto(live_server.url + "/?latex=e%5E%7Bi%5Cpi%7D+%2B+1+%3D+0")
     page.locator(".paper-group .eq-link").first.click()
@@ -166,7 +192,7 @@ def test_start_an_ingest_job_watch_it_and_migrate(admin_server, page):
 
     page.click("nav >> text=Indices")
     row = page.locator("tr", has=page.locator("td a", has_text=re.compile(r"-equations-v1$")))
-    assert row.locator(".docs").inner_text() == "12"
+    assert row.locator(".docs").inner_text() == "13"  # 12 displays and one inline formula
     screenshot(page, "14-admin-indices")
     row.locator("td a").first.click()
     page.wait_for_selector("pre.mapping")
@@ -182,10 +208,10 @@ def test_start_an_ingest_job_watch_it_and_migrate(admin_server, page):
     assert "Migration of equations started" in page.inner_text(".flash.ok")
     # the page follows the copy (it reloads itself while the lock stands) until the outcome shows
     finished = page.wait_for_selector("#last-migrations tr[data-kind=equations][data-state=finished]", timeout=60_000)
-    assert "12 documents copied" in finished.inner_text()
+    assert "13 documents copied" in finished.inner_text()
     assert page.locator("#migration-in-progress").count() == 0
     live = page.locator("tr", has=page.locator("td a", has_text=re.compile(r"-equations-v2$")))
-    assert live.locator(".alias").count() == 1 and live.locator(".docs").inner_text() == "12"
+    assert live.locator(".alias").count() == 1 and live.locator(".docs").inner_text() == "13"
     screenshot(page, "16-admin-migrated")
 
 

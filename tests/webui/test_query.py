@@ -19,6 +19,9 @@ def test_the_query_string_round_trips():
     assert (query.formula_weight, query.year_from, query.page) == (0.7, 2019, 2)
     again = parse_query(MultiDict(parse_qsl(query_string(query))), page_size=10)
     assert again == query
+    only = parse(latex="x+y", inline="only")
+    assert only.inline == "only" and "inline=only" in query_string(only)
+    assert parse(latex="x+y").inline == "include" and "inline" not in query_string(parse(latex="x+y"))
 
 
 @pytest.mark.parametrize(
@@ -29,6 +32,7 @@ def test_the_query_string_round_trips():
         ({"page": "0"}, "'page'"),
         ({"from": "2020", "to": "2019"}, "reversed"),
         ({"fusion": "max"}, "'fusion'"),
+        ({"inline": "some"}, "'inline'"),
         ({"latex": "x" * 5000}, "characters"),
     ],
 )

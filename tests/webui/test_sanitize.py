@@ -72,3 +72,17 @@ def test_highlight_keeps_only_marks():
 def test_highlight_of_raw_hostile_text_is_inert():
     out = sanitize_highlight('<img src=x onerror="alert(1)"><em>x</em><a href="javascript:alert(1)">y</a>')
     assert out == "<mark>x</mark>y"
+
+
+def test_matched_elements_get_the_one_class_and_nothing_else_passes():
+    mathml = (
+        f'<math {M}><mrow class="evil"><msup><mi>x</mi><mn>2</mn></msup><!-- c --><mo>+</mo><mi>y</mi></mrow></math>'
+    )
+    # pre-order elements: 0 math, 1 mrow, 2 msup, 3 mi x, 4 mn 2, 5 mo +, 6 mi y
+    out = str(sanitize_mathml(mathml, [3, 4, 6]))
+    root = etree.fromstring(out.encode())
+    marked = [e.text for e in root.iter() if e.get("class")]
+    assert marked == ["x", "2", "y"]
+    assert {e.get("class") for e in root.iter() if e.get("class")} == {"eqsearch-match"}
+    assert "evil" not in out  # a class in the input is dropped like any attribute outside the list
+    assert "class" not in str(sanitize_mathml(mathml))

@@ -8,6 +8,8 @@ from eqsearch.engine.index import (
     STRUCTURE_FIELD,
     VECTOR_FIELD,
     equation_id,
+    inline_id,
+    inline_indexable,
     paper_documents,
     paper_fields,
     paper_key,
@@ -17,7 +19,7 @@ from eqsearch.engine.index import (
     with_vector,
 )
 from eqsearch.engine.model import formula_structure
-from eqsearch.ingest.records import Equation, Issue, Paper, Section
+from eqsearch.ingest.records import Equation, InlineFormula, Issue, Paper, Section
 
 
 def small_paper(**changes: object) -> Paper:
@@ -94,18 +96,22 @@ def test_the_paper_and_equation_documents_of_a_paper():
         "kind": "jsonl",
         "status": "ok",
         "equation_count": 2,
+        "inline_count": 0,
+        "inline_numbers": [],
         "indexed_at": "2026-01-02T03:04:05.678+00:00",
         "sections": [
-            {"index": 0, "level": 0, "title": "", "equations": 0},
-            {"index": 1, "level": 2, "title": "Main", "equations": 2},
+            {"index": 0, "level": 0, "title": "", "equations": 0, "inline": 0},
+            {"index": 1, "level": 2, "title": "Main", "equations": 2, "inline": 0},
         ],
     }
-    assert list(paper_document) == [*SHARED, "kind", "status", "equation_count", "indexed_at", "sections"]
+    paper_fields_in_order = ["kind", "status", "equation_count", "inline_count", "inline_numbers", "indexed_at"]
+    assert list(paper_document) == [*SHARED, *paper_fields_in_order, "sections"]
     converted, refused = equation_documents
     assert converted == {
         **SHARED,
         "eq_id": "2401.00001v2:0",
         "number": 0,
+        "inline": False,
         "latex": "x^2 + y^2",
         "mathml": "<math><msup><mi>x</mi><mn>2</mn></msup></math>",
         "environment": "equation",
@@ -120,13 +126,14 @@ def test_the_paper_and_equation_documents_of_a_paper():
         "indexed_at": "2026-01-02T03:04:05.678+00:00",
         VECTOR_FIELD: [0.5, -0.5],
     }
-    equation_fields = ["eq_id", "number", "latex", "mathml", "environment", "status", "reason", "section"]
+    equation_fields = ["eq_id", "number", "inline", "latex", "mathml", "environment", "status", "reason", "section"]
     equation_fields += ["section_title", "context", STRUCTURE_FIELD, SPANS_FIELD, "indexed_at"]
     assert list(converted) == [*SHARED, *equation_fields, VECTOR_FIELD]
     assert refused == {
         **SHARED,
         "eq_id": "2401.00001v2:1",
         "number": 1,
+        "inline": False,
         "latex": r"\frac{1}{",
         "mathml": None,
         "environment": "align*",
@@ -190,3 +197,84 @@ def test_with_vector_replaces_or_removes_the_vector():
     assert with_vector(document, [2.0]) == {"eq_id": "p:0", "mathml": "<math/>", VECTOR_FIELD: [2.0]}
     assert with_vector(document, None) == {"eq_id": "p:0", "mathml": "<math/>"}
     assert document[VECTOR_FIELD] == [1.0]  # the original is left as it was
+
+
+def with_inline(paper: Paper) -> Paper:
+    """``paper`` with three inline formulas in "Main": a lone symbol (left out), a formula of three symbols that
+    converted, and one KaTeX refused (indexed all the same, by its LaTeX's structure and its context)."""
+    paper.sections[1].inline = [
+        InlineFormula(number=0, latex="x", offset=130, length=3),
+        InlineFormula(
+            number=1,
+            latex="a+b",
+            offset=140,
+            length=5,
+            context_before="where",
+            context_after="is the sum",
+            status="ok",
+            mathml="<math><mi>a</mi><mo>+</mo><mi>b</mi></math>",
+        ),
+        InlineFormula(number=2, latex=r"\frac{a}{b", offset=160, length=11, delimiter="\\(", status="failed"),
+    ]
+    return paper
+
+
+def test_inline_ids_and_the_skip_rule():
+    assert inline_id("2401.00001v2", 7) == "2401.00001v2:i7"
+    assert inline_id("2401.00001v2", 7) != equation_id("2401.00001v2", 7)  # displays and inline never collide
+    # a lone symbol, a value, or two symbols name something; three symbols or more may state something
+    assert not any(inline_indexable(latex) for latex in ("x", "n", "1", r"\alpha", "N_e", "r^2", r"\mathbb{R}^n"))
+    assert all(inline_indexable(latex) for latex in ("a+b", "K=4", r"e^{i\pi}", r"\sum_{i=1}^n x_i", "f(x)"))
+
+
+def test_inline_formulas_get_documents_of_their_own_marked_inline():
+    paper_document, documents = paper_documents(
+        with_inline(small_paper()), job_id="job-1", indexed_at="t", vectors={}, inline_vectors={1: [1.0, 0.0]}
+    )
+    assert paper_document["inline_count"] == 2 and paper_document["inline_numbers"] == [1, 2]
+    assert paper_document["sections"][1] == {"index": 1, "level": 2, "title": "Main", "equations": 2, "inline": 2}
+    assert [(d["eq_id"], d["inline"]) for d in documents] == [
+        ("2401.00001v2:0", False),
+        ("2401.00001v2:1", False),
+        ("2401.00001v2:i1", True),
+        ("2401.00001v2:i2", True),
+    ]
+    summed = documents[2]
+    assert summed == {
+        **SHARED,
+        "eq_id": "2401.00001v2:i1",
+        "number": 1,
+        "inline": True,
+        "latex": "a+b",
+        "mathml": "<math><mi>a</mi><mo>+</mo><mi>b</mi></math>",
+        "environment": "$",
+        "status": "ok",
+        "reason": None,
+        "section": 1,
+        "section_title": "Main",
+        "context": "where is the sum",
+        STRUCTURE_FIELD: formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").text,
+        SPANS_FIELD: sorted(formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").spans),
+        "indexed_at": "t",
+        VECTOR_FIELD: [1.0, 0.0],
+    }
+    assert documents[3]["environment"] == "\\(" and VECTOR_FIELD not in documents[3]
+    assert documents[3][STRUCTURE_FIELD] == formula_structure(None, r"\frac{a}{b").text
+    # every writer enumerates the same ids from the stored paper document: displays, then the indexed inline ones
+    assert stored_equation_ids(paper_document["paper_id"], paper_document) == [d["eq_id"] for d in documents]
+
+
+def test_inline_documents_can_be_turned_off_and_are_deterministic():
+    paper = with_inline(small_paper())
+    off, documents = paper_documents(paper, job_id="j", indexed_at="t", vectors={}, inline=False)
+    assert off["inline_count"] == 0 and off["inline_numbers"] == [] and len(documents) == 2
+    assert stored_equation_ids(off["paper_id"], off) == ["2401.00001v2:0", "2401.00001v2:1"]
+    first = paper_documents(paper, job_id="j", indexed_at="t", vectors={})
+    again = paper_documents(with_inline(small_paper()), job_id="j", indexed_at="t", vectors={})
+    assert first == again
+
+
+def test_with_structure_marks_documents_written_before_inline_formulas_as_displays():
+    stored = {"eq_id": "a:0", "latex": "x^2", "mathml": None}
+    assert with_structure(stored)["inline"] is False
+    assert with_structure({**stored, "eq_id": "a:i0", "inline": True})["inline"] is True

@@ -45,6 +45,15 @@ def test_filters_become_filter_clauses():
     assert query_filters(HybridQuery(year_from=2000)) == [{"range": {"year": {"gte": 2000}}}]
 
 
+def test_the_inline_filter_keeps_or_drops_the_inline_formulas():
+    assert query_filters(HybridQuery(inline="include")) == []  # the default: displays and inline formulas
+    assert query_filters(HybridQuery(inline="only")) == [{"term": {"inline": True}}]
+    # must_not rather than inline: false, so that a document without the field (never: migrations set it) is a display
+    assert query_filters(HybridQuery(inline="exclude")) == [{"bool": {"must_not": [{"term": {"inline": True}}]}}]
+    with pytest.raises(ValueError, match="inline must be one of include, exclude, only"):
+        HybridQuery(inline="some")  # type: ignore[arg-type]
+
+
 def test_filters_are_knn_pre_filters_and_bm25_filters():
     bodies = searches(ALL_FILTERS)
     filters = query_filters(ALL_FILTERS)

@@ -30,9 +30,17 @@ class JobPapers:
 
     @classmethod
     def record(
-        cls, p: int, *, version: int = 1, equations: int | None = None, bad_title: bool = False, failed: bool = False
+        cls,
+        p: int,
+        *,
+        version: int = 1,
+        equations: int | None = None,
+        bad_title: bool = False,
+        failed: bool = False,
+        inline: list[str] | None = None,
     ) -> dict[str, Any]:
-        """Paper ``p`` in the papers JSONL form (``EQS_PER_PAPER`` equations unless told)."""
+        """Paper ``p`` in the papers JSONL form (``EQS_PER_PAPER`` equations unless told; ``inline``: the LaTeX of the
+        inline formulas of its "Main" section, none unless told)."""
         count = cls.EQS_PER_PAPER if equations is None else equations
         latex = [f"x_{{{p}}}^{{{k}}} + \\frac{{a_{k}}}{{b_{p}}} = {k} + {version}" for k in range(count)]
         if p == 3 and latex:
@@ -51,6 +59,8 @@ class JobPapers:
                                                 for k, x in enumerate(latex)]},
             ],
         }  # fmt: skip
+        if inline:
+            record["sections"][1]["inline"] = [{"latex": x} for x in inline]
         if failed:
             record.update(status="failed", error={"reason": "timeout", "message": "over the time budget"}, sections=[])
         return record

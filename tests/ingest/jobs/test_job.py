@@ -242,3 +242,62 @@ def test_a_refusal_that_passes_stops_the_job_before_its_checkpoints():
     busy = BulkFailure("a:2", "x-equations-v2", 429, "es_rejected_execution_exception", "queue full")
     with pytest.raises(IngestJobError, match="refused 1 documents for a reason that passes"):
         _stop_on_passing_refusals([busy])
+
+
+INLINE = ["x", r"a + b = c", r"\sum_{i=1}^n x_i", "N_e"]  # a lone symbol and two symbols are left out
+
+
+def test_inline_formulas_get_documents_of_their_own(es_client, index_name, papers):
+    source = papers.write("inline.jsonl", [papers.record(p, inline=INLINE if p == 1 else None) for p in range(3)])
+    config = IngestJobConfig(sources=(str(source),), index_prefix=index_name)
+    report = IngestJob(es_client, HashingEncoder(), config).run()
+    assert report.state == "finished"
+    assert {name: report.counts[name] for name in report.counts if name.startswith("inline")} == {
+        "inline": 4,
+        "inline_indexed": 2,
+        "inline_with_vector": 2,
+        "inline_skipped": 2,
+        "inline_unconverted": 0,
+    }
+    assert report.counts["equations_indexed"] == 3 * papers.EQS_PER_PAPER  # displays are counted apart
+    ids = papers.equation_ids(es_client, index_name)
+    assert [i for i in ids if ":i" in i] == ["2401.00001v1:i1", "2401.00001v1:i2"]
+    summed = es_client.get(index=f"{index_name}-equations", id="2401.00001v1:i1")["_source"]
+    assert summed["inline"] is True and summed["latex"] == "a + b = c" and summed["mathml"].startswith("<math")
+    assert summed["cited_by_count"] == 1  # paper 0 cites it: the recount reaches the inline documents too
+    display = es_client.get(index=f"{index_name}-equations", id="2401.00001v1:0")["_source"]
+    assert display["inline"] is False
+    paper = es_client.get(index=f"{index_name}-papers", id="2401.00001")["_source"]
+    assert (paper["inline_count"], paper["inline_numbers"]) == (2, [1, 2])
+    record = es_client.get(index=f"{index_name}-jobs", id=report.job_id)["_source"]
+    assert record["options"]["inline"] is True
+
+    restarted = IngestJob(es_client, HashingEncoder(), IngestJobConfig(**{**config.__dict__, "restart": True})).run()
+    assert restarted.counts == report.counts
+    assert papers.equation_ids(es_client, index_name) == ids  # the same ids: nothing duplicated
+
+
+def test_a_job_refuses_indices_of_an_older_mapping_until_they_are_migrated(es_client, index_name, papers):
+    source = papers.write("one.jsonl", [papers.record(0, inline=INLINE)])
+    config = IngestJobConfig(sources=(str(source),), index_prefix=index_name)
+    IngestJob(es_client, HashingEncoder(), config).run()
+    admin = IndexAdmin(es_client, index_name)
+    equations = f"{index_name}-equations"
+    # a display written before inline formulas were indexed: no "inline" field
+    old = es_client.get(index=equations, id="2401.00000v1:0")["_source"]
+    es_client.index(index=equations, id="2401.00000v1:0", document={k: v for k, v in old.items() if k != "inline"})
+    for kind, older in (("equations", 2), ("papers", 1)):  # as an eqsearch before inline formulas left them
+        current = admin.current(kind)
+        meta = es_client.indices.get_mapping(index=current)[current]["mappings"]["_meta"]
+        es_client.indices.put_mapping(index=current, meta={**meta, "mapping_version": older})
+    again = IngestJobConfig(**{**config.__dict__, "restart": True})
+    with pytest.raises(IngestJobError, match="equations mapping of version 2") as refused:
+        IngestJob(es_client, HashingEncoder(), again).run()
+    assert "eqsearch index migrate equations" in (refused.value.hint or "")
+    admin.migrate("equations")
+    with pytest.raises(IngestJobError, match="papers mapping of version 1"):
+        IngestJob(es_client, HashingEncoder(), again).run()
+    admin.migrate("papers")
+    assert es_client.get(index=equations, id="2401.00000v1:0")["_source"]["inline"] is False  # the migration set it
+    assert es_client.get(index=equations, id="2401.00000v1:i1")["_source"]["inline"] is True
+    assert IngestJob(es_client, HashingEncoder(), again).run().state == "finished"

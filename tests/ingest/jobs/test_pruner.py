@@ -136,3 +136,36 @@ def test_a_job_that_dies_while_deleting_stale_equations_resumes_exactly(
     es_client.indices.refresh(index=f"{index_name}-jobs")
     records = es_client.search(index=f"{index_name}-jobs", query={"term": {"job_id": "prune"}}, size=100)["hits"]
     assert sorted(h["_source"]["record"] for h in records["hits"]) == ["checkpoint"] * 6 + ["job"]
+
+
+def test_reingesting_deletes_stale_inline_documents_and_no_inline_deletes_them_all(es_client, index_name, papers):
+    from eqsearch.ingest.config import ExtractConfig
+
+    first = [r"a + b = c", r"\sum_{i=1}^n x_i", r"f(x) = y"]
+    source = papers.write("v1.jsonl", [papers.record(0, inline=first), papers.record(1, inline=first)])
+    IngestJob(es_client, HashingEncoder(), IngestJobConfig(sources=(str(source),), index_prefix=index_name)).run()
+    inline_ids = {i for i in papers.equation_ids(es_client, index_name) if ":i" in i}
+    assert len(inline_ids) == 6
+
+    # paper 0 edited: its last inline formula is now a lone symbol (left out); paper 1 gets a new version
+    changed = papers.write(
+        "v2.jsonl",
+        [papers.record(0, inline=[*first[:2], "y"]), papers.record(1, version=2, inline=first[:1])],
+    )
+    config = IngestJobConfig(sources=(str(changed),), index_prefix=index_name)
+    report = IngestJob(es_client, HashingEncoder(), config).run()
+    assert report.counts["equations_stale_deleted"] == 1 + (papers.EQS_PER_PAPER + 3)
+    ids = papers.equation_ids(es_client, index_name)
+    assert {i for i in ids if ":i" in i} == {"2401.00000v1:i0", "2401.00000v1:i1", "2401.00001v2:i0"}
+    assert len(ids) == len(set(ids))
+
+    # the same papers again, display equations only: no inline document is left
+    displays_only = IngestJobConfig(
+        sources=(str(changed),), index_prefix=index_name, extract=ExtractConfig(inline=False)
+    )
+    report = IngestJob(es_client, HashingEncoder(), IngestJobConfig(**{**displays_only.__dict__, "job_id": "d"})).run()
+    assert report.counts["inline"] == 0 and report.counts["equations_stale_deleted"] == 3
+    ids = papers.equation_ids(es_client, index_name)
+    assert not [i for i in ids if ":i" in i] and len(ids) == 2 * papers.EQS_PER_PAPER
+    paper = es_client.get(index=f"{index_name}-papers", id="2401.00000")["_source"]
+    assert (paper["inline_count"], paper["inline_numbers"]) == (0, [])
