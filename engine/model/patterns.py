@@ -537,6 +537,11 @@ def _size(node: LayoutNode) -> int:
     return sum(1 for _ in layout_nodes([node]))
 
 
+def _generalised_label(label: str) -> str:
+    """A label as `_Canonical` writes it with letters and numbers generalised."""
+    return label[:2] + "*" if label[:2] in ("V:", "N:") else label
+
+
 class SharedSubexpressions:
     """A query's sub-expressions (runs of at most ``max_run`` baseline symbols, with all that hangs on them, exact
     and generalised to ``V:*``/``N:*``), made once, to find the largest one each hit shares (`highlight`).
@@ -561,6 +566,10 @@ class SharedSubexpressions:
                         key = " ".join(text(n) for n in line[start : end + 1])
                         runs[key] = max(runs.get(key, 0), sum(sizes[start : end + 1]))
             self.runs.append(runs)
+        # the labels a run's symbols carry: a candidate's symbol with another label starts or continues no run, and
+        # its canonical string (which holds all that hangs on it) need not be made
+        nodes = list(layout_nodes(query))
+        self.labels = ({n.label for n in nodes}, {_generalised_label(n.label) for n in nodes})
 
     def highlight(self, candidate: list[LayoutNode]) -> FormulaHighlight | None:
         """The largest sub-expression the candidate (read with element positions) shares with the query: exact if
@@ -571,11 +580,17 @@ class SharedSubexpressions:
         best: tuple[int, int, tuple[LayoutNode, ...]] | None = None
         for exactness, runs in ((1, self.runs[0]), (0, self.runs[1])):
             text = _Canonical(general=exactness == 0)
+            labels = self.labels[1 - exactness]
+            label_of = _generalised_label if exactness == 0 else str
             for line in layout_baselines(candidate):
-                texts = [text(n) for n in line]
+                texts = [text(n) if label_of(n.label) in labels else None for n in line]
                 for start in range(len(line)):
+                    key = ""
                     for end in range(start, min(len(line), start + self.max_run)):
-                        size = runs.get(" ".join(texts[start : end + 1]))
+                        if texts[end] is None:
+                            break
+                        key = f"{key} {texts[end]}" if key else texts[end]
+                        size = runs.get(key)
                         if size is None:
                             break  # every prefix of a query run is one: no longer run from here can match
                         if size >= self.least and (best is None or (size, exactness) > best[:2]):

@@ -129,25 +129,34 @@ def _leaf(tag: str, text: str) -> LayoutNode | None:
 
 
 def _merge_function_names(baseline: list[LayoutNode]) -> list[LayoutNode]:
-    """``V:s V:i V:n`` -> ``F:sin`` (the last letter's scripts stay with the name: ``sin^2``)."""
+    """``V:s V:i V:n`` -> ``F:sin`` (the last letter's scripts stay with the name: ``sin^2``); the longest name wins.
+
+    Every baseline of every formula passes here (the index's and the query's, and each hit's highlight), so a run is
+    only looked at where one starts: a letter with nothing attached, followed by another letter.
+    """
     out: list[LayoutNode] = []
-    i = 0
-    while i < len(baseline):
-        for length in (6, 5, 4, 3, 2):
-            run = baseline[i : i + length]
-            if (
-                len(run) == length
-                and all(n.label.startswith("V:") for n in run)
-                and not any(n.children for n in run[:-1])
-                and "".join(n.label[2:] for n in run) in FUNCTION_NAMES
-            ):
-                elements = tuple(e for n in run for e in n.elements)
-                out.append(LayoutNode("F:" + "".join(n.label[2:] for n in run), run[-1].children, elements))
-                i += length
-                break
-        else:
-            out.append(baseline[i])
+    i, size = 0, len(baseline)
+    while i < size:
+        node = baseline[i]
+        end = -1
+        if not node.children and node.label.startswith("V:") and i + 1 < size:
+            name = node.label[2:]
+            j = i + 1
+            # extend over letters (at most 6 in all); only the run's last letter may carry scripts
+            while j < size and j - i < 6 and baseline[j].label.startswith("V:"):
+                name += baseline[j].label[2:]
+                if name in FUNCTION_NAMES:
+                    end, found = j, name
+                if baseline[j].children:
+                    break
+                j += 1
+        if end < 0:
+            out.append(node)
             i += 1
+            continue
+        run = baseline[i : end + 1]
+        out.append(LayoutNode("F:" + found, run[-1].children, tuple(e for n in run for e in n.elements)))
+        i = end + 1
     return out
 
 
@@ -401,20 +410,50 @@ def _touches(node: LayoutNode, skip: Skip) -> bool:
 
 
 def _spans(baseline: list[LayoutNode], max_span: int, skip: Skip | None = None) -> dict[str, int]:
+    # Every formula of the index passes here (hundreds of spans each): each node's canonical strings and size, and
+    # each distinct text's digest, are made once per formula; a run's text grows by one symbol at a time.
     spans: dict[str, int] = {}
+    canonical_of: dict[tuple[int, bool], str] = {}
+    size_of: dict[int, int] = {}
+    digest_of: dict[str, str] = {}
+
+    def text_of(node: LayoutNode, general: bool) -> str:
+        text = canonical_of.get((id(node), general))
+        if text is None:
+            label = _generalised(node.label) if general else node.label
+            if node.children:
+                inner = ",".join(
+                    f"{rel}:" + " ".join(text_of(n, general) for n in line)
+                    for rel, line in sorted(node.children.items())
+                )
+                label = f"{label}{{{inner}}}"
+            text = canonical_of[(id(node), general)] = label
+        return text
+
+    def size(node: LayoutNode) -> int:
+        found = size_of.get(id(node))
+        if found is None:
+            found = size_of[id(node)] = 1 + sum(size(n) for line in node.children.values() for n in line)
+        return found
+
     for line in _baselines(baseline):
-        sizes = [_size(n) for n in line]
+        sizes = [size(n) for n in line]
         blocked = [skip is not None and _touches(n, skip) for n in line]
         for kind, general in (("e", False), ("g", True)):
-            texts = [_canonical(n, general) for n in line]
+            texts = [text_of(n, general) for n in line]
             for start in range(len(line)):
-                size = 0
+                total, text = 0, ""
                 for end in range(start, min(len(line), start + max_span)):
                     if blocked[end]:
                         break
-                    size += sizes[end]
-                    key = _span_hash(kind, " ".join(texts[start : end + 1]))
-                    spans[key] = max(size, spans.get(key, 0))
+                    total += sizes[end]
+                    text = f"{text} {texts[end]}" if text else texts[end]
+                    digest = digest_of.get(text)
+                    if digest is None:
+                        digest = digest_of[text] = hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
+                    key = kind + digest
+                    if total > spans.get(key, 0):
+                        spans[key] = total
     return spans
 
 
