@@ -24,6 +24,7 @@ refresh (a second), not until the job's end. The recorded settings are restored 
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import hashlib
 import os
@@ -63,6 +64,7 @@ from eqsearch.ingest.jobs.store import (
     JobReport,
     JobStore,
     JobTally,
+    extractor_version,
     now,
     sorted_scan,
 )
@@ -226,12 +228,14 @@ class IngestJob:
         self.pruner.resumed = previous is not None
         # The stale-equation lookups search: documents a killed run left unrefreshed must be visible to them.
         retrying(self.client).indices.refresh(index=self.admin.alias("equations"))
+        tasks = list(discover(list(self.config.sources), self.config.kind))
+        # a source an older extractor read (its checkpoint says which) is not done: it is extracted again
+        self.store.extractor_versions = {task.source: extractor_version(task.kind) for task in tasks}
         done = self.store.load_checkpoints(self.tally) if previous is not None else set()
         # Through the aliases, not the concrete indices: a migration during the job moves them.
         restore = (previous or {}).get("options", {}).get("restore_settings") or {
             kind: current_load_settings(self.client, self.admin.alias(kind)) for kind in ("equations", "papers")
         }
-        tasks = list(discover(list(self.config.sources), self.config.kind))
         self.tally.papers_total = len(tasks)
         self.tally.papers_done = resumed_from = len(done)
         todo = [task for task in tasks if task.source not in done]
@@ -315,21 +319,46 @@ class IngestJob:
                 opened.__exit__(None, None, None)
 
     def _ingest(self, tasks: Sequence[DocumentTask]) -> None:
+        """Extract, encode and write the papers, in batches of about `batch_equations` documents.
+
+        A batch is written (bulk, stale-equation pruning, checkpoints: `_flush`) by a writer thread while this one
+        extracts and encodes the next: Elasticsearch indexes on another core meanwhile instead of both waiting for
+        each other. One write is in flight at a time and they end in order, so checkpoints follow each other as
+        before; a write that fails stops the job at the next batch, with that batch unwritten and unrecorded.
+        """
         batch: list[PaperWrites] = []
         pending = 0
-        for source, paper in self._papers(tasks):
-            if any(queued.paper.id == paper.id for queued in batch):
-                # one version of a paper per flush: the later one's stale lookup must see the earlier one's ids
-                self._flush(batch)
-                batch, pending = [], 0
-            actions, counts, errors = self.paper_actions(paper)
-            batch.append(PaperWrites(source, paper, actions, counts, errors))
-            pending += len(actions)
-            if pending >= self.config.batch_equations:
-                self._flush(batch)
-                batch, pending = [], 0
-        if batch:
-            self._flush(batch)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="eqsearch-writer") as writer:
+            in_flight: concurrent.futures.Future[None] | None = None
+
+            def write(papers: list[PaperWrites]) -> None:
+                nonlocal in_flight
+                if in_flight is not None:
+                    in_flight.result()  # the previous batch is written (its error, if any, is raised here)
+                in_flight = writer.submit(self._flush, papers)
+
+            try:
+                for source, paper in self._papers(tasks):
+                    if any(queued.paper.id == paper.id for queued in batch):
+                        # one version of a paper per flush: the later one's stale lookup must see the earlier one's
+                        write(batch)
+                        batch, pending = [], 0
+                    actions, counts, errors = self.paper_actions(paper)
+                    batch.append(PaperWrites(source, paper, actions, counts, errors))
+                    pending += len(actions)
+                    if pending >= self.config.batch_equations:
+                        write(batch)
+                        batch, pending = [], 0
+                if batch:
+                    write(batch)
+                if in_flight is not None:
+                    in_flight.result()
+            except BaseException:
+                # the batch being written still ends (and records its checkpoints) before the error goes on
+                if in_flight is not None:
+                    with contextlib.suppress(Exception):
+                        in_flight.result()
+                raise
 
     def paper_actions(self, paper: Paper) -> tuple[list[dict[str, Any]], Counter[str], Counter[str]]:
         """Bulk actions for one paper (its paper document first), with its counts and errors by reason."""
