@@ -4,7 +4,15 @@ One page is one document. Display math is recognised in the forms the Debian doc
 Sphinx's ``<div class="math">`` holding ``\\[...\\]`` or a raw ``\\begin{env}`` (``nowrap``), or an
 ``<img alt="...">`` (imgmath); Doxygen's ``class="formulaDsp"`` paragraphs (``\\[...\\]`` or ``\\begin{align*}``)
 or images; MathJax's ``<script type="math/tex; mode=display">``; and ``$$...$$`` / ``\\[...\\]`` in running text.
-Inline math (Sphinx ``<span class="math">``, ``\\(...\\)``) stays in the context as ``$...$``.
+
+Inline math is recorded per section (``Section.inline``, numbered in page order, as a LaTeX source's ``$...$``) and
+stays in the contexts as ``$...$``. It is recognised as MathJax (or the page's own rendering) would show it: Sphinx's
+``<span class="math">\\(...\\)</span>`` (markup nested in the span is read as its text) and imgmath's
+``<img class="math" alt="...">`` outside a display; Doxygen's ``<img class="formulaInl" alt="$...$">``; MathJax's
+``<script type="math/tex">``; ``\\(...\\)`` in running text; and ``$...$`` in running text only where the page's
+MathJax configuration lists ``['$','$']`` in ``inlineMath`` (SageMath's ``mathjax_sage.js``, nbsphinx pages; ``\\$``
+is then a dollar). Code (``<pre>``, ``<code>``, ``<tt>``, ``<kbd>``, ``<samp>``, highlighted blocks) holds no math, as
+MathJax skips it. Math in headings stays in the section titles and is not recorded.
 
 Sections come from the headings of the page's main content (the first ``<h1>`` is the title) and from Sphinx's
 API descriptions (``<dl class="py function">``: a function, class or method is a section, as in docstrings).
@@ -24,16 +32,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
+from eqsearch.engine.index.documents import inline_indexable
 from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.ingest.citations import find_arxiv_ids
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.errors import DocumentTooLargeError, IngestError
 from eqsearch.ingest.macros import DocumentMacros, take_definitions
 from eqsearch.ingest.plaintext import first_words, last_words
-from eqsearch.ingest.records import STATUS_FAILED, Equation, Paper, Section
+from eqsearch.ingest.records import STATUS_FAILED, Equation, InlineFormula, Paper, Section
 from lxml import etree
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+#: The version of what extraction takes from a page, raised when it finds more or other formulas (2: the inline
+#: formulas, and imgmath's inline images no longer taken for displays): an ingest job extracts again the pages it
+#: checkpointed with an older one (`eqsearch.ingest.jobs.store.extractor_version`).
+EXTRACTOR_VERSION = 2
 # Cheap test (on bytes) for "this page may hold display math", used by discovery to skip the rest unparsed.
 DISPLAY_MARKERS = re.compile(rb'<(?:div|img)[^>]*class="math|class="formulaDsp"|math/tex;\s*mode=display|\$\$|\\\[')
 
@@ -43,8 +56,14 @@ _DISPLAY_ENVS = "equation|align|gather|multline|flalign|alignat|eqnarray|display
 _WHOLE_ENV = re.compile(r"^\\begin\s*\{(" + _DISPLAY_ENVS + r")(\*?)\}(.*)\\end\s*\{\1\2\}[\s.,;]*$", re.DOTALL)
 _BRACKETED = re.compile(r"^\\\[(.*)\\\][\s.,;]*$", re.DOTALL)
 _DOLLARS = re.compile(r"^\$\$(.*)\$\$[\s.,;]*$", re.DOTALL)
-_TEXT_DISPLAY = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
 _INLINE_PAREN = re.compile(r"\\\((.+?)\\\)", re.DOTALL)
+# Math in running text: displays ($$, \[), inline \( ; with dollars on, an escaped \$ first, then inline $...$.
+_TEXT_MATH = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)", re.DOTALL)
+_TEXT_MATH_DOLLARS = re.compile(r"\\\$|\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|\$((?:[^$\\]|\\.)+?)\$", re.DOTALL)
+_WRAPPED_INLINE = re.compile(r"^\s*(?:\$((?:[^$\\]|\\.)+)\$|\\\((.+)\\\))\s*$", re.DOTALL)
+# A MathJax configuration (2 or 3) that lists ['$','$'] among its inline delimiters.
+_DOLLAR_INLINE = re.compile(r"""inlineMath["']?\s*:\s*\[[^;{}]*?\[\s*(["'])\$\1\s*,\s*(["'])\$\2\s*\]""")
+_LITERAL_TAGS = frozenset({"code", "tt", "kbd", "samp", "textarea"})
 _DEFINES = re.compile(r"\\(?:(?:re)?newcommand|providecommand|[gex]?def|DeclareMathOperator)(?![A-Za-z@])")
 _SPACES = re.compile(r"\s+")
 _SKIP_TAGS = frozenset({"style", "noscript", "template", "iframe", "object", "svg", "math", "button", "form", "pre"})
@@ -86,6 +105,7 @@ class _Walk:
     text: list[str] = field(default_factory=list)
     length: int = 0
     displays: list[tuple[int, int, str, str, list[str]]] = field(default_factory=list)  # start, end, body, env, ids
+    inline: list[tuple[int, int, str, str]] = field(default_factory=list)  # start, end, body, delimiter
     headings: list[tuple[int, int, str, str]] = field(default_factory=list)  # offset, level, kind, title
     hrefs: list[str] = field(default_factory=list)
 
@@ -154,8 +174,32 @@ def _page_title(root: etree._Element) -> str | None:
     return (_text_of(found[0]) or None) if found else None
 
 
-def _walk(main: etree._Element) -> _Walk:
+def split_inline(raw: str, default: str = "\\(") -> tuple[str, str]:
+    """The body and delimiter of one inline formula's source text (its delimiters removed, if it has them).
+
+    ``$a$`` -> ``("a", "$")``; ``\\(a\\)`` -> ``("a", "\\(")``; anything else (an imgmath image's alt text, a MathJax
+    script's body) -> ``(text, default)``.
+    """
+    m = _WRAPPED_INLINE.match(raw)
+    if m is None:
+        return _strip_math(raw), default
+    if m.group(1) is not None:
+        return _strip_math(m.group(1)), "$"
+    return _strip_math(m.group(2)), "\\("
+
+
+def _strip_math(body: str) -> str:
+    """``body`` without surrounding whitespace, trailing control spaces included (``\\ \\star\\ `` -> ``\\ \\star``:
+    a backslash left at the end would not parse)."""
+    stripped = body.strip()
+    while (len(stripped) - len(stripped.rstrip("\\"))) % 2:
+        stripped = stripped[:-1].rstrip()
+    return stripped
+
+
+def _walk(main: etree._Element, *, dollars: bool = False) -> _Walk:
     walk = _Walk()
+    text_math = _TEXT_MATH_DOLLARS if dollars else _TEXT_MATH
 
     def display(raw: str, ids: list[str]) -> None:
         body, environment = split_display(raw)
@@ -165,17 +209,36 @@ def _walk(main: etree._Element) -> _Walk:
         walk.displays.append((start, walk.length, body, environment, ids))
         walk.add(" ")
 
-    def text(chunk: str | None) -> None:
+    def inline(body: str, delimiter: str) -> None:
+        # in the text as a LaTeX source has it, so that contexts keep the formula as ``$...$``
+        body = _strip_math(body)
+        if not body:
+            return
+        start = walk.length
+        walk.add(f"${body}$")
+        walk.inline.append((start, walk.length, body, delimiter))
+
+    def text(chunk: str | None, literal: bool) -> None:
         if not chunk:
             return
+        if literal:
+            walk.add(chunk)
+            return
         pos = 0
-        for m in _TEXT_DISPLAY.finditer(chunk):
-            walk.add(_INLINE_PAREN.sub(r"$\1$", chunk[pos : m.start()]))
-            display(m.group(0), [])
+        for m in text_math.finditer(chunk):
+            walk.add(chunk[pos : m.start()])
             pos = m.end()
-        walk.add(_INLINE_PAREN.sub(r"$\1$", chunk[pos:]))
+            if m.group(1) is not None or m.group(2) is not None:
+                display(m.group(0), [])
+            elif m.group(3) is not None:
+                inline(m.group(3), "\\(")
+            elif m.lastindex == 4:
+                inline(m.group(4), "$")
+            else:  # an escaped dollar
+                walk.add(m.group(0))
+        walk.add(chunk[pos:])
 
-    def visit(node: etree._Element, api_depth: int, api_type: str | None) -> None:
+    def visit(node: etree._Element, api_depth: int, api_type: str | None, literal: bool) -> None:
         tag = node.tag if isinstance(node.tag, str) else ""
         classes = _classes(node)
         if tag == "script":
@@ -183,13 +246,18 @@ def _walk(main: etree._Element) -> _Walk:
             if kind.startswith("math/tex") and "mode=display" in kind:
                 display(node.text or "", [])
             elif kind.startswith("math/tex"):
-                walk.add(f"${(node.text or '').strip()}$")
-
+                inline(node.text or "", "\\(")
             return
         if not tag or tag in _SKIP_TAGS or classes & _SKIP_CLASSES or tag == "nav":
             return
-        if tag == "img" and ("formulaDsp" in classes or "math" in classes):
+        if literal:  # code: its text is context, never math
+            walk.add(_text_of(node))
+            return
+        if tag == "img" and "formulaDsp" in classes:
             display(node.get("alt") or "", [])
+            return
+        if tag == "img" and classes & {"math", "formulaInl"}:  # imgmath's inline images, Doxygen's inline formulas
+            inline(*split_inline(node.get("alt") or ""))
             return
         if "formulaDsp" in classes or (tag == "div" and "math" in classes):
             images = [img.get("alt") or "" for img in node.iter("img")]
@@ -198,9 +266,7 @@ def _walk(main: etree._Element) -> _Walk:
             display(source, [i for i in ids if i])
             return
         if tag == "span" and "math" in classes:
-            inner = _text_of(node)
-
-            walk.add(_INLINE_PAREN.sub(r"$\1$", inner) if inner.startswith("\\(") else f"${inner}$")
+            inline(*split_inline(_text_of(node)))
             return
         if tag in _HEADINGS:
             walk.add(" ")
@@ -220,14 +286,15 @@ def _walk(main: etree._Element) -> _Walk:
             child_type = next((c for c in (node.get("class") or "").split() if c not in _API_DOMAINS), "object")
         if tag in _BLOCK_TAGS:
             walk.add(" ")
-        text(node.text)
+        inside_code = tag in _LITERAL_TAGS
+        text(node.text, inside_code)
         for child in node:
-            visit(child, api_depth + 1 if child_type else api_depth, child_type)
-            text(child.tail)
+            visit(child, api_depth + 1 if child_type else api_depth, child_type, inside_code)
+            text(child.tail, inside_code)
         if tag in _BLOCK_TAGS:
             walk.add(" ")
 
-    visit(main, 0, None)
+    visit(main, 0, None, False)
     return walk
 
 
@@ -320,20 +387,30 @@ def _script_paths(script: etree._Element, page: str) -> list[str]:
     return [p for p in paths if p.endswith(".js") and not p.startswith(("../", "/")) and p != ".."]
 
 
-def _page_macros(root: etree._Element, page: str, read_file: Callable[[str], bytes | None] | None) -> list[MacroDef]:
-    """The macros of the page's MathJax configuration, in page order; a later definition replaces an earlier one
-    (MathJax merges successive configurations)."""
+def _page_config(
+    root: etree._Element, page: str, read_file: Callable[[str], bytes | None] | None
+) -> tuple[list[MacroDef], bool]:
+    """The macros of the page's MathJax configuration, in page order (a later definition replaces an earlier one:
+    MathJax merges successive configurations), and whether it makes ``$...$`` inline math."""
     macros: dict[str, MacroDef] = {}
+    dollars = False
+
+    def read(script: str) -> None:
+        nonlocal dollars
+        if "acros" in script:
+            macros.update((m.name, m) for m in mathjax_macros(script))
+        dollars = dollars or _DOLLAR_INLINE.search(script) is not None
+
     for script in root.iter("script"):
         if not script.get("src"):
-            if script.text and "acros" in script.text:
-                macros.update((m.name, m) for m in mathjax_macros(script.text))
+            if script.text and ("acros" in script.text or "inlineMath" in script.text):
+                read(script.text)
             continue
         for path in _script_paths(script, page):
             data = read_file(path) if read_file is not None else None
-            if data is not None and len(data) <= _MAX_SCRIPT_BYTES and b"acros" in data:
-                macros.update((m.name, m) for m in mathjax_macros(data.decode("utf-8", "replace")))
-    return list(macros.values())
+            if data is not None and len(data) <= _MAX_SCRIPT_BYTES and (b"acros" in data or b"inlineMath" in data):
+                read(data.decode("utf-8", "replace"))
+    return list(macros.values()), dollars
 
 
 def parse_html(data: bytes, origin: str) -> etree._Element:
@@ -369,7 +446,7 @@ def extract_html_paper(
     read_page: Callable[[str], etree._Element | None] | None = None,
     read_file: Callable[[str], bytes | None] | None = None,
 ) -> Paper:
-    """Extract the display math, sections, context and citations of one HTML page.
+    """Extract the display and inline math, sections, context and citations of one HTML page.
 
     Args:
         data: the page's bytes (its encoding is read from the page, UTF-8 by default).
@@ -391,8 +468,9 @@ def extract_html_paper(
     if len(data) > config.max_file_bytes:
         raise DocumentTooLargeError(f"{origin}: {len(data):,} bytes, over the limit {config.max_file_bytes:,}")
     root = parse_html(data, origin)
+    page_macros, dollars = _page_config(root, page, read_file)
     main = _main_content(root)
-    walk = _walk(main)
+    walk = _walk(main, dollars=dollars)
     text = "".join(walk.text)
 
     paper = Paper(id=paper_id, source=origin, kind="html", main_file=page or None)
@@ -449,13 +527,35 @@ def extract_html_paper(
             equation.message = f"{len(body):,} characters (limit {config.max_equation_chars:,})"
         section.equations.append(equation)
         number += 1
+    _inline_formulas(paper, walk, text, starts, config)
 
-    macros = {m.name: m for m in _page_macros(root, page, read_file)}
+    macros = {m.name: m for m in page_macros}
     macros.update((m.name, m) for m in math_macros.definitions())  # the page's own definitions come last
     paper.macros = list(macros.values())
     paper.warnings.extend(math_macros.issues)
     _citations(paper, root, walk.hrefs, page, label, read_page)
     return paper
+
+
+def _inline_formulas(paper: Paper, walk: _Walk, text: str, starts: list[int], config: ExtractConfig) -> None:
+    """Record the page's inline formulas in their sections, numbered in page order; those that get indexed
+    (`inline_indexable`) with their context (the other inline formulas as ``$...$``, the displays as ``[math]``)."""
+    window = 4 * config.context_chars
+    number = 0
+    for start, end, body, delimiter in walk.inline:
+        if _DEFINES.search(body):  # the definitions are the page's macros already (`_inline_definitions`)
+            body = take_definitions(body, DocumentMacros()).strip()
+        if not body:
+            continue
+        index = max(bisect.bisect_right(starts, start) - 1, 0)
+        formula = InlineFormula(number=number, latex=body, offset=start, length=end - start, delimiter=delimiter)
+        if config.context_chars and inline_indexable(body):
+            lo = max(starts[index], start - window)
+            hi = min(starts[index + 1] if index + 1 < len(starts) else len(text), end + window)
+            formula.context_before = last_words(_SPACES.sub(" ", text[lo:start]).strip(), config.context_chars)
+            formula.context_after = first_words(_SPACES.sub(" ", text[end:hi]).strip(), config.context_chars)
+        paper.sections[index].inline.append(formula)
+        number += 1
 
 
 def _citations(

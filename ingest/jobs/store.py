@@ -4,6 +4,10 @@ The job document (``record: job``, id = job id) holds state, progress, counts, e
 per-document failures. A checkpoint (``record: checkpoint``, id = ``<job id>/<sha1 of the source>``) is written
 once Elasticsearch has acknowledged a paper's documents, with that paper's counts, so that a resumed job skips
 exactly the checkpointed papers and its totals are the sum of its checkpoints: nothing lost, nothing counted twice.
+A checkpoint also records the version of the extraction that read its source (`extractor_version`): a source
+checkpointed by an older one is not done, so that a finished job run again (``make run`` on a deployment indexed
+before HTML pages had their inline formulas) extracts it again; its documents are overwritten (same ids), the pruner
+deletes those the new extraction no longer has, and its new checkpoint replaces the old one (same id).
 A pruning record takes a checkpoint's id before the stale equations of a paper are deleted, naming them, and the
 checkpoint replaces it afterwards (see `pruner`). Writes go through the job's `MigrationAwareWriter`, so that they
 wait out a migration of the jobs index too.
@@ -21,6 +25,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch, NotFoundError
 from eqsearch.engine.index import BulkFailure, alias_name, retrying
+from eqsearch.ingest import htmlmath
 from eqsearch.ingest.jobs.writer import MigrationAwareWriter
 
 STATE_RUNNING = "running"
@@ -47,6 +52,16 @@ COUNT_NAMES = (
     "inline_skipped",
     "inline_unconverted",
 )
+
+
+#: The extraction version of each kind of source (`eqsearch.ingest.sources.DocumentTask.kind`) that has had more
+#: than one; the others, and checkpoints that record none (written before versions were), are version 1.
+EXTRACTOR_VERSIONS: dict[str, int] = {"html": htmlmath.EXTRACTOR_VERSION}
+
+
+def extractor_version(kind: str) -> int:
+    """The current version of the extraction of sources of ``kind`` (``html``, ``archive``, ``paper``, ...)."""
+    return EXTRACTOR_VERSIONS.get(kind, 1)
 
 
 @dataclass
@@ -142,6 +157,10 @@ class JobStore:
         job_id: the job's id.
         writer: the job's writer (its writes wait out a migration).
         failures_kept: per-document failures kept in a record (all are counted).
+
+    Attributes:
+        extractor_versions: source -> the extraction version (`extractor_version`) of the job's sources, set once
+            they are discovered: what checkpoints record, and what a checkpoint must record to count as done.
     """
 
     def __init__(
@@ -152,6 +171,7 @@ class JobStore:
         self.job_id = job_id
         self.writer = writer
         self.failures_kept = failures_kept
+        self.extractor_versions: dict[str, int] = {}
 
     # -- the job document ----------------------------------------------------------------------------------------
     def read(self) -> dict[str, Any] | None:
@@ -211,9 +231,13 @@ class JobStore:
             yield source
 
     def load_checkpoints(self, tally: JobTally) -> set[str]:
-        """Add every checkpoint's counts to ``tally``; returns the sources they cover (done)."""
+        """Add every current checkpoint's counts to ``tally``; returns the sources they cover (done). A checkpoint
+        of an older extraction of its source (`extractor_versions`) is neither: its source is extracted again."""
         done: set[str] = set()
         for checkpoint in self.checkpoints():
+            recorded = int((checkpoint.get("options") or {}).get("extractor") or 1)
+            if recorded < self.extractor_versions.get(checkpoint["source"], 1):
+                continue
             done.add(checkpoint["source"])
             tally.add(
                 checkpoint.get("counts") or {},
@@ -251,6 +275,7 @@ class JobStore:
                 "counts": dict(counts),
                 "errors_by_reason": dict(errors),
                 "failures": [f.to_json() for f in failures[: self.failures_kept]],
+                "options": {"extractor": self.extractor_versions.get(source, 1)},
             },
         }
 

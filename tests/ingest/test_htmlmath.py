@@ -9,8 +9,16 @@ import subprocess
 import pytest
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.fetch_corpus import HtmlManual, _fetch_manual
-from eqsearch.ingest.htmlmath import citation_entries, extract_html_paper, mathjax_macros, parse_html, split_display
+from eqsearch.ingest.htmlmath import (
+    citation_entries,
+    extract_html_paper,
+    mathjax_macros,
+    parse_html,
+    split_display,
+    split_inline,
+)
 from eqsearch.ingest.pipeline import process_task
+from eqsearch.ingest.records import Paper
 from eqsearch.ingest.sources import discover, load_paper
 from source_archives import FIXTURES
 
@@ -253,3 +261,104 @@ def test_fetch_manual_keeps_the_documentation_folder_less_exclusions(tmp_path):
     assert not (cache / "html" / "python-demo-doc.partial").exists()
     assert [t.paper_id for t in discover([str(target)])] == ["python-demo-doc/tutorial/a"]
     assert _fetch_manual(HtmlManual("python-demo-doc"), cache, lines.append) == target  # reused
+
+
+# -- inline math -------------------------------------------------------------------------------------------------
+INLINE_DOCS = FIXTURES / "html_inline"
+INLINE_CONFIG = ExtractConfig(convert=False, context_chars=60)
+
+
+def _inline_papers() -> dict[str, Paper]:
+    return {task.paper_id: load_paper(task, INLINE_CONFIG) for task in discover([str(INLINE_DOCS)])}
+
+
+def _inline(paper: Paper) -> list[tuple[int, int, str, str]]:
+    return [(s.index, f.number, f.delimiter, f.latex) for s in paper.sections for f in s.inline]
+
+
+def test_sphinx_inline_spans_and_images_in_page_order_not_code_nor_headings():
+    paper = _inline_papers()["html_inline/sphinx"]
+    assert _inline(paper) == [
+        (0, 0, "\\(", "p \\ge 1"),
+        (0, 1, "\\(", "x"),
+        (0, 2, "\\(", "\\|x\\|_\\infty = \\max_i |x_i|"),
+        (0, 3, "\\(", "0 < \\|x\\|_2 \\le \\sqrt{n}\\, \\|x\\|_\\infty"),  # &lt; decoded
+        (0, 4, "\\(", "x \\ne 0"),
+        (0, 5, "\\(", "a + b = c"),  # markup nested in the span: its text
+        (0, 6, "\\(", "e^{i\\theta} = \\cos\\theta + i\\sin\\theta"),  # imgmath's inline image
+        (1, 7, "\\(", "\\|x\\|_p"),  # in the API description's section
+        (1, 8, "\\(", "p = 1, 2, \\infty"),
+    ]  # not the heading's \(\mathbb{R}^n\), nor \( in <code> and in a highlighted <pre>
+    # the displays stay the displays: the imgmath image inside <div class="math"> is one, none is counted twice
+    assert [e.latex for e in paper.equations()] == [
+        "\\|x\\|_p = \\Big(\\sum_i |x_i|^p\\Big)^{1/p}",
+        "\\int_0^1 f(t)\\,dt",
+    ]
+    third = paper.sections[0].inline[3]
+    assert third.context_before == "of $x$ is [math] so that $\\|x\\|_\\infty = \\max_i |x_i|$ and"
+    assert third.context_after == "when $x \\ne 0$ & finite. Markup inside a span is its text:"
+    assert paper.sections[0].inline[1].context_before == ""  # one symbol: not indexed, no context
+    # offset and length locate "$latex$" in the page's plain text, the text contexts are cut from
+    assert third.length == len(third.latex) + 2
+    record = paper.to_json()["sections"][0]["inline"][3]
+    assert record["id"] == "html_inline/sphinx:i3" and record["display"] is False and record["status"] == "extracted"
+
+
+def test_doxygen_inline_images_mathjax_and_macro_definitions():
+    paper = _inline_papers()["html_inline/doxygen"]
+    assert _inline(paper) == [
+        (1, 0, "$", "E(u) = \\frac12 \\int_\\Omega |\\nabla u|^2 \\dx"),  # formulaInl's alt, its $...$ removed
+        (1, 1, "$", "u"),
+        (1, 2, "\\(", "-\\Delta u = f"),
+        (1, 3, "\\(", "a < b + c"),
+        (1, 4, "$", "|x| > 0"),
+    ]  # the \( that only defines \dx is no formula, the one in the code fragment's comment is code
+    assert [(m.name, m.body) for m in paper.macros] == [("\\dx", "\\,\\mathrm{d}x")]
+    assert [e.latex for e in paper.equations()] == ["a(u,v) = (\\nabla u, \\nabla v)"]
+    assert paper.sections[1].inline[3].context_before == "MathJax writes $-\\Delta u = f$ as well: [math] Entities:"
+
+
+def test_dollars_are_math_only_where_the_mathjax_configuration_says_so():
+    papers = _inline_papers()
+    on, off = papers["html_inline/dollars"], papers["html_inline/nodollars"]
+    # on: SageMath's way, inlineMath [['$','$'], ...] in a configuration file MathJax.js loads; \$ is a dollar
+    assert _inline(on) == [
+        (0, 0, "$", "a^2 + b^2 = c^2"),
+        (0, 1, "\\(", "x \\in \\RR^n"),  # <script type="math/tex">
+        (0, 2, "\\(", "f(x) = y"),
+    ]  # not $HOME $PATH in <code>
+    assert on.sections[0].inline[0].context_after.startswith("is math, \\$5 is money and so are \\$3 and \\$4; [math]")
+    assert [(m.name, m.body) for m in on.macros] == [("\\RR", "{\\mathbb{R}}")]
+    # off: the same text without that configuration: $ is text, \( still math
+    assert _inline(off) == [(0, 0, "\\(", "x \\in \\RR^n"), (0, 1, "\\(", "f(x) = y")]
+    assert (
+        [e.latex for e in on.equations()]
+        == [e.latex for e in off.equations()]
+        == ["\\sum_{k=1}^n k = \\frac{n(n+1)}{2}"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("$a+b$", ("a+b", "$")),
+        (" $ |x| $ ", ("|x|", "$")),
+        ("\\(a\\)", ("a", "\\(")),
+        ("a^2", ("a^2", "\\(")),
+        ("$a$ and $b$", ("$a$ and $b$", "\\(")),  # not one formula: left as it is
+        ("\\(\\ \\star\\ \\)", ("\\ \\star", "\\(")),  # a trailing control space goes, not half of it (sasmodels)
+        ("\\(a\\\\ \\)", ("a\\\\", "\\(")),  # a line break does not
+    ],
+)
+def test_split_inline(raw, expected):
+    assert split_inline(raw) == expected
+
+
+def test_inline_extraction_is_deterministic():
+    data = (INLINE_DOCS / "sphinx.html").read_bytes()
+    first, second = (
+        extract_html_paper(data, paper_id="d/sphinx", origin="sphinx.html", config=CONFIG, page="sphinx.html")
+        for _ in range(2)
+    )
+    assert first.to_json() == second.to_json()
+    assert [f.number for f in first.inline_formulas()] == list(range(9))

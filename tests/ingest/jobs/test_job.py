@@ -301,3 +301,54 @@ def test_a_job_refuses_indices_of_an_older_mapping_until_they_are_migrated(es_cl
     assert es_client.get(index=equations, id="2401.00000v1:0")["_source"]["inline"] is False  # the migration set it
     assert es_client.get(index=equations, id="2401.00000v1:i1")["_source"]["inline"] is True
     assert IngestJob(es_client, HashingEncoder(), again).run().state == "finished"
+
+
+def test_pages_an_older_extractor_read_are_extracted_again_and_their_stale_documents_pruned(
+    es_client, index_name, monkeypatch
+):
+    from eqsearch.ingest import htmlmath
+    from eqsearch.ingest.jobs import store
+    from eqsearch.ingest.records import Equation
+
+    def older_extraction(paper, walk, text, starts, config):
+        """No inline formulas, and one thing taken for a display (as imgmath's inline images were)."""
+        paper.sections[0].equations.append(Equation(len(paper.equations()), "a + b = c", "\\[", 0, 0))
+
+    pages = TESTS / "ingest" / "fixtures" / "html_inline"
+    config = IngestJobConfig(sources=(str(pages),), index_prefix=index_name)
+    with monkeypatch.context() as patch:
+        patch.setattr(htmlmath, "_inline_formulas", older_extraction)
+        patch.setattr(store, "EXTRACTOR_VERSIONS", {})
+        old = IngestJob(es_client, HashingEncoder(), config).run()
+    assert old.state == "finished" and old.counts["inline"] == 0
+    old_ids = _equation_ids(es_client, index_name)
+    assert not [i for i in old_ids if ":i" in i] and "html_inline/sphinx:2" in old_ids
+    # checkpoints as a job wrote them before they recorded their extractor's version
+    es_client.indices.refresh(index=f"{index_name}-jobs")
+    hits = es_client.search(index=f"{index_name}-jobs", query={"term": {"record": "checkpoint"}}, size=100)["hits"]
+    assert len(hits["hits"]) == 4
+    for hit in hits["hits"]:
+        es_client.index(index=f"{index_name}-jobs", id=hit["_id"], document=dict(hit["_source"], options=None))
+
+    upgraded = IngestJob(es_client, HashingEncoder(), config).run()  # the same job, finished: `make run` again
+    assert upgraded.state == "finished" and upgraded.resumed_from == 0  # every page extracted again
+    assert upgraded.counts["papers"] == 4 and upgraded.counts["equations_stale_deleted"] == 4
+    inline = {name: upgraded.counts[name] for name in ("inline", "inline_indexed", "inline_skipped")}
+    assert inline == {"inline": 19, "inline_indexed": 17, "inline_skipped": 2}  # $u$ and $x$: one symbol
+    assert upgraded.counts["inline_unconverted"] == 0  # the pages' macros (\dx, \RR) reach KaTeX
+    ids = _equation_ids(es_client, index_name)
+    assert "html_inline/sphinx:2" not in ids and "html_inline/sphinx:i3" in ids
+    summed = es_client.get(index=f"{index_name}-equations", id="html_inline/sphinx:i3")["_source"]
+    assert summed["inline"] is True and summed["mathml"].startswith("<math")
+
+    again = IngestJob(es_client, HashingEncoder(), config).run()  # now current: nothing left to do
+    assert again.resumed_from == 4 and again.counts == upgraded.counts
+    restarted = IngestJob(es_client, HashingEncoder(), IngestJobConfig(**{**config.__dict__, "restart": True})).run()
+    assert _equation_ids(es_client, index_name) == ids  # the same documents as a fresh run's
+    assert restarted.counts == {**upgraded.counts, "equations_stale_deleted": 0}
+
+
+def _equation_ids(es_client, prefix: str) -> list[str]:
+    es_client.indices.refresh(index=f"{prefix}-equations")
+    hits = es_client.search(index=f"{prefix}-equations", size=1000, source=False, sort=[{"eq_id": "asc"}])
+    return [hit["_id"] for hit in hits["hits"]["hits"]]

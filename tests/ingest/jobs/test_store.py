@@ -8,6 +8,7 @@ import hashlib
 import pytest
 from eqsearch.engine.index import BulkFailure
 from eqsearch.ingest.jobs import COUNT_NAMES, JobStore, JobTally, job_record, job_records
+from eqsearch.ingest.jobs.store import extractor_version
 
 FAILURE = BulkFailure("2401.00001v1:0", "x-equations-v1", 400, "mapper_parsing_exception", "bad title")
 
@@ -43,7 +44,11 @@ def test_checkpoints_and_pruning_records_share_the_id_of_their_source():
         "counts": {"papers": 1},
         "errors_by_reason": {},
         "failures": [FAILURE.to_json()],  # the first `failures_kept`
+        "options": {"extractor": 1},  # a source the job did not discover: the first version
     }
+    jobs.extractor_versions = {"page.html": extractor_version("html")}
+    assert jobs.checkpoint_action("page.html", "d/page", {}, {}, [])["_source"]["options"] == {"extractor": 2}
+    assert extractor_version("archive") == extractor_version("paper") == 1
     pruning = jobs.pruning_action("papers.jsonl:1", "2401.00001v2", ["2401.00001v1:4"])
     assert pruning["_id"] == checkpoint["_id"]  # the checkpoint replaces it once the deletes are done
     assert pruning["_source"]["record"] == "pruning"
