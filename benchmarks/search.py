@@ -322,7 +322,7 @@ def document(entry: dict[str, Any], vector: np.ndarray, *, normalise: bool) -> d
     paper = f"{src['paper_id']}-r{copy}"
     return {
         **{k: v2 for k, v2 in src.items() if k not in ("vector", "indexed_at", "job_id")},
-        "eq_id": equation_id(paper, src["number"]),
+        "eq_id": copy_eq_id(src, copy),
         "paper_id": paper,
         "paper_key": paper,
         "vector": [round(float(x), 6) for x in v],
@@ -354,7 +354,8 @@ def build_index(
     client.indices.put_settings(index=name, settings={"index": {"refresh_interval": None}})
     client.indices.refresh(index=name)
     began = time.perf_counter()
-    client.indices.forcemerge(index=name, max_num_segments=1, wait_for_completion=True)
+    # a merge of a million documents takes longer than a request's usual timeout
+    client.options(request_timeout=3600).indices.forcemerge(index=name, max_num_segments=1, wait_for_completion=True)
     merge_s = time.perf_counter() - began
     client.indices.refresh(index=name)
     return {"docs": report.ok, "failed": report.failed, "load_s": round(load_s, 1), "merge_s": round(merge_s, 1)}
@@ -780,6 +781,92 @@ def cmd_latency(args: argparse.Namespace) -> None:
                 client.indices.delete(index=name)
 
 
+# -- web tier --------------------------------------------------------------------------------------------------
+def inprocess_client(conn: Any, barrier: Any, setup: dict[str, Any]) -> None:
+    """A client process calling a `SearchService` built as the web app builds it: real KaTeX, default options."""
+    from elasticsearch import Elasticsearch
+    from eqsearch.engine.latex.converter import KatexConverter
+
+    encoder = load_encoder_or_standin(setup["bundle"], quiet=True)
+    client = Elasticsearch(setup["url"], request_timeout=300)
+    with KatexConverter() as converter:
+        service = SearchService(client, encoder, converter, index_prefix=setup["prefix"])
+        makers = query_makers(setup["formulas"], setup["keyword_queries"])
+        serve_tasks(conn, barrier, lambda kind, i: service.search(makers[kind](i)))
+
+
+def web_client(conn: Any, barrier: Any, setup: dict[str, Any]) -> None:
+    """A client process sending the same searches to the web app's JSON API over one keep-alive connection."""
+    import http.client
+    import urllib.parse
+
+    formulas, keyword_queries = setup["formulas"], setup["keyword_queries"]
+    connection = http.client.HTTPConnection("127.0.0.1", setup["port"], timeout=300)
+
+    def run(kind: str, i: int) -> None:
+        params = {"latex": formulas[i % len(formulas)], "size": "10"}
+        if kind == "hybrid":
+            params["q"] = keyword_queries[i % len(keyword_queries)]
+        connection.request("GET", "/api/search?" + urllib.parse.urlencode(params))
+        response = connection.getresponse()
+        body = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status}: {body[:300]!r}")
+
+    serve_tasks(conn, barrier, run)
+
+
+def cmd_web(args: argparse.Namespace) -> None:
+    """Queries/s of the web tier (gunicorn, `eqsearch serve --production`, the JSON API over HTTP) beside the search
+    service called in-process the way the web app calls it, on the same kept latency index and the same queries;
+    each side with ``--clients`` closed-loop client processes, one after the other."""
+    import subprocess
+    import urllib.request
+
+    client, encoder, base, prefix, _ = kept_index(args)
+    url = client.transport.node_pool.get().base_url
+    warmup_count = 4 * args.clients
+    formulas, keyword_queries, _ = usable_queries(base, args.queries + warmup_count)
+    warmup = list(range(len(formulas) - warmup_count, len(formulas)))
+    numbers = list(range(len(formulas) - warmup_count))
+    setup = {"url": url, "prefix": prefix, "formulas": formulas, "keyword_queries": keyword_queries,
+             "bundle": bundle_spec(encoder), "port": args.port}  # fmt: skip
+    results: dict[str, dict[str, float]] = {}
+    for side in ("in-process", "web"):
+        server = None
+        if side == "web":
+            env = {**os.environ, "EQSEARCH_ES_URL": url, "EQSEARCH_INDEX_PREFIX": prefix}
+            command = [sys.executable, "-m", "eqsearch", "serve", "--production", "--port", str(args.port)]
+            if args.workers:
+                command += ["--workers", str(args.workers)]
+            server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{args.port}/api/openapi.json", timeout=5).read()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        server.kill()
+                        sys.exit("the web app did not start")
+                    time.sleep(0.5)
+        pool = ClientProcesses(args.clients, setup, target=web_client if side == "web" else inprocess_client)
+        try:
+            for kind in args.kinds:
+                latencies, wall, _ = pool.run(kind, numbers, warmup)
+                qps = len(latencies) / wall
+                results.setdefault(kind, {})[side] = qps
+                emit(measure="web", side=side, kind=kind, clients=args.clients, queries=len(latencies),
+                     qps=round(qps, 1), latency_ms=percentiles(latencies), load=load_average())  # fmt: skip
+        finally:
+            pool.close()
+            if server is not None:
+                server.terminate()
+                server.wait(timeout=30)
+    for kind, sides in results.items():
+        emit(measure="web-ratio", kind=kind, ratio=round(sides["web"] / sides["in-process"], 3))
+
+
 # -- replay ----------------------------------------------------------------------------------------------------
 def recording_node_class() -> tuple[type, list[tuple[str, str, bytes | None, dict[str, str]]]]:
     """An elastic_transport HTTP node class (for ``Elasticsearch(node_class=...)``) and the list it records
@@ -1178,7 +1265,16 @@ def cmd_recall(args: argparse.Namespace) -> None:
 
 def document_eq_id(entry: dict[str, Any]) -> str:
     """The ``eq_id`` `document` gives a replicated entry."""
-    return equation_id(f"{entry['src']['paper_id']}-r{entry['copy']}", entry["src"]["number"])
+    return copy_eq_id(entry["src"], entry["copy"])
+
+
+def copy_eq_id(src: dict[str, Any], copy: int) -> str:
+    """The id of copy ``copy`` of a base equation: its own id under the copy's paper key (an inline formula keeps
+    its ``:i<n>``, so that it does not overwrite the display of the same number)."""
+    own = str(src.get("eq_id") or "")
+    if ":" in own:
+        return f"{src['paper_id']}-r{copy}:{own.rsplit(':', 1)[1]}"
+    return equation_id(f"{src['paper_id']}-r{copy}", src["number"])
 
 
 def cmd_cleanup(args: argparse.Namespace) -> None:
@@ -1214,6 +1310,14 @@ def main() -> None:
     ingest.add_argument("--encoder-processes", type=int, default=2, help="encoder processes for --ratio (2: the cores)")
     ingest.add_argument("--profile", action="store_true", help="where the job's time goes (cProfile, by stage)")
     ingest.set_defaults(handler=cmd_ingest)
+    web = commands.add_parser("web", help="queries/s of the web tier (gunicorn) beside the service in-process")
+    web.add_argument("--n", type=int, default=1_000_000, help="which kept latency index (1000000)")
+    web.add_argument("--clients", type=int, default=8)
+    web.add_argument("--queries", type=int, default=400, help="distinct queries per kind (400)")
+    web.add_argument("--kinds", nargs="+", default=["formula", "hybrid"], choices=("formula", "hybrid"))
+    web.add_argument("--port", type=int, default=5077)
+    web.add_argument("--workers", type=int, help="gunicorn workers (default: serve's, one per core)")
+    web.set_defaults(handler=cmd_web)
     index_cost = commands.add_parser("index-cost", help="node CPU per indexed equation document, by field")
     index_cost.add_argument("--limit", type=int, default=20_000, help="documents of the base to load (20000)")
     index_cost.add_argument("--repeats", type=int, default=2)
