@@ -89,9 +89,10 @@ def openapi_document(server_url: str) -> dict[str, Any]:
             "matched": {"type": "string", "enum": ["formula", "text", "both"]},
             "channels": {
                 "type": "array",
-                "items": {"type": "string", "enum": ["structure", "embedding", "text"]},
+                "items": {"type": "string", "enum": ["structure", "embedding", "text", "context"]},
                 "description": "The channels whose ranked lists found the equation: structure (BM25 over the "
-                "formula's structural terms), embedding (kNN on the model's vectors), text (BM25 over the words).",
+                "formula's structural terms), embedding (kNN on the model's vectors), text (BM25 over the words), "
+                "context (kNN of the keywords' embedding on the equations' context embeddings).",
             },
             "highlights": {
                 "type": "object",

@@ -61,6 +61,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     migrate.add_argument("--delete-old", action="store_true", help="delete the old version after the swap")
     migrate.add_argument("--index-type", choices=("int8_hnsw", "hnsw"), help="change the vector index type")
     _layout_arguments(migrate, "of the new version (default: the current index's)")
+    migrate.add_argument(
+        "--context-vectors",
+        action="store_true",
+        help="equations: embed every equation's context for the context channel (kept by later migrations)",
+    )
     migrate.add_argument("--quiet", action="store_true", help="no progress bar")
     migrate.add_argument(
         "--if-stale",
@@ -217,6 +222,7 @@ def _migrate(args: argparse.Namespace) -> int:
             on_progress=progress,
             take_over=args.take_over,
             rewrite=rewrite,
+            text_encoder=_text_encoder(args),
         )
     finally:
         if bar is not None:
@@ -225,6 +231,16 @@ def _migrate(args: argparse.Namespace) -> int:
           f"{report.target_count:,}, alias {admin.alias(args.kind)} swapped in {report.seconds:.1f} s"
           + (f"; {report.source} deleted" if report.old_deleted else ""))  # fmt: skip
     return 0
+
+
+def _text_encoder(args: argparse.Namespace) -> object | None:
+    if not args.context_vectors:
+        return None
+    if args.kind != "equations":
+        args.parser.error("--context-vectors applies to the equations index only")
+    from eqsearch.engine.model import load_text_encoder
+
+    return load_text_encoder()
 
 
 def _delete(args: argparse.Namespace) -> int:

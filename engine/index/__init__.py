@@ -19,11 +19,13 @@ from eqsearch.engine.index.bulk import (
     retrying,
 )
 from eqsearch.engine.index.documents import (
+    CONTEXT_TEXT_FIELDS,
     MIN_INLINE_SYMBOLS,
     EquationRecord,
     InlineRecord,
     PaperRecord,
     SectionRecord,
+    context_text,
     equation_id,
     indexed_inline,
     inline_id,
@@ -34,11 +36,13 @@ from eqsearch.engine.index.documents import (
     paper_year,
     stored_equation_ids,
     structure_fields,
+    with_context_vectors,
     with_structure,
     with_vector,
 )
 from eqsearch.engine.index.errors import IndexOperationError, MigrationError
 from eqsearch.engine.index.mappings import (
+    CONTEXT_VECTOR_FIELD,
     INDEX_KINDS,
     MAPPING_VERSIONS,
     SPANS_FIELD,
@@ -60,6 +64,8 @@ from eqsearch.engine.index.migration import (
 )
 
 __all__ = [
+    "CONTEXT_TEXT_FIELDS",
+    "CONTEXT_VECTOR_FIELD",
     "INDEX_KINDS",
     "MAPPING_VERSIONS",
     "MIGRATION_LOCK_ID",
@@ -87,6 +93,7 @@ __all__ = [
     "bulk_failure",
     "bulk_index",
     "bulk_loading_settings",
+    "context_text",
     "current_load_settings",
     "equation_id",
     "index_definition",
@@ -107,6 +114,7 @@ __all__ = [
     "stored_equation_ids",
     "structure_fields",
     "versioned_name",
+    "with_context_vectors",
     "with_structure",
     "with_vector",
 ]

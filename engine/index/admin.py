@@ -269,6 +269,8 @@ class IndexAdmin:
             encoder=meta.get("encoder"),
             shards=int(values.get("index.number_of_shards", 1)),
             replicas=int(values.get("index.number_of_replicas", 0)),
+            **({"context_dims": int(meta["context_dims"])} if meta.get("context_dims") else {}),
+            text_encoder=meta.get("text_encoder"),
         )
 
     # -- migrate (eqsearch.engine.index.migration) ----------------------------------------------------------------
@@ -282,6 +284,7 @@ class IndexAdmin:
         on_progress: Callable[[int, int], None] | None = None,
         take_over: bool = False,
         rewrite: Rewrite | None = None,
+        text_encoder: Any | None = None,
     ) -> MigrationReport:
         """Move ``kind`` to a new version: create it, copy every document, verify, swap (see `migration.migrate`,
         which says how searches and ingest jobs carry on meanwhile and what each argument does)."""
@@ -294,6 +297,7 @@ class IndexAdmin:
             on_progress=on_progress,
             take_over=take_over,
             rewrite=rewrite,
+            text_encoder=text_encoder,
         )
 
     def migration_lock(self) -> MigrationLock | None:

@@ -25,6 +25,11 @@ a document reads a dozen attributes of a paper and nine of each equation, which 
 repeated at every call; and the ingest job hands over the records it already has. Writers that only have stored
 documents or ids (the recount, the benchmark) use the plain-value functions `paper_key`, `equation_id` and
 `inline_id`.
+
+The context vector (``context_vector``, the context channel) is the text encoder's embedding of `context_text`: the
+section's title and the words around the formula. It is added to finished documents (`with_context_vectors`), a
+paper's or a migration page's at once, since the encoder is fastest on a batch; a formula with no words around it
+gets none (a zero vector has no cosine).
 """
 
 from __future__ import annotations
@@ -33,10 +38,13 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from eqsearch.engine.index.mappings import SPANS_FIELD, STRUCTURE_FIELD, VECTOR_FIELD
+from eqsearch.engine.index.mappings import CONTEXT_VECTOR_FIELD, SPANS_FIELD, STRUCTURE_FIELD, VECTOR_FIELD
 from eqsearch.engine.model.structure import LayoutNode, formula_structure, parse_layout_latex
+
+if TYPE_CHECKING:
+    from eqsearch.engine.model.text import TextEncoder
 
 
 class EquationRecord(Protocol):
@@ -325,4 +333,43 @@ def with_vector(document: Mapping[str, Any], vector: list[float] | None) -> dict
     out = {key: value for key, value in document.items() if key != VECTOR_FIELD}
     if vector is not None:
         out[VECTOR_FIELD] = vector
+    return out
+
+
+#: Which fields of an equation document its context vector embeds, in this order (see `context_text`).
+CONTEXT_TEXT_FIELDS = ("section_title", "context")
+
+
+def context_text(document: Mapping[str, Any]) -> str:
+    """The words the context vector of an equation document embeds: its section's title and its context (the words
+    before and after it). The paper's title is left out: it is the same for every formula of a paper and is
+    searched by BM25 already (measured: ``benchmarks/formula_search.md``, "The context channel")."""
+    return " ".join(str(document.get(name) or "").strip() for name in CONTEXT_TEXT_FIELDS).strip()
+
+
+def with_context_vectors(documents: Sequence[Mapping[str, Any]], encoder: TextEncoder) -> list[dict[str, Any]]:
+    """The equation documents with their context vectors made anew by ``encoder`` (one batch), each without one
+    when it has no words around it (never another model's old one).
+
+    Args:
+        documents: equation documents (as built by `paper_documents`, or stored ones).
+        encoder: the text encoder (`engine.model.text.load_text_encoder`).
+
+    Returns:
+        New documents, in the same order.
+    """
+    texts = [context_text(document) for document in documents]
+    rows = [i for i, text in enumerate(texts) if text]
+    matrix = encoder.encode([texts[i] for i in rows]) if rows else None
+    vectors: dict[int, list[float]] = {}
+    for position, i in enumerate(rows):
+        row = matrix[position]  # type: ignore[index]
+        if row.any():  # no known token: no direction
+            vectors[i] = [float(x) for x in row]
+    out = []
+    for i, document in enumerate(documents):
+        fresh = {key: value for key, value in document.items() if key != CONTEXT_VECTOR_FIELD}
+        if i in vectors:
+            fresh[CONTEXT_VECTOR_FIELD] = vectors[i]
+        out.append(fresh)
     return out

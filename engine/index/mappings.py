@@ -34,14 +34,18 @@ IndexKind = Literal["equations", "papers", "jobs"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("equations", "papers", "jobs")
 
 #: Bump when a definition below changes; recorded in each index's ``_meta`` so `describe` can say it is stale.
-MAPPING_VERSIONS: dict[str, int] = {"equations": 3, "papers": 2, "jobs": 1}
+MAPPING_VERSIONS: dict[str, int] = {"equations": 4, "papers": 2, "jobs": 1}
 
 VECTOR_FIELD = "vector"
 #: The formula's structural terms (`engine.model.structure`): BM25 over them is the structural channel.
 STRUCTURE_FIELD = "structure"
 #: Hashes of the formula's sub-expressions, matched exactly by the structural rerank.
 SPANS_FIELD = "structure_spans"
+#: The text encoder's vector of the words around the formula (`engine.model.text`): kNN on it is the context channel.
+CONTEXT_VECTOR_FIELD = "context_vector"
 DEFAULT_DIMS = 64
+#: The width of the shipped text encoder's vectors (`engine/model/text-encoder.json`'s ``dim``).
+DEFAULT_CONTEXT_DIMS = 256
 TEXT_ANALYZERS = ("english", "standard")
 
 # Stored but not searched: kept out of the inverted index and of doc values (they are only shown).
@@ -63,6 +67,9 @@ class IndexOptions:
         replicas: replicas of every index.
         encoder: the identity of the encoder whose vectors the equations index holds (`Encoder.identity`: kind +
             model checksum), recorded in its ``_meta``; None for an index made before identities were recorded.
+        context_dims: width of the context vectors (the text encoder's ``dim``, `engine.model.text`).
+        text_encoder: the identity of the text encoder whose context vectors the equations index holds
+            (`TextEncoder.identity`), recorded in its ``_meta`` like ``encoder``; None: not recorded.
     """
 
     dims: int = DEFAULT_DIMS
@@ -74,10 +81,12 @@ class IndexOptions:
     shards: int = 1
     replicas: int = 0
     encoder: str | None = None
+    context_dims: int = DEFAULT_CONTEXT_DIMS
+    text_encoder: str | None = None
 
     def __post_init__(self) -> None:
-        if self.dims < 1:
-            raise ValueError(f"dims must be positive, got {self.dims}")
+        if self.dims < 1 or self.context_dims < 1:
+            raise ValueError(f"dims and context_dims must be positive, got {self.dims} and {self.context_dims}")
         if self.similarity not in ("max_inner_product", "cosine", "dot_product", "l2_norm"):
             raise ValueError(f"unknown vector similarity {self.similarity!r}")
         if self.analyzer not in TEXT_ANALYZERS:
@@ -124,6 +133,8 @@ def _meta(kind: str, options: IndexOptions) -> dict[str, Any]:
         "similarity": options.similarity,
         "index_type": options.index_type,
         **({"encoder": options.encoder} if options.encoder else {}),
+        **({"context_dims": options.context_dims} if kind == "equations" else {}),
+        **({"text_encoder": options.text_encoder} if options.text_encoder and kind == "equations" else {}),
         **({"structure_version": STRUCTURE_VERSION} if kind == "equations" else {}),
     }
 
@@ -167,6 +178,8 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
     }
     if options.index_type in ("flat", "int8_flat", "int4_flat", "bbq_flat"):
         vector["index_options"] = {"type": options.index_type}
+    # the same HNSW as the formula vectors; cosine: the text encoder's vectors are unit length
+    context_vector = {**vector, "dims": options.context_dims, "similarity": "cosine"}
     return {
         "settings": _settings(options, options.shards),
         "mappings": {
@@ -190,6 +203,7 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
                 STRUCTURE_FIELD: {"type": "text", "analyzer": "whitespace", "index_options": "freqs"},
                 SPANS_FIELD: {"type": "keyword", "doc_values": False},
                 VECTOR_FIELD: vector,
+                CONTEXT_VECTOR_FIELD: context_vector,
                 **_paper_fields(analyzer),
             },
         },

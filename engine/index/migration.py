@@ -6,6 +6,9 @@ live with a migration through a lock protocol: the migration takes a lock record
 refuses the writes of those that looked just before the lock was taken (`is_write_block` tells them to wait and send
 again). How each kind's last migration ended is recorded next to the lock (`MigrationOutcome`), so that any process
 can show it. `reencode_vectors` is the rewrite that re-embeds the equations with a new model on their way across.
+Every migration of the equations index also makes each equation's structural fields anew (the code's tokenizer), and
+its context vector (the pinned text encoder) when asked or when the index holds them already, so that moving to a new
+mapping is all it takes to get them.
 
 The functions take the deployment's `IndexAdmin` first; `IndexAdmin.migrate` and its siblings delegate here.
 """
@@ -19,7 +22,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from elasticsearch import ApiError, ConflictError, NotFoundError
@@ -27,9 +30,10 @@ from elasticsearch import ConnectionError as EsConnectionError
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.es import pid_alive
 from eqsearch.engine.index.bulk import bulk_index, bulk_loading_settings, current_load_settings, is_write_block_error
-from eqsearch.engine.index.documents import with_structure, with_vector
+from eqsearch.engine.index.documents import with_context_vectors, with_structure, with_vector
 from eqsearch.engine.index.errors import IndexOperationError, MigrationError
 from eqsearch.engine.index.mappings import INDEX_KINDS, IndexOptions
+from eqsearch.engine.model.text import TextEncoder, load_text_encoder
 
 if TYPE_CHECKING:
     from eqsearch.engine.index.admin import IndexAdmin
@@ -222,12 +226,15 @@ def reencode_vectors(encoder: Any) -> Rewrite:
     return rewrite
 
 
-def _restructured(rewrite: Rewrite | None) -> Rewrite:
-    """``rewrite`` after making each equation's structural fields anew from its MathML and LaTeX: every migration of
-    the equations index brings them up to the code's tokenizer (and gives them to documents written before)."""
+def _restructured(rewrite: Rewrite | None, text_encoder: TextEncoder | None) -> Rewrite:
+    """``rewrite`` after making each equation's structural fields anew from its MathML and LaTeX and, with a text
+    encoder, its context vector anew from its words: every migration of the equations index brings them up to the
+    code's tokenizer and text encoder (and gives them to documents written before)."""
 
     def rewritten(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
         bodies = [with_structure(body) for body in bodies]
+        if text_encoder is not None:
+            bodies = with_context_vectors(bodies, text_encoder)
         return rewrite(bodies) if rewrite is not None else bodies
 
     return rewritten
@@ -261,12 +268,15 @@ def migrate(
     on_progress: Callable[[int, int], None] | None = None,
     take_over: bool = False,
     rewrite: Rewrite | None = None,
+    text_encoder: TextEncoder | None = None,
 ) -> MigrationReport:
     """Move ``kind`` to a new version: create it, copy every document (vectors included), verify, swap.
 
-    Equations get their structural fields made anew (`documents.with_structure`). With ``rewrite``, each page of
-    documents is also changed on its way (``eqsearch index migrate equations
-    --reencode`` puts vectors of a new model bundle into them): a model upgrade without stopping search.
+    Equations get their structural fields made anew (`documents.with_structure`) and, with ``text_encoder`` or when
+    the index holds context vectors already, their context vectors (`documents.with_context_vectors`; the new
+    index's ``_meta`` records the text encoder). With ``rewrite``, each
+    page of documents is also changed on its way (``eqsearch index migrate equations --reencode`` puts vectors of a
+    new model bundle into them): a model upgrade without stopping search.
 
     Searches keep going to the old index until the alias moves in one atomic ``_aliases`` call, so they never
     stop and never see a document twice (the alias always names one index). Ingest jobs may run meanwhile:
@@ -301,6 +311,8 @@ def migrate(
         take_over: clear the lock of another migration whose process is known to be gone.
         rewrite: called with each page of document sources (at most ``batch_size``), returns them changed, in
             the same order (ids stay).
+        text_encoder: embeds the equations' contexts, turning the context channel on (None: only if the index
+            holds context vectors already, with the shipped encoder, `engine.model.text`).
 
     Returns:
         What was copied from where to where, with both counts.
@@ -316,7 +328,11 @@ def migrate(
         raise IndexOperationError(f"no {admin.alias(kind)} alias to migrate", hint=f"eqsearch index create {kind}")
     options = options or admin.options_of(kind) or IndexOptions()
     if kind == "equations":
-        rewrite = _restructured(rewrite)
+        if text_encoder is None and options.text_encoder:
+            text_encoder = load_text_encoder()  # the index holds context vectors: the new one gets them too
+        if text_encoder is not None:
+            options = replace(options, context_dims=text_encoder.dim, text_encoder=text_encoder.identity)
+        rewrite = _restructured(rewrite, text_encoder)
     _clear_finished_or_dead_lock(admin, take_over=take_over)
     target = admin.next_version_name(kind)
     lock = MigrationLock(kind, source, target, os.getpid(), socket.gethostname(), _now(), admin.write_blocked(source))

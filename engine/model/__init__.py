@@ -2,7 +2,8 @@
 
 `featurize` turns MathML into `GraphArrays` (`graph`) with a `Vocabulary` (`vocabulary`); `bundle` reads and
 writes the bundle's manifest; `encoder` runs the bundle's ONNX model with onnxruntime; `structure` turns a
-formula's symbol layout tree into search terms for the structural channel.
+formula's symbol layout tree into search terms for the structural channel; `text` embeds the words around a
+formula (and a query's keywords) for the context channel.
 """
 
 from eqsearch.engine.model.bundle import (
@@ -30,6 +31,14 @@ from eqsearch.engine.model.featurize import (
 )
 from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
 from eqsearch.engine.model.structure import STRUCTURE_VERSION, FormulaStructure, formula_structure
+from eqsearch.engine.model.text import (
+    TEXT_MANIFEST_PATH,
+    TextEncoder,
+    TextEncoderError,
+    TextManifest,
+    load_text_encoder,
+    read_text_manifest,
+)
 from eqsearch.engine.model.vocabulary import (
     VOCABULARY_FORMAT,
     VOCABULARY_VERSION,
@@ -46,6 +55,7 @@ __all__ = [
     "REQUIRED_KEYS",
     "SIMILARITIES",
     "STRUCTURE_VERSION",
+    "TEXT_MANIFEST_PATH",
     "VOCABULARY_FORMAT",
     "VOCABULARY_VERSION",
     "BundleError",
@@ -56,6 +66,9 @@ __all__ = [
     "GraphArrays",
     "GraphEncoder",
     "MathMLError",
+    "TextEncoder",
+    "TextEncoderError",
+    "TextManifest",
     "Vocabulary",
     "VocabularyError",
     "available_providers",
@@ -68,8 +81,10 @@ __all__ = [
     "formula_structure",
     "load_bundle_vocabulary",
     "load_encoder",
+    "load_text_encoder",
     "make_manifest",
     "read_manifest",
+    "read_text_manifest",
     "vocabulary_sizes",
     "write_manifest",
 ]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from eqsearch.engine.index.mappings import SPANS_FIELD, STRUCTURE_FIELD, VECTOR_FIELD
+from eqsearch.engine.index.mappings import CONTEXT_VECTOR_FIELD, SPANS_FIELD, STRUCTURE_FIELD, VECTOR_FIELD
 from eqsearch.engine.model.structure import FormulaStructure
 from eqsearch.engine.search.rankers import FormulaRanking
 
@@ -57,8 +57,8 @@ HIGHLIGHT_FIELDS = ("title", "abstract", "section_title", "context")
 #: (No measurable effect on the replicated benchmark corpus, whose ~185 copies of each text tie at the top score so
 #: that nothing can be skipped anyway; see benchmarks/search.md.)
 TEXT_COUNT_LIMIT = MAX_RESULT_WINDOW
-#: Never sent back: the vector is large and no caller reads it from a hit.
-SOURCE_EXCLUDES = [VECTOR_FIELD]
+#: Never sent back: the vectors are large and no caller reads them from a hit.
+SOURCE_EXCLUDES = [VECTOR_FIELD, CONTEXT_VECTOR_FIELD]
 #: The doc values a ranking search returns per hit (``eq_id`` equals ``_id`` for every writer).
 RANKING_FIELDS = ("eq_id", "paper_id")
 
@@ -180,6 +180,7 @@ def knn_body(
     *,
     num_candidates_factor: int,
     exclude: Sequence[str] = (),
+    field: str = VECTOR_FIELD,
 ) -> dict[str, Any]:
     """A kNN search of the equations' vectors, its filters applied as pre-filters.
 
@@ -189,6 +190,7 @@ def knn_body(
         filters: filter clauses (`query_filters`).
         num_candidates_factor: see `num_candidates`.
         exclude: equation ids never to return (the equation a "more like this" starts from).
+        field: the vector field: the formula's (default) or ``context_vector`` (the context channel).
 
     Returns:
         The search body.
@@ -197,7 +199,7 @@ def knn_body(
     if exclude:
         pre_filter["bool"]["must_not"] = [{"ids": {"values": list(exclude)}}]
     knn: dict[str, Any] = {
-        "field": VECTOR_FIELD,
+        "field": field,
         "query_vector": [float(x) for x in vector],
         "k": k,
         "num_candidates": num_candidates(k, num_candidates_factor),
@@ -325,9 +327,11 @@ def ranking_searches(
     structure: FormulaStructure | None = None,
     ranking: FormulaRanking | None = None,
     structure_window: int | None = None,
+    context_vector: np.ndarray | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The ranked lists a query needs, as ``(name, body)``: ``structure`` (BM25 over structural terms),
-    ``formula`` (kNN on the embedding) and ``text`` (BM25 over the words), as many as apply.
+    ``formula`` (kNN on the embedding), ``text`` (BM25 over the words) and ``context`` (kNN of the keywords'
+    embedding on the equations' context vectors), as many as apply.
 
     A list is left out when its side is missing (no structure, no vector, no keywords), when ``ranking`` gives its
     channel no weight, or when ``formula_weight`` gives its side none.
@@ -341,6 +345,7 @@ def ranking_searches(
         ranking: which formula channels to use and how (default: the embedding alone).
         structure_window: candidates of the structural list when it must reach deeper than ``window`` (a query with
             variables, whose candidates are then matched against its pattern); None: ``window``.
+        context_vector: the keywords' text embedding (None: no context list).
     """
     filters = query_filters(query)
     searches: list[tuple[str, dict[str, Any]]] = []
@@ -361,7 +366,13 @@ def ranking_searches(
         body = knn_body(vector, window, filters, num_candidates_factor=num_candidates_factor)
         searches.append(("formula", ranking_only(body)))
     if query.has_keywords and query.formula_weight < 1:
-        searches.append(("text", ranking_only(text_body(query.keywords or "", window, filters))))
+        if ranking is None or ranking.context < 1:
+            searches.append(("text", ranking_only(text_body(query.keywords or "", window, filters))))
+        if context_vector is not None and ranking is not None and ranking.context > 0:
+            body = knn_body(
+                context_vector, window, filters, num_candidates_factor=num_candidates_factor, field=CONTEXT_VECTOR_FIELD
+            )
+            searches.append(("context", ranking_only(body)))
     return searches
 
 

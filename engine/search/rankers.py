@@ -5,6 +5,11 @@ A formula query can be answered by two channels: ``structure`` (BM25 over the fo
 model bundle's vectors). A `FormulaRanking` names a combination; the service fuses the channels it uses into the
 formula side (a min-max normalised linear blend), which is then fused with the keywords as before.
 
+A ranker may also give the keyword side a second channel, ``context`` (SSEmb, Li and Chen, ARQMath-3): kNN of the
+keywords' embedding among the equations' context vectors (`engine.model.text`), blended with the keywords' BM25 the
+same way. It finds the equation whose surrounding words say what the keywords say in other words; a query without
+keywords does not use it.
+
 The default is chosen with ``eqsearch evaluate formulas`` on the development topics (``benchmarks/formula_search.md``
 holds every ranker's figures); a channel that does not raise the score there stays out of the default.
 """
@@ -27,6 +32,8 @@ class FormulaRanking:
         embedding: weight of the kNN list (0: not searched).
         rerank_window: structural candidates rescored by shared sub-expressions (0: no rerank).
         rerank_weight: weight of the shared sub-expressions in that rescore.
+        context: weight of the context kNN list in the keyword side's linear blend with BM25 over the text, which
+            gets ``1 - context`` (0: not searched; a query without keywords never searches it).
 
     Raises:
         ValueError: no channel has weight, or a value is negative.
@@ -38,10 +45,13 @@ class FormulaRanking:
     embedding: float = 0.0
     rerank_window: int = 0
     rerank_weight: float = 0.0
+    context: float = 0.0
 
     def __post_init__(self) -> None:
-        if min(self.structure, self.embedding, self.rerank_window, self.rerank_weight) < 0:
+        if min(self.structure, self.embedding, self.rerank_window, self.rerank_weight, self.context) < 0:
             raise ValueError(f"ranker {self.name!r}: weights and window must be 0 or more")
+        if self.context > 1:
+            raise ValueError(f"ranker {self.name!r}: the context weight is a share of the keyword side, at most 1")
         if self.structure == 0 and self.embedding == 0:
             raise ValueError(f"ranker {self.name!r}: give the structure or the embedding a weight")
         if self.rerank_window and not self.structure:
@@ -57,6 +67,8 @@ class FormulaRanking:
 _RERANK = {"rerank_window": 300, "rerank_weight": 0.5}
 #: The embedding's share of the formula side when fused with the structure (chosen on the development topics).
 _EMBEDDING_SHARE = 0.1
+#: The context channel's share of the keyword side (chosen on the paraphrase study, benchmarks/formula_search.md).
+_CONTEXT_SHARE = 0.5
 
 RANKERS: dict[str, FormulaRanking] = {
     ranker.name: ranker
@@ -82,6 +94,14 @@ RANKERS: dict[str, FormulaRanking] = {
             "reranked structural BM25 and kNN, linear blend (embedding 0.1)",
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
+            **_RERANK,
+        ),
+        FormulaRanking(
+            "structure+embedding+rerank+context",
+            "the default, and the keywords also by kNN on the equations' context embeddings (context 0.5)",
+            structure=1.0 - _EMBEDDING_SHARE,
+            embedding=_EMBEDDING_SHARE,
+            context=_CONTEXT_SHARE,
             **_RERANK,
         ),
     )

@@ -5,8 +5,10 @@ A query's formula goes LaTeX -> MathML (`KatexConverter`), then into the channel
 BM25 on the equations' structure, and its vector (`Encoder`) to kNN; its keywords go to BM25 on the text. The ranked
 lists run as one ``_msearch`` that returns ranked ids only and are fused here (`engine.search.fusion`): the formula
 channels by a normalised linear blend into the formula side, which is fused with the keywords by reciprocal rank
-fusion or a linear blend weighted by `HybridQuery.formula_weight`. So it works on any licence and on the minimal
-distribution; a second request fetches the page's equations with highlights. The request bodies come from
+fusion or a linear blend weighted by `HybridQuery.formula_weight`. A ranker with a ``context`` weight also embeds
+the keywords with the text encoder (`engine.model.text`) and searches the equations' context vectors by kNN: that
+list is blended with the keywords' BM25 into the keyword side the same way. So it works on any licence and on the
+minimal distribution; a second request fetches the page's equations with highlights. The request bodies come from
 `engine.search.query`, the hits and pages from `engine.search.results`; this module holds what needs the client: the
 requests, the index's ``_meta`` and the cache of converted and encoded query formulas.
 
@@ -76,6 +78,7 @@ from eqsearch.engine.search.results import (
 if TYPE_CHECKING:
     from eqsearch.engine.latex.converter import ConversionResult
     from eqsearch.engine.model.encoder import Encoder
+    from eqsearch.engine.model.text import TextEncoder
 
 __all__ = ["META_SECONDS", "EquationNotFoundError", "SearchError", "SearchService"]
 
@@ -147,6 +150,8 @@ class SearchService:
         ranking: how the formula side is ranked (default: the registered `DEFAULT_RANKER`).
         pattern_candidates: how deep the structural list of a query with variables reaches: the candidates its
             pattern is matched against (with the kNN list's), fetched and unified client-side.
+        text_encoder: embeds keywords for the context channel (`engine.model.text`); None loads the shipped one
+            when the ranking gives the context a weight.
     """
 
     def __init__(
@@ -163,6 +168,7 @@ class SearchService:
         formula_cache_size: int = 1024,
         ranking: FormulaRanking | None = None,
         pattern_candidates: int = 300,
+        text_encoder: TextEncoder | None = None,
     ) -> None:
         self.client = client
         self.encoder = encoder
@@ -176,6 +182,11 @@ class SearchService:
         self.formula_cache_size = formula_cache_size
         self.ranking = ranking or get_ranker(DEFAULT_RANKER)
         self.pattern_candidates = pattern_candidates
+        self.text_encoder = text_encoder
+        if self.text_encoder is None and self.ranking.context > 0:
+            from eqsearch.engine.model.text import load_text_encoder
+
+            self.text_encoder = load_text_encoder()
         self._meta: dict[str, Any] | None = None
         self._meta_read = 0.0
         self._formulas: OrderedDict[str, _QueryFormula] = OrderedDict()
@@ -217,6 +228,7 @@ class SearchService:
         if capped:
             warnings.append(f"results are limited to the first {MAX_RESULT_WINDOW} candidates per list")
         pattern = formula is not None and formula.pattern.has_variables
+        context_vector = self._context_vector(query, warnings)
         searches = ranking_searches(
             query,
             vector,
@@ -225,6 +237,7 @@ class SearchService:
             structure=structure,
             ranking=self.ranking,
             structure_window=max(window, self.pattern_candidates) if pattern else None,
+            context_vector=context_vector,
         )
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
@@ -264,15 +277,38 @@ class SearchService:
 
     def _formula_side(self, lists: dict[str, list[tuple[str, float]]]) -> dict[str, list[tuple[str, float]]]:
         """The structural and kNN lists blended into one ``formula`` list (a min-max normalised linear blend
-        weighted by the ranking), beside the ``text`` list; a lone formula list is taken as it is."""
-        formula = {name: lists[name] for name in ("structure", "formula") if name in lists}
-        out = {name: ranking for name, ranking in lists.items() if name not in formula}
-        if len(formula) == 1:
-            out["formula"] = next(iter(formula.values()))
-        elif formula:
-            weights = {"structure": self.ranking.structure, "formula": self.ranking.embedding}
-            out["formula"] = [(item.doc_id, item.score) for item in linear_fusion(formula, weights)]
+        weighted by the ranking), and the keywords' BM25 and context lists into one ``text`` list the same way; a
+        lone list of a side is taken as it is."""
+        sides = {
+            "formula": {"structure": self.ranking.structure, "formula": self.ranking.embedding},
+            "text": {"text": 1.0 - self.ranking.context, "context": self.ranking.context},
+        }
+        out: dict[str, list[tuple[str, float]]] = {}
+        for side, weights in sides.items():
+            present = {name: lists[name] for name in weights if name in lists}
+            if len(present) == 1:
+                out[side] = next(iter(present.values()))
+            elif present:
+                out[side] = [(item.doc_id, item.score) for item in linear_fusion(present, weights)]
         return out
+
+    def _context_vector(self, query: HybridQuery, warnings: list[str]) -> np.ndarray | None:
+        """The keywords' text embedding for the context channel, or None when the query or the ranking has no use
+        for it, or the index holds another text encoder's vectors (then a warning says so)."""
+        if not (self.ranking.context > 0 and query.has_keywords and query.formula_weight < 1):
+            return None
+        if self.text_encoder is None:
+            return None
+        recorded = self._mapping_meta().get("text_encoder")
+        if recorded is not None and recorded != self.text_encoder.identity:
+            warnings.append(
+                f"the context channel is off: the index holds context vectors of {recorded}, but this server embeds "
+                f"text with {self.text_encoder.identity}; an administrator migrates the index with 'eqsearch index "
+                "migrate equations' (keyword search still works)"
+            )
+            return None
+        vector = self.text_encoder.encode([query.keywords or ""])[0]
+        return vector if vector.any() else None
 
     def _pattern_matches(
         self, lists: dict[str, list[tuple[str, float]]], pattern: list[LayoutNode]
@@ -608,13 +644,14 @@ def _highlight(formula: _QueryFormula, mathml: str | None) -> FormulaHighlight |
 
 
 #: The channel each ranked list stands for, as hits report it.
-_CHANNEL_OF_LIST = {"structure": "structure", "formula": "embedding", "text": "text"}
+_CHANNEL_OF_LIST = {"structure": "structure", "formula": "embedding", "text": "text", "context": "context"}
 
 
 def _channels_of(lists: dict[str, list[tuple[str, float]]]) -> dict[str, tuple[str, ...]]:
-    """eq_id -> the channels whose lists found it (``structure``, ``embedding``, ``text``), in that order."""
+    """eq_id -> the channels whose lists found it (``structure``, ``embedding``, ``text``, ``context``), in that
+    order."""
     found: dict[str, list[str]] = {}
-    for name in ("structure", "formula", "text"):
+    for name in _CHANNEL_OF_LIST:
         for eq_id, _ in lists.get(name, ()):
             found.setdefault(eq_id, []).append(_CHANNEL_OF_LIST[name])
     return {eq_id: tuple(names) for eq_id, names in found.items()}

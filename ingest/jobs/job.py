@@ -33,7 +33,7 @@ import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +50,9 @@ from eqsearch.engine.index import (
     paper_documents,
     retrying,
     stored_equation_ids,
+    with_context_vectors,
 )
-from eqsearch.engine.model import Encoder
+from eqsearch.engine.model import Encoder, TextEncoder, load_text_encoder
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.jobs.errors import IngestJobError
 from eqsearch.ingest.jobs.pruner import PaperWrites, StalePruner
@@ -95,6 +96,10 @@ class IngestJobConfig:
         shards: primary shards of an equations index the job creates (None: one per data node); an existing index
             keeps its own.
         replicas: replicas of the indices the job creates (None: one when the cluster has a second data node).
+        context_vectors: embed each equation's context with the text encoder (the context channel's
+            ``context_vector``, an option: +~1.5 ms of CPU and ~1 KB per equation, `benchmarks/formula_search.md`).
+            Off, a job still fills them into an index that holds them already (its ``_meta`` records a text
+            encoder), so that a deployment that chose the channel keeps it whole.
     """
 
     sources: tuple[str, ...]
@@ -111,6 +116,7 @@ class IngestJobConfig:
     migration_poll_s: float = 1.0
     shards: int | None = None
     replicas: int | None = None
+    context_vectors: bool = False
 
     def __post_init__(self) -> None:
         if not self.sources:
@@ -139,6 +145,8 @@ class IngestJob:
         converter: the LaTeX -> MathML converter used when ``config.workers`` is 0 (each worker process opens its
             own otherwise); None opens a `KatexConverter` for the run.
         on_progress: called after every flush.
+        text_encoder: embeds the equations' context (`engine.model.text`); None loads the shipped one when
+            ``config.context_vectors`` is on.
     """
 
     def __init__(
@@ -149,9 +157,11 @@ class IngestJob:
         *,
         converter: Any | None = None,
         on_progress: Callable[[JobProgress], None] | None = None,
+        text_encoder: TextEncoder | None = None,
     ) -> None:
         self.client = client
         self.encoder = encoder
+        self.text_encoder = (text_encoder or load_text_encoder()) if config.context_vectors else None
         self.config = config
         self.converter = converter
         self.on_progress = on_progress
@@ -189,6 +199,31 @@ class IngestJob:
                 "searches keep answering), or run the job with the bundle that filled it (--bundle)",
             )
 
+    def _recorded_text_encoder(self, index: str) -> str | None:
+        """The text encoder whose context vectors the index holds (its ``_meta``), or None."""
+        mapping = self.client.indices.get_mapping(index=index)
+        return next(iter(mapping.values()))["mappings"].get("_meta", {}).get("text_encoder")
+
+    def _record_text_encoder(self, index: str) -> None:
+        """Write this job's text encoder into the index's ``_meta`` (which a mapping update replaces whole)."""
+        assert self.text_encoder is not None
+        mapping = self.client.indices.get_mapping(index=index)
+        meta = next(iter(mapping.values()))["mappings"].get("_meta", {})
+        meta = {**meta, "text_encoder": self.text_encoder.identity, "context_dims": self.text_encoder.dim}
+        self.client.indices.put_mapping(index=index, meta=meta)
+
+    def _check_text_encoder_fits(self, index: str) -> None:
+        """Refuse to put this text encoder's context vectors beside another one's (the index's ``_meta`` says)."""
+        if self.text_encoder is None:
+            return
+        recorded = self._recorded_text_encoder(index)
+        if recorded is not None and recorded != self.text_encoder.identity:
+            raise IngestJobError(
+                f"{index} holds context vectors of {recorded}, but this job's text encoder is "
+                f"{self.text_encoder.identity}: the context channel would compare the incomparable",
+                hint="migrate the index first ('eqsearch index migrate equations' re-embeds every context)",
+            )
+
     def _check_mapping_current(self) -> None:
         """Refuse to write documents an older equations or papers mapping would reject (their mappings are strict)."""
         for kind in ("equations", "papers"):
@@ -218,8 +253,15 @@ class IngestJob:
         options = self.admin.default_options(
             dims=self.encoder.dim, similarity=self.encoder.similarity, encoder=self.encoder.identity
         )
+        if self.text_encoder is not None:
+            options = replace(options, context_dims=self.text_encoder.dim, text_encoder=self.text_encoder.identity)
         indices = self.admin.ensure(options)
+        if self.text_encoder is None and self._recorded_text_encoder(indices["equations"]) is not None:
+            self.text_encoder = load_text_encoder()  # the deployment holds context vectors: keep them coming
+        elif self.text_encoder is not None and self._recorded_text_encoder(indices["equations"]) is None:
+            self._record_text_encoder(indices["equations"])  # chosen now: later jobs and migrations keep it
         self._check_encoder_fits(indices["equations"])
+        self._check_text_encoder_fits(indices["equations"])
         self._check_mapping_current()
         previous = self.store.read()
         if self.config.restart and previous is not None:
@@ -377,6 +419,8 @@ class IngestJob:
         paper_document, equation_documents = paper_documents(
             paper, job_id=self.job_id, indexed_at=now(), vectors=vectors, inline_vectors=inline_vectors, inline=inline
         )
+        if self.text_encoder is not None:  # one batch per paper: the encoder's cost is per call more than per text
+            equation_documents = with_context_vectors(equation_documents, self.text_encoder)
         if inline:
             counts["inline"] += len(paper.inline_formulas())
             counts["inline_skipped"] += len(paper.inline_formulas()) - len(formulas)

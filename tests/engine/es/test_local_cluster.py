@@ -147,7 +147,10 @@ def test_cli_starts_finds_and_stops_a_two_node_cluster():
             assert len(pids) == 2 and all(os.stat(f"/proc/{pid}").st_uid != 0 for pid in pids)
         # Indices made on the cluster get its layout: a primary per data node and a replica on the other node.
         url = f"http://127.0.0.1:{port},http://127.0.0.1:{port + 1}"
-        created = _eqsearch("index", "create", "equations", env={**env, "EQSEARCH_ES_URL": url})
+        prefix = f"eqsearch-layout-{os.getpid()}-{port}"  # the cluster's data may outlive a run: a prefix of its own
+        created = _eqsearch(
+            "index", "create", "equations", env={**env, "EQSEARCH_ES_URL": url, "EQSEARCH_INDEX_PREFIX": prefix}
+        )
         assert created.returncode == 0, created.stderr
         assert "(analyzer" in created.stdout and "2 shard(s), 1 replica(s)" in created.stdout, created.stdout
     finally:

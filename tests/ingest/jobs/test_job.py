@@ -352,3 +352,27 @@ def _equation_ids(es_client, prefix: str) -> list[str]:
     es_client.indices.refresh(index=f"{prefix}-equations")
     hits = es_client.search(index=f"{prefix}-equations", size=1000, source=False, sort=[{"eq_id": "asc"}])
     return [hit["_id"] for hit in hits["hits"]["hits"]]
+
+
+def test_context_vectors_are_an_option_that_a_deployment_keeps_once_chosen(es_client, index_name, papers):
+    source = papers.write_all()
+    alias = f"{index_name}-equations"
+
+    def with_context() -> int:
+        es_client.indices.refresh(index=alias)
+        return es_client.count(index=alias, query={"exists": {"field": "context_vector"}})["count"]
+
+    config = IngestJobConfig(sources=(str(source),), index_prefix=index_name, batch_equations=20)
+    assert IngestJob(es_client, HashingEncoder(), config).run().state == "finished"
+    assert with_context() == 0  # off by default
+    chosen = IngestJobConfig(**{**config.__dict__, "restart": True, "context_vectors": True})
+    report = IngestJob(es_client, HashingEncoder(), chosen).run()
+    assert with_context() == report.counts["equations_indexed"] > 0
+    meta = next(iter(es_client.indices.get_mapping(index=alias).values()))["mappings"]["_meta"]
+    assert meta["text_encoder"].startswith("wordllama")
+    # a later job without the option still fills them (its restart rewrites every document whole): the index holds
+    # them, so it stays whole
+    later = IngestJob(es_client, HashingEncoder(), IngestJobConfig(**{**config.__dict__, "restart": True}))
+    assert later.text_encoder is None
+    later.run()
+    assert later.text_encoder is not None and with_context() == report.counts["equations_indexed"]
