@@ -73,6 +73,12 @@ def openapi_document(server_url: str) -> dict[str, Any]:
             {"type": "string", "enum": ["include", "exclude", "only"], "default": "include"},
         ),
         _param("group", "Group results by paper.", {"type": "boolean", "default": False}),
+        _param(
+            "highlight",
+            "Say which parts of each hit's formula matched the query formula (formula_highlight); false saves the "
+            "server ~0.35 ms of CPU per hit for clients that do not show them.",
+            {"type": "boolean", "default": True},
+        ),
         _param("page", "1-based page.", {"type": "integer", "minimum": 1, "default": 1}),
         _param("size", "Hits (or groups) per page.", {"type": "integer", "minimum": 1, "maximum": 100}),
     ]

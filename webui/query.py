@@ -97,6 +97,7 @@ def parse_query(args: MultiDict[str, str], *, page_size: int, group_by_paper: bo
         size=_int(args, "size", page_size, 1, MAX_PAGE_SIZE) or page_size,
         group_by_paper=group,
         inline=inline,  # type: ignore[arg-type]
+        highlight=(args.get("highlight") or "true").strip().lower() not in {"0", "false", "no"},
     )
 
 
@@ -110,6 +111,7 @@ def query_params(query: HybridQuery, **changes: Any) -> dict[str, Any]:
         "from": query.year_from,
         "to": query.year_to,
         "paper": query.paper_id,
+        "highlight": None if query.highlight else "false",
         "fusion": None if query.fusion == "rrf" else query.fusion,
         "inline": None if query.inline == "include" else query.inline,
         "page": None if query.page == 1 else query.page,

@@ -270,7 +270,7 @@ class SearchService:
             for item in page_items
             if item.doc_id in documents  # deleted between the two requests: dropped, not an error
         ]
-        if formula is not None:
+        if formula is not None and query.highlight:
             hits = [replace(hit, formula_highlight=_highlight(formula, hit.mathml)) for hit in hits]
         groups = group_hits(hits) if query.group_by_paper else []
         return self._results(hits, groups, total, query, latex_error, warnings, began)

@@ -471,3 +471,8 @@ def test_a_query_with_variables_returns_the_matches_with_their_parts_marked(clie
     assert plain["formula_highlight"]["kind"] == "shared" and plain["formula_highlight"]["bindings"] == {}
     keywords = client.get("/api/search", query_string={"q": "iteration"}).get_json()["hits"][0]
     assert keywords["formula_highlight"] is None and "eqsearch-match" not in (keywords["mathml"] or "")
+    unmarked = client.get("/api/search", query_string={"latex": "E = mc^2", "highlight": "false"}).get_json()
+    assert unmarked["hits"][0]["eq_id"] == plain["eq_id"] and unmarked["hits"][0]["formula_highlight"] is None
+    assert "eqsearch-match" not in (unmarked["hits"][0]["mathml"] or "")
+    patterned = client.get("/api/search", query_string={"latex": r"\sum_{?i=1}^{?n} ?a_{?i}^2", "highlight": "0"})
+    assert {hit["eq_id"] for hit in patterned.get_json()["hits"]} == set(hits)  # the pattern still decides
