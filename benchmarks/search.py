@@ -37,7 +37,15 @@ from typing import Any
 import numpy as np
 from eqsearch.engine.es.client import connect
 from eqsearch.engine.es.config import EsConfig
-from eqsearch.engine.index import IndexAdmin, IndexOptions, bulk_index, equation_id, index_definition
+from eqsearch.engine.index import (
+    IndexAdmin,
+    IndexOptions,
+    bulk_index,
+    equation_id,
+    index_definition,
+    recommended_layout,
+)
+from eqsearch.engine.index.admin import data_node_count
 from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.service import SearchService
 
@@ -242,7 +250,7 @@ def cmd_index_cost(args: argparse.Namespace) -> None:
     """What the node spends indexing one equation document, and on which fields: the documents of existing
     deployments (``--base``) bulk-loaded again into fresh indices, once per field subset, node CPU per document."""
     client, _ = client_from_env()
-    base = base_documents(client, args.prefix, args.base)[: args.limit]
+    base = base_documents(base_client(args, client), args.prefix, args.base)[: args.limit]
     emit(measure="setup", command=args.command, documents=len(base), load=load_average())
     dims = len(base[0]["vector"])
     similarity = "cosine" if abs(float(np.linalg.norm(base[0]["vector"])) - 1.0) < 1e-3 else "max_inner_product"
@@ -282,6 +290,16 @@ def cmd_index_cost(args: argparse.Namespace) -> None:
 
 
 # -- corpus replication ----------------------------------------------------------------------------------------
+def base_client(args: argparse.Namespace, client: Any) -> Any:
+    """Where the base deployments are: ``--base-url`` (another cluster, e.g. the single node the base was ingested
+    into, while the benchmark's index goes to a local 3-node cluster), else the benchmark's own cluster."""
+    if not getattr(args, "base_url", None):
+        return client
+    from elasticsearch import Elasticsearch
+
+    return Elasticsearch(args.base_url, request_timeout=300)
+
+
 def base_documents(client, prefix: str, base_prefixes: list[str] | None = None) -> list[dict[str, Any]]:
     """The equations with a vector of the base deployment (``<prefix>-base``, what ``ingest`` made), or of the
     deployments ``base_prefixes`` (``--base`` ...: e.g. the make-run corpus and a kept ARQMath collection), their
@@ -388,7 +406,7 @@ def percentiles(values: list[float]) -> dict[str, float]:
 
 def cmd_decide(args: argparse.Namespace) -> None:
     client, _ = client_from_env()
-    base = base_documents(client, args.prefix, args.base)
+    base = base_documents(base_client(args, client), args.prefix, args.base)
     docs, vectors = replicate(base, args.n)
     rng = np.random.default_rng(1)
     query_rows = rng.choice(len(vectors), size=args.queries, replace=False)
@@ -693,19 +711,29 @@ def ensure_latency_index(client, base: list[dict[str, Any]], encoder: Any, n: in
     for version in admin.versions("equations"):
         client.indices.delete(index=f"{prefix}-equations-v{version}")
     docs, vectors = replicate(base, n)
-    options = IndexOptions(dims=vectors.shape[1], similarity=getattr(encoder, "similarity", "max_inner_product"))
+    # the layout eqsearch gives this cluster (one shard and no replica on one node; on 3 nodes 3 shards, 1 replica)
+    shards, replicas = recommended_layout(data_node_count(client) or 1)
+    similarity = getattr(encoder, "similarity", "max_inner_product")
+    options = IndexOptions(dims=vectors.shape[1], similarity=similarity, shards=shards, replicas=replicas)
     name = f"{prefix}-equations-v1"
     definition = index_definition("equations", options)
     built = build_index(client, name, definition, docs, vectors, normalise=False, eq_ids=True)
     client.indices.put_alias(index=name, name=f"{prefix}-equations")
-    emit(measure="build", n=n, **built, size_mb=round(index_size(client, name) / 2**20, 1))
+    emit(
+        measure="build",
+        n=n,
+        shards=shards,
+        replicas=replicas,
+        **built,
+        size_mb=round(index_size(client, name) / 2**20, 1),
+    )
 
 
 def cmd_latency(args: argparse.Namespace) -> None:
     client, _ = client_from_env()
     encoder = load_encoder_or_standin(args.bundle)
     emit(measure="setup", command=args.command, **encoder_identity(encoder))
-    base = base_documents(client, args.prefix, args.base)
+    base = base_documents(base_client(args, client), args.prefix, args.base)
     url = client.transport.node_pool.get().base_url
     warmup_count = 4 * args.clients
     formulas, keyword_queries, converter = usable_queries(base, args.queries + warmup_count)
@@ -963,9 +991,10 @@ def cmd_replay(args: argparse.Namespace) -> None:
 
 # -- profile ---------------------------------------------------------------------------------------------------
 def node_cpu_ms(client) -> int:
-    """CPU time the Elasticsearch node's process has used so far (all its threads), in ms."""
+    """CPU time the Elasticsearch nodes' processes have used so far (all their threads; every node of a cluster), in
+    ms."""
     nodes = client.nodes.stats(metric="process")["nodes"]
-    return int(next(iter(nodes.values()))["process"]["cpu"]["total_in_millis"])
+    return sum(int(node["process"]["cpu"]["total_in_millis"]) for node in nodes.values())
 
 
 def shard_search_ms(client, index: str) -> dict[str, int]:
@@ -1023,7 +1052,7 @@ def kept_index(args: argparse.Namespace) -> tuple[Any, Any, list[dict[str, Any]]
     client, _ = client_from_env()
     encoder = load_encoder_or_standin(args.bundle)
     emit(measure="setup", command=args.command, **encoder_identity(encoder))
-    base = base_documents(client, args.prefix, args.base)
+    base = base_documents(base_client(args, client), args.prefix, args.base)
     prefix = f"{args.prefix}-lat{args.n}"
     index = IndexAdmin(client, prefix).current("equations")
     if index is None:
@@ -1300,6 +1329,7 @@ def main() -> None:
         help="a deployment whose equations are (part of) the base to replicate (repeatable; default: PREFIX-base, "
         "made by 'ingest'); duplicates dropped",
     )
+    parser.add_argument("--base-url", help="the cluster holding the --base deployments (default: the configured one)")
     commands = parser.add_subparsers(dest="command", required=True)
     ingest = commands.add_parser("ingest", help="end-to-end ingest of real sources; equations/s")
     ingest.add_argument("--sources", nargs="+", default=["py:sympy"])
