@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from eqsearch.engine.index.mappings import CONTEXT_VECTOR_FIELD, SPANS_FIELD, STRUCTURE_FIELD, VECTOR_FIELD
-from eqsearch.engine.model.structure import LayoutNode, formula_structure, parse_layout_latex
+from eqsearch.engine.model.structure import formula_structure, layout_size, parse_layout_latex
 
 if TYPE_CHECKING:
     from eqsearch.engine.model.text import TextEncoder
@@ -161,11 +161,7 @@ def inline_indexable(latex: str) -> bool:
     every ingest of the same source (ids and counts stay deterministic). Cached: extraction, conversion and the
     documents each ask, and a paper repeats its notation.
     """
-    return _layout_size(parse_layout_latex(latex)) >= MIN_INLINE_SYMBOLS
-
-
-def _layout_size(baseline: Sequence[LayoutNode]) -> int:
-    return sum(1 + sum(_layout_size(line) for line in node.children.values()) for node in baseline)
+    return layout_size(parse_layout_latex(latex)) >= MIN_INLINE_SYMBOLS
 
 
 def stored_equation_ids(paper_id: str, paper_document: Mapping[str, Any]) -> list[str]:

@@ -46,11 +46,14 @@ from typing import Literal
 
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.model.structure import (
+    CanonicalText,
     FormulaStructure,
     LayoutNode,
     canonical,
+    generalised_label,
     layout_baselines,
     layout_nodes,
+    layout_size,
     structure_of_layout,
 )
 
@@ -513,35 +516,6 @@ def pattern_highlight(match: PatternMatch) -> FormulaHighlight:
     return FormulaHighlight("pattern", tuple(sorted(set(_elements(match.run)))), bindings)
 
 
-class _Canonical:
-    """Canonical strings of a tree's nodes, each computed once (a node's string holds its children's)."""
-
-    def __init__(self, general: bool) -> None:
-        self.general = general
-        self.memo: dict[int, str] = {}
-
-    def __call__(self, node: LayoutNode) -> str:
-        text = self.memo.get(id(node))
-        if text is None:
-            label = node.label[:2] + "*" if self.general and node.label[:2] in ("V:", "N:") else node.label
-            if node.children:
-                inner = ",".join(
-                    f"{rel}:" + " ".join(self(n) for n in line) for rel, line in sorted(node.children.items())
-                )
-                label = f"{label}{{{inner}}}"
-            text = self.memo[id(node)] = label
-        return text
-
-
-def _size(node: LayoutNode) -> int:
-    return sum(1 for _ in layout_nodes([node]))
-
-
-def _generalised_label(label: str) -> str:
-    """A label as `_Canonical` writes it with letters and numbers generalised."""
-    return label[:2] + "*" if label[:2] in ("V:", "N:") else label
-
-
 class SharedSubexpressions:
     """A query's sub-expressions (runs of at most ``max_run`` baseline symbols, with all that hangs on them, exact
     and generalised to ``V:*``/``N:*``), made once, to find the largest one each hit shares (`highlight`).
@@ -558,9 +532,9 @@ class SharedSubexpressions:
         self.runs: list[dict[str, int]] = []
         for general in (False, True):
             runs: dict[str, int] = {}
-            text = _Canonical(general)
+            text = CanonicalText(general)
             for line in lines:
-                sizes = [_size(n) for n in line]
+                sizes = [layout_size([n]) for n in line]
                 for start in range(len(line)):
                     for end in range(start, min(len(line), start + self.max_run)):
                         key = " ".join(text(n) for n in line[start : end + 1])
@@ -569,7 +543,7 @@ class SharedSubexpressions:
         # the labels a run's symbols carry: a candidate's symbol with another label starts or continues no run, and
         # its canonical string (which holds all that hangs on it) need not be made
         nodes = list(layout_nodes(query))
-        self.labels = ({n.label for n in nodes}, {_generalised_label(n.label) for n in nodes})
+        self.labels = ({n.label for n in nodes}, {generalised_label(n.label) for n in nodes})
 
     def highlight(self, candidate: list[LayoutNode]) -> FormulaHighlight | None:
         """The largest sub-expression the candidate (read with element positions) shares with the query: exact if
@@ -579,9 +553,9 @@ class SharedSubexpressions:
             return None
         best: tuple[int, int, tuple[LayoutNode, ...]] | None = None
         for exactness, runs in ((1, self.runs[0]), (0, self.runs[1])):
-            text = _Canonical(general=exactness == 0)
+            text = CanonicalText(general=exactness == 0)
             labels = self.labels[1 - exactness]
-            label_of = _generalised_label if exactness == 0 else str
+            label_of = generalised_label if exactness == 0 else str
             for line in layout_baselines(candidate):
                 texts = [text(n) if label_of(n.label) in labels else None for n in line]
                 for start in range(len(line)):

@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -326,7 +326,8 @@ def parse_layout_latex(latex: str) -> list[LayoutNode]:
 # --- tokens and spans ---------------------------------------------------------------------------------------------
 
 
-def _generalised(label: str) -> str:
+def generalised_label(label: str) -> str:
+    """A symbol's label with letters and numbers generalised (``V:x`` -> ``V:*``, ``N:2`` -> ``N:*``)."""
     return label[:2] + "*" if label[:2] in ("V:", "N:") else label
 
 
@@ -372,7 +373,7 @@ def _pairs(baseline: list[LayoutNode], max_path: int, skip: Skip | None = None) 
 
 
 def _canonical(node: LayoutNode, general: bool) -> str:
-    label = _generalised(node.label) if general else node.label
+    label = generalised_label(node.label) if general else node.label
     if not node.children:
         return label
     inner = ",".join(
@@ -385,6 +386,36 @@ def canonical(node: LayoutNode, *, general: bool = False) -> str:
     """A symbol with everything attached to it as one string: equal strings, equal sub-trees (labels generalised to
     ``V:*``/``N:*`` when ``general``)."""
     return _canonical(node, general)
+
+
+class CanonicalText:
+    """`canonical` strings of one tree's nodes, each made once (a node's string holds its children's): for code that
+    asks for the strings of every node of a tree, which the plain function would make again at every level.
+
+    Args:
+        general: letters and numbers generalised, as in ``canonical(node, general=True)``.
+    """
+
+    def __init__(self, general: bool) -> None:
+        self.general = general
+        self.memo: dict[int, str] = {}
+
+    def __call__(self, node: LayoutNode) -> str:
+        text = self.memo.get(id(node))
+        if text is None:
+            label = generalised_label(node.label) if self.general else node.label
+            if node.children:
+                inner = ",".join(
+                    f"{rel}:" + " ".join(self(n) for n in line) for rel, line in sorted(node.children.items())
+                )
+                label = f"{label}{{{inner}}}"
+            text = self.memo[id(node)] = label
+        return text
+
+
+def layout_size(baseline: Sequence[LayoutNode]) -> int:
+    """Symbols in a tree (`FormulaStructure.size` without a query's variables)."""
+    return sum(_size(node) for node in baseline)
 
 
 def layout_nodes(baseline: list[LayoutNode]) -> Iterator[LayoutNode]:
@@ -413,22 +444,9 @@ def _spans(baseline: list[LayoutNode], max_span: int, skip: Skip | None = None) 
     # Every formula of the index passes here (hundreds of spans each): each node's canonical strings and size, and
     # each distinct text's digest, are made once per formula; a run's text grows by one symbol at a time.
     spans: dict[str, int] = {}
-    canonical_of: dict[tuple[int, bool], str] = {}
+    text_of = {False: CanonicalText(False), True: CanonicalText(True)}
     size_of: dict[int, int] = {}
     digest_of: dict[str, str] = {}
-
-    def text_of(node: LayoutNode, general: bool) -> str:
-        text = canonical_of.get((id(node), general))
-        if text is None:
-            label = _generalised(node.label) if general else node.label
-            if node.children:
-                inner = ",".join(
-                    f"{rel}:" + " ".join(text_of(n, general) for n in line)
-                    for rel, line in sorted(node.children.items())
-                )
-                label = f"{label}{{{inner}}}"
-            text = canonical_of[(id(node), general)] = label
-        return text
 
     def size(node: LayoutNode) -> int:
         found = size_of.get(id(node))
@@ -440,7 +458,7 @@ def _spans(baseline: list[LayoutNode], max_span: int, skip: Skip | None = None) 
         sizes = [size(n) for n in line]
         blocked = [skip is not None and _touches(n, skip) for n in line]
         for kind, general in (("e", False), ("g", True)):
-            texts = [text_of(n, general) for n in line]
+            texts = [text_of[general](n) for n in line]
             for start in range(len(line)):
                 total, text = 0, ""
                 for end in range(start, min(len(line), start + max_span)):
@@ -473,7 +491,7 @@ def structure_of_layout(
     size = len(tokens)
     for source, target, path in _pairs(baseline, max_path, skip):
         tokens.append(f"{source}|{target}|{path}")
-        general = (_generalised(source), _generalised(target))
+        general = (generalised_label(source), generalised_label(target))
         if general != (source, target):
             tokens.append(f"{general[0]}|{general[1]}|{path}")
     return FormulaStructure(tuple(tokens), _spans(baseline, max_span, skip), size)

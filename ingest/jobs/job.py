@@ -199,25 +199,23 @@ class IngestJob:
                 "searches keep answering), or run the job with the bundle that filled it (--bundle)",
             )
 
-    def _recorded_text_encoder(self, index: str) -> str | None:
-        """The text encoder whose context vectors the index holds (its ``_meta``), or None."""
-        mapping = self.client.indices.get_mapping(index=index)
-        return next(iter(mapping.values()))["mappings"].get("_meta", {}).get("text_encoder")
-
-    def _record_text_encoder(self, index: str) -> None:
-        """Write this job's text encoder into the index's ``_meta`` (which a mapping update replaces whole)."""
-        assert self.text_encoder is not None
+    def _settle_text_encoder(self, index: str) -> None:
+        """Follow the index's choice of context vectors (its ``_meta`` names the text encoder that filled them): an
+        index that holds them gets them from this job too; a job that brings them to an index without records its
+        encoder there, so that later jobs and migrations keep them; another encoder's vectors are refused."""
         mapping = self.client.indices.get_mapping(index=index)
         meta = next(iter(mapping.values()))["mappings"].get("_meta", {})
-        meta = {**meta, "text_encoder": self.text_encoder.identity, "context_dims": self.text_encoder.dim}
-        self.client.indices.put_mapping(index=index, meta=meta)
-
-    def _check_text_encoder_fits(self, index: str) -> None:
-        """Refuse to put this text encoder's context vectors beside another one's (the index's ``_meta`` says)."""
+        recorded = meta.get("text_encoder")
         if self.text_encoder is None:
-            return
-        recorded = self._recorded_text_encoder(index)
-        if recorded is not None and recorded != self.text_encoder.identity:
+            if recorded is not None:
+                self.text_encoder = load_text_encoder()
+            else:
+                return
+        if recorded is None:
+            # a mapping update replaces the whole _meta
+            identity = {"text_encoder": self.text_encoder.identity, "context_dims": self.text_encoder.dim}
+            self.client.indices.put_mapping(index=index, meta={**meta, **identity})
+        elif recorded != self.text_encoder.identity:
             raise IngestJobError(
                 f"{index} holds context vectors of {recorded}, but this job's text encoder is "
                 f"{self.text_encoder.identity}: the context channel would compare the incomparable",
@@ -256,12 +254,8 @@ class IngestJob:
         if self.text_encoder is not None:
             options = replace(options, context_dims=self.text_encoder.dim, text_encoder=self.text_encoder.identity)
         indices = self.admin.ensure(options)
-        if self.text_encoder is None and self._recorded_text_encoder(indices["equations"]) is not None:
-            self.text_encoder = load_text_encoder()  # the deployment holds context vectors: keep them coming
-        elif self.text_encoder is not None and self._recorded_text_encoder(indices["equations"]) is None:
-            self._record_text_encoder(indices["equations"])  # chosen now: later jobs and migrations keep it
         self._check_encoder_fits(indices["equations"])
-        self._check_text_encoder_fits(indices["equations"])
+        self._settle_text_encoder(indices["equations"])
         self._check_mapping_current()
         previous = self.store.read()
         if self.config.restart and previous is not None:
