@@ -226,15 +226,17 @@ def _span_match(structure: FormulaStructure, kind: str, weight: float) -> dict[s
     return {"dis_max": {"queries": queries, "tie_breaker": 0.0}} if queries else None
 
 
-def _terms_match(structure: FormulaStructure) -> dict[str, Any]:
-    """BM25 over the formula's terms, each once with its count as boost: the score of a ``match`` on the whole text
-    (where a repeated term adds its clause again), in a third fewer clauses."""
+def _terms_match(structure: FormulaStructure, only: Sequence[str] | None = None) -> dict[str, Any]:
+    """BM25 over the formula's terms (or those of them in ``only``), each once with its count as boost: the score
+    of a ``match`` on the whole text (where a repeated term adds its clause again), in a third fewer clauses."""
     counts = Counter(structure.tokens)
+    kept = set(only) if only is not None else None
     should = [
         {"term": {STRUCTURE_FIELD: {"value": term, "boost": float(count)}}}
         if count > 1
         else {"term": {STRUCTURE_FIELD: term}}
         for term, count in counts.items()
+        if kept is None or term in kept
     ]
     return {"bool": {"should": should}}
 
@@ -246,6 +248,7 @@ def structure_body(
     *,
     rerank_window: int = 0,
     rerank_weight: float = 0.0,
+    first_stage: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """BM25 over the structural terms of the equations (`engine.model.structure`), optionally reranked.
 
@@ -253,36 +256,52 @@ def structure_body(
     times ``1 + rerank_weight x (exact + generalised)``, each part the size of the largest shared sub-expression
     over the query's size. A product rather than a sum, so that the rerank needs no knowledge of the BM25 scale.
 
+    With ``first_stage`` (the query's rarest terms, `engine.search.termstats`), the equations are first matched on
+    those terms alone, and a first rescore gives the top ``rerank_window`` their BM25 over all the terms before the
+    sub-expression rescore: the same scores for those candidates as without a first stage, for a fraction of the
+    posting lists walked. Candidates below the window keep their first-stage score, which is never above the full
+    score of any candidate in it (the full BM25 adds the common terms' parts to the rare ones').
+
     Args:
         structure: the query formula's structure (`formula_structure`).
         k: how many equations.
         filters: filter clauses (`query_filters`).
         rerank_window: candidates rescored (0: no rerank).
         rerank_weight: weight of the shared sub-expressions in the rescore.
+        first_stage: the terms matched first (None: all of them); needs a ``rerank_window``.
 
     Returns:
         The search body.
     """
+    staged = first_stage is not None and rerank_window > 0
     body: dict[str, Any] = {
-        "query": {"bool": {"must": [_terms_match(structure)], "filter": filters}},
+        "query": {"bool": {"must": [_terms_match(structure, first_stage if staged else None)], "filter": filters}},
         "size": k,
         "_source": {"excludes": SOURCE_EXCLUDES},
         "track_total_hits": False,
     }
+    rescores: list[dict[str, Any]] = []
+    if staged:
+        full = {"rescore_query": _terms_match(structure), "query_weight": 0.0, "rescore_query_weight": 1.0}
+        rescores.append({"window_size": rerank_window, "query": {**full, "score_mode": "total"}})
     spans = [m for kind in ("e", "g") if (m := _span_match(structure, kind, rerank_weight)) is not None]
     if rerank_window > 0 and rerank_weight > 0 and spans:
         # The match_all clause makes every candidate match with 1 + the shared sub-expressions, so that the
         # multiplication keeps the BM25 order of the candidates that share nothing.
         rescore = {"bool": {"should": [{"match_all": {"boost": 1.0}}, *spans]}}
-        body["rescore"] = {
-            "window_size": rerank_window,
-            "query": {
-                "rescore_query": rescore,
-                "query_weight": 1.0,
-                "rescore_query_weight": 1.0,
-                "score_mode": "multiply",
-            },
-        }
+        rescores.append(
+            {
+                "window_size": rerank_window,
+                "query": {
+                    "rescore_query": rescore,
+                    "query_weight": 1.0,
+                    "rescore_query_weight": 1.0,
+                    "score_mode": "multiply",
+                },
+            }
+        )
+    if rescores:
+        body["rescore"] = rescores[0] if len(rescores) == 1 else rescores
     return body
 
 
@@ -331,6 +350,7 @@ def ranking_searches(
     ranking: FormulaRanking | None = None,
     structure_window: int | None = None,
     context_vector: np.ndarray | None = None,
+    first_stage: Sequence[str] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The ranked lists a query needs, as ``(name, body)``: ``structure`` (BM25 over structural terms),
     ``formula`` (kNN on the embedding), ``text`` (BM25 over the words) and ``context`` (kNN of the keywords'
@@ -349,6 +369,7 @@ def ranking_searches(
         structure_window: candidates of the structural list when it must reach deeper than ``window`` (a query with
             variables, whose candidates are then matched against its pattern); None: ``window``.
         context_vector: the keywords' text embedding (None: no context list).
+        first_stage: the structural terms the structural list matches first (`structure_body`; None: all).
     """
     filters = query_filters(query)
     searches: list[tuple[str, dict[str, Any]]] = []
@@ -362,6 +383,7 @@ def ranking_searches(
             filters,
             rerank_window=max(ranking.rerank_window, depth) if ranking.rerank_window else 0,
             rerank_weight=ranking.rerank_weight,
+            first_stage=first_stage,
         )
         if query.formula_weight > 0:
             searches.append(("structure", ranking_only(body)))

@@ -74,6 +74,7 @@ from eqsearch.engine.search.results import (
     group_hits,
     select_page,
 )
+from eqsearch.engine.search.termstats import TermStatistics, rarest_terms
 
 if TYPE_CHECKING:
     from eqsearch.engine.latex.converter import ConversionResult
@@ -191,6 +192,7 @@ class SearchService:
         self._meta_read = 0.0
         self._formulas: OrderedDict[str, _QueryFormula] = OrderedDict()
         self._formulas_lock = threading.Lock()  # web servers search from several threads
+        self.term_statistics = TermStatistics(client.termvectors, STRUCTURE_FIELD)
 
     # -- public ------------------------------------------------------------------------------------------------
     def search(self, query: HybridQuery) -> SearchResults:
@@ -229,6 +231,10 @@ class SearchService:
             warnings.append(f"results are limited to the first {MAX_RESULT_WINDOW} candidates per list")
         pattern = formula is not None and formula.pattern.has_variables
         context_vector = self._context_vector(query, warnings)
+        depth = max(window, self.pattern_candidates) if pattern else window
+        first_stage = (
+            self._first_stage(structure, max(depth, self.ranking.rerank_window)) if query.formula_weight > 0 else None
+        )
         searches = ranking_searches(
             query,
             vector,
@@ -236,8 +242,9 @@ class SearchService:
             num_candidates_factor=self.num_candidates_factor,
             structure=structure,
             ranking=self.ranking,
-            structure_window=max(window, self.pattern_candidates) if pattern else None,
+            structure_window=depth if pattern else None,
             context_vector=context_vector,
+            first_stage=first_stage,
         )
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
@@ -291,6 +298,18 @@ class SearchService:
             elif present:
                 out[side] = [(item.doc_id, item.score) for item in linear_fusion(present, weights)]
         return out
+
+    def _first_stage(self, structure: FormulaStructure | None, window: int) -> list[str] | None:
+        """The query's rarest structural terms, which the structural list matches first, when the ranking has a
+        first stage and the query more terms than it takes (`engine.search.termstats`), enough of them to fill the
+        structural list's ``window``; None: all terms."""
+        share = self.ranking.first_stage_share
+        if not share or structure is None or not structure.tokens:
+            return None
+        frequencies = self.term_statistics.frequencies(self.equations_alias, structure.tokens)
+        if frequencies is None:
+            return None
+        return rarest_terms(structure.tokens, frequencies, max_share=share, min_matches=window)
 
     def _context_vector(self, query: HybridQuery, warnings: list[str]) -> np.ndarray | None:
         """The keywords' text embedding for the context channel, or None when the query or the ranking has no use
