@@ -33,6 +33,11 @@ engine/latex/katex/node_modules/.package-lock.json: engine/latex/katex/package-l
 	@command -v npm >/dev/null || { echo "eqsearch needs Node.js 18+ and npm for KaTeX (apt-get install nodejs npm)"; exit 1; }
 	cd engine/latex/katex && npm ci --no-audit --no-fund --loglevel=error
 
+# The bitmap renderer of the ECML'19 CNN bundle (engine/model/bitmap-bundle): MathJax + resvg, pinned, prebuilt.
+engine/model/mathjax/node_modules/.package-lock.json: engine/model/mathjax/package-lock.json
+	@command -v npm >/dev/null || { echo "eqsearch needs Node.js 18+ and npm for the bitmap renderer (apt-get install nodejs npm)"; exit 1; }
+	cd engine/model/mathjax && npm ci --no-audit --no-fund --loglevel=error
+
 CHROMIUM ?= /usr/bin/chromium
 
 $(CHROMIUM):
@@ -41,7 +46,8 @@ $(CHROMIUM):
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "the browser tests need Chromium at $(CHROMIUM): apt-get install chromium (as root), or CHROMIUM=/path"; exit 1; fi
 
-setup: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)) engine/latex/katex/node_modules/.package-lock.json  ## install Python and Node dependencies
+NODE_PACKAGES := engine/latex/katex/node_modules/.package-lock.json engine/model/mathjax/node_modules/.package-lock.json
+setup: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)) $(NODE_PACKAGES)  ## install Python and Node dependencies
 
 # The demo corpus `make run` indexes: real math from Debian's documentation packages, SageMath's reference manual
 # (HTML + MathJax, with its bibliography), 25 Sphinx manuals (scipy, statsmodels, scikit-learn, ...) and the gretl
@@ -98,6 +104,7 @@ bundle: setup apt-lists  ## fetch + extract the real corpus, retrain and re-expo
 	  --overwrite --quiet
 	$(BIN)/eqsearch train --config $(TRAIN_CONFIG) --corpus "$(CORPUS_DIR)/real-latex/papers.jsonl" \
 	  --export-bundle $(BUNDLE_DIR)
+	$(BIN)/eqsearch export node-states --bundle $(BUNDLE_DIR)  # the MaxSim rerank's sidecar, cut from the new model
 
 lint:  ## ruff: lint and format check
 	$(BIN)/ruff check .
@@ -108,4 +115,4 @@ format:  ## ruff: fix and format
 	$(BIN)/ruff format .
 
 clean:  ## remove the virtualenv and node_modules (not the Elasticsearch node: eqsearch es stop)
-	rm -rf $(VENV) engine/latex/katex/node_modules
+	rm -rf $(VENV) engine/latex/katex/node_modules engine/model/mathjax/node_modules

@@ -6,6 +6,9 @@ KaTeX, encodes and indexes into indices of their own on the configured cluster. 
 then searched as a formula-only query by the real `SearchService` (what the UI and the API do for a formula without
 keywords), page after page down to the asked depth; the hits' paper ids form the TREC run, scored with ARQMath's
 prime measures (`eqsearch.evaluation.trec`). The indices are deleted afterwards unless asked to keep them.
+
+A ranking that names an encoder bundle of its own (`FormulaRanking.bundle`, e.g. the ECML'19 bitmap CNN's) is
+ingested and searched with that bundle's encoder (`ranking_encoder`); `evaluate_formulas` refuses another one.
 """
 
 from __future__ import annotations
@@ -36,8 +39,57 @@ __all__ = [
     "evaluate_formulas",
     "formula_ranking",
     "indexed_collection",
+    "ranking_bundle",
+    "ranking_encoder",
     "read_formula_file",
 ]
+
+
+def ranking_bundle(ranking: FormulaRanking, bundle: str | Path | None = None) -> Path | None:
+    """The bundle directory a ranking is evaluated with: the shipped bundle it names, else ``bundle`` (None: the
+    default bundle).
+
+    Raises:
+        EqsearchError: ``bundle`` is given and is not the ranking's own bundle.
+    """
+    from eqsearch.engine.model import shipped_bundle_path
+
+    if ranking.bundle is None:
+        return Path(bundle) if bundle is not None else None
+    own = shipped_bundle_path(ranking.bundle)
+    if bundle is not None and Path(bundle).resolve() != own.resolve():
+        raise EqsearchError(
+            f"the ranker {ranking.name!r} searches the vectors of its own bundle ({ranking.bundle}, {own}), "
+            f"not those of {bundle}",
+            hint=f"drop --bundle, or give --bundle {own}",
+        )
+    return own
+
+
+def ranking_encoder(ranking: FormulaRanking, bundle: str | Path | None = None, **options: Any) -> Any:
+    """The encoder a ranking is evaluated with (`ranking_bundle`), loaded by `engine.model.load_encoder`.
+
+    Raises:
+        EqsearchError: ``bundle`` contradicts the ranking's bundle, or the bundle does not load.
+    """
+    from eqsearch.engine.model import load_encoder
+
+    return load_encoder(ranking_bundle(ranking, bundle), **options)
+
+
+def _check_ranking_encoder(ranking: FormulaRanking, encoder: Any) -> None:
+    """Refuse an encoder that is not the one the ranking's own bundle holds (its vectors would be another model's)."""
+    if ranking.bundle is None:
+        return
+    from eqsearch.engine.model import read_manifest, shipped_bundle_path
+
+    wanted = read_manifest(shipped_bundle_path(ranking.bundle)).identity
+    if getattr(encoder, "identity", None) != wanted:
+        raise EqsearchError(
+            f"the ranker {ranking.name!r} needs the encoder of {ranking.bundle} ({wanted}), "
+            f"got {getattr(encoder, 'identity', encoder)}",
+            hint="load it with eqsearch.evaluation.formulas.ranking_encoder(ranking)",
+        )
 
 
 class FormulaFileError(EqsearchError):
@@ -189,10 +241,12 @@ def evaluate_formulas(
     Raises:
         FormulaFileError: a malformed collection or topics file.
         ValueError: a depth outside 1..`MAX_RESULT_WINDOW`.
-        EqsearchError: the ingest job or a search failed (the indices are deleted unless ``keep``).
+        EqsearchError: the ingest job or a search failed (the indices are deleted unless ``keep``), or ``ranking``
+            names a bundle of its own and ``encoder`` is not its encoder.
     """
     if not 1 <= depth <= MAX_RESULT_WINDOW:
         raise ValueError(f"depth must lie in 1..{MAX_RESULT_WINDOW}, got {depth}")
+    _check_ranking_encoder(ranking, encoder)
     formulas = read_formula_file(collection, "visual_id")
     queries = read_formula_file(topics, "topic")
     with indexed_collection(

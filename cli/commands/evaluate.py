@@ -111,8 +111,10 @@ def _rankings(args: argparse.Namespace) -> list[Any]:
 
 
 def _with_search_rows(encoded: Any, encoder: Any, converter: Any, rankings: list[Any], *, quiet: bool) -> Any:
-    """The labelled set with one ``search:<ranker>`` representation per ranking, searched on the configured cluster."""
+    """The labelled set with one ``search:<ranker>`` representation per ranking, searched on the configured cluster
+    (a ranking with an encoder bundle of its own ingests and searches with that bundle's encoder)."""
     from eqsearch.engine.es import EsConfig, LocalNode, LocalNodeConfig, connect
+    from eqsearch.evaluation.formulas import ranking_encoder
     from eqsearch.evaluation.labelled import search_similarity, with_search
     from tqdm import tqdm
 
@@ -124,7 +126,8 @@ def _with_search_rows(encoded: Any, encoder: Any, converter: Any, rankings: list
         bar = None if quiet else tqdm(total=len(encoded.equations), unit="query", desc=ranking.name, file=sys.stderr)
         try:
             on_query = None if bar is None else (lambda _, bar=bar: bar.update(1))
-            similarity = search_similarity(encoded, client, encoder, converter, ranking, on_query=on_query)
+            searcher = encoder if ranking.bundle is None else ranking_encoder(ranking)
+            similarity = search_similarity(encoded, client, searcher, converter, ranking, on_query=on_query)
         finally:
             if bar is not None:
                 bar.close()
@@ -145,6 +148,15 @@ def _run_evaluate_labelled(args: argparse.Namespace) -> int:
     if args.depth < 1:
         args.parser.error(f"--depth must be positive, got {args.depth}")
     rankings = _rankings(args)
+    if args.bundle is not None:
+        from eqsearch.evaluation.formulas import ranking_bundle
+
+        for ranking in rankings:  # --bundle is the model rows' graph bundle; a ranker's own bundle wins nowhere else
+            if ranking.bundle is not None:
+                try:
+                    ranking_bundle(ranking, args.bundle)
+                except EqsearchError as error:
+                    args.parser.error(error.message)
     path = Path(args.file) if args.file else DEFAULT_LABELLED_SET
     equations = read_labelled_set(path)
     encoder = _graph_encoder(args.bundle)
@@ -276,17 +288,16 @@ def _run_evaluate_formulas(args: argparse.Namespace) -> int:
 
     from eqsearch.engine.es import EsConfig, LocalNode, LocalNodeConfig, connect
     from eqsearch.engine.latex import KatexConverter
-    from eqsearch.engine.model import load_encoder
-    from eqsearch.evaluation.formulas import evaluate_formulas
+    from eqsearch.evaluation.formulas import evaluate_formulas, ranking_encoder
     from eqsearch.evaluation.trec import read_qrels, write_run
     from tqdm import tqdm
 
     qrels = read_qrels(args.qrels)
+    encoder = ranking_encoder(ranking, args.bundle)  # a ranker with a bundle of its own is measured with it
     config = EsConfig.from_env()
     if config.url is None:  # the managed local node, as `make run` uses it: started when it is not running
         LocalNode(LocalNodeConfig.from_env()).start()
     client, _ = connect(config)
-    encoder = load_encoder(args.bundle)
     ingest_bar = None if args.quiet else tqdm(unit="formula", desc="ingest", file=sys.stderr)
     topic_bar = None
 

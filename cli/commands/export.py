@@ -10,7 +10,72 @@ from pathlib import Path
 from eqsearch.engine.errors import MissingExtraError
 
 
+def _run_export_node_states(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("onnx") is None:
+        raise MissingExtraError("onnx", "train")
+    from eqsearch.engine.model.bundle import default_bundle_path, read_manifest
+    from eqsearch.export.node_states import random_graphs, write_node_sidecar
+
+    bundle = Path(args.bundle) if args.bundle else default_bundle_path()
+    written = write_node_sidecar(bundle, random_graphs(read_manifest(bundle).vocabulary_sizes))
+    parity = json.loads(written.read_text())["parity"]
+    print(
+        f"node-states sidecar written to {written.parent} "
+        f"(each mean node vector = the embedding within {parity['max_abs_diff']:.1e})"
+    )
+    return 0
+
+
+def _run_export_bitmap_cnn(args: argparse.Namespace) -> int:
+    if (args.checkpoint is None) == (args.corpus is None):
+        args.parser.error("give --corpus (train, then export) or --checkpoint (export a trained run)")
+    for package in ("torch", "onnx", "onnxscript"):
+        if importlib.util.find_spec(package) is None:
+            raise MissingExtraError(package, "train")
+    import numpy as np
+    from eqsearch.engine.model.bitmap_render import pinned_versions
+    from eqsearch.export.bitmap import write_bitmap_bundle
+    from eqsearch.training.bitmap import BitmapTrainConfig, load_bitmap_checkpoint, train_bitmap_cnn
+
+    if args.checkpoint is not None:
+        model, state = load_bitmap_checkpoint(args.checkpoint)
+        run_dir = Path(args.checkpoint).parent
+        training, data = state.get("training", {}), state.get("data", {})
+        config = BitmapTrainConfig(**training.get("config", {}))
+    else:
+        config = BitmapTrainConfig(
+            corpus=str(args.corpus),
+            run_dir=str(args.run_dir),
+            architecture=args.architecture,
+            steps=args.steps,
+            threads=args.threads,
+        )
+        result = train_bitmap_cnn(config)
+        model, training, data, run_dir = result.model, result.training, result.data_summary, Path(args.run_dir)
+    evaluation = {}
+    if (run_dir / "evaluation.json").is_file():
+        evaluation = json.loads((run_dir / "evaluation.json").read_text())
+    parity = np.load(run_dir / "parity-bitmaps.npy") if (run_dir / "parity-bitmaps.npy").is_file() else None
+    write_bitmap_bundle(
+        model,
+        Path(args.out),
+        render_config=config.render_config(),
+        renderer_versions=pinned_versions(),
+        training=training,
+        data_summary=data,
+        evaluation=evaluation,
+        parity_bitmaps=parity,
+        overwrite=args.overwrite,
+    )
+    checked = f" (parity checked on {len(parity)} bitmaps)" if parity is not None else ""
+    print(f"ecml19-cnn bundle written to {args.out}{checked}")
+    return 0
+
+
 def _run_export(args: argparse.Namespace) -> int:
+    missing = [flag for flag in ("checkpoint", "out") if getattr(args, flag) is None]
+    if missing:
+        args.parser.error("need " + " and ".join(f"--{flag}" for flag in missing) + " (or a subcommand)")
     for package in ("torch", "onnx", "onnxscript"):
         if importlib.util.find_spec(package) is None:
             raise MissingExtraError(package, "train")
@@ -52,8 +117,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Export the encoder of a checkpoint to ONNX with dynamic nodes/edges/equations, write the "
         "bundle with checksums, and check torch/onnxruntime parity (1e-4) on the run's equations.",
     )
-    export.add_argument("--checkpoint", type=Path, required=True, help="RUN_DIR/checkpoint-last.pt")
-    export.add_argument("--out", required=True, help="bundle directory to write")
+    export.add_argument("--checkpoint", type=Path, help="RUN_DIR/checkpoint-last.pt (required)")
+    export.add_argument("--out", help="bundle directory to write (required)")
     export.add_argument("--opset", type=int, default=18)
     export.add_argument(
         "--similarity",
@@ -62,4 +127,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="how searches compare the vectors (default cosine: it ranks better, see benchmarks/encoder.md)",
     )
     export.add_argument("--overwrite", action="store_true", help="replace an existing bundle directory")
-    export.set_defaults(handler=_run_export)
+    export.set_defaults(handler=_run_export, parser=export)
+    artifacts = export.add_subparsers(dest="artifact", title="other exports")
+    node_states = artifacts.add_parser(
+        "node-states",
+        help="write a bundle's node-states sidecar (node vectors for the MaxSim rerank)",
+        description="Cut the bundle's model.onnx at its node states (onnx only, no torch), add the per-node "
+        "projection, check that each equation's mean node vector equals its embedding (1e-5), and write "
+        "node-states.onnx and node-states.json beside it. The bundle's own files are not changed.",
+    )
+    node_states.add_argument("--bundle", help="bundle directory (default: the installed one)")
+    node_states.set_defaults(handler=_run_export_node_states)
+    bitmap = artifacts.add_parser(
+        "bitmap-cnn",
+        help="train (or take a trained run of) the ECML'19 bitmap CNN and write its ecml19-cnn bundle",
+        description="Render every equation of a papers JSONL once with MathJax + resvg (cached in the run "
+        "directory), train the bitmap CNN of Pfahler, Schill & Morik (ECML'19) on same-section/same-paper triplets, "
+        "evaluate it on held-out papers, export it to ONNX and write an ecml19-cnn bundle (model.onnx + manifest "
+        "with the render settings), checking torch/onnxruntime parity (1e-4). Or export --checkpoint of a run.",
+    )
+    bitmap.add_argument("--corpus", type=Path, help="papers JSONL to train on (ingest/FORMAT.md)")
+    bitmap.add_argument("--checkpoint", type=Path, help="RUN_DIR/bitmap-checkpoint.pt of a finished run")
+    bitmap.add_argument("--run-dir", type=Path, default=Path("runs/bitmap"), help="default runs/bitmap")
+    bitmap.add_argument("--out", required=True, help="bundle directory to write (shipped: engine/model/bitmap-bundle)")
+    bitmap.add_argument("--architecture", choices=("small", "large"), default="small", help="default small")
+    bitmap.add_argument("--steps", type=int, default=360, help="optimizer steps of 100 triplets (default 360)")
+    bitmap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    bitmap.add_argument("--overwrite", action="store_true", help="replace an existing bundle directory")
+    bitmap.set_defaults(handler=_run_export_bitmap_cnn, parser=bitmap)

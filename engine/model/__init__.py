@@ -3,7 +3,8 @@
 `featurize` turns MathML into `GraphArrays` (`graph`) with a `Vocabulary` (`vocabulary`); `bundle` reads and
 writes the bundle's manifest; `encoder` runs the bundle's ONNX model with onnxruntime; `structure` turns a
 formula's symbol layout tree into search terms for the structural channel; `text` embeds the words around a
-formula (and a query's keywords) for the context channel.
+formula (and a query's keywords) for the context channel; `nodes` gives one vector per node (the bundle's
+node-states sidecar) for the MaxSim rerank.
 """
 
 from eqsearch.engine.model.bundle import (
@@ -17,6 +18,7 @@ from eqsearch.engine.model.bundle import (
     load_bundle_vocabulary,
     make_manifest,
     read_manifest,
+    shipped_bundle_path,
     vocabulary_sizes,
     write_manifest,
 )
@@ -30,6 +32,7 @@ from eqsearch.engine.model.featurize import (
     featurize_mathml,
 )
 from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
+from eqsearch.engine.model.nodes import NodeEncoder, load_node_encoder
 from eqsearch.engine.model.structure import STRUCTURE_VERSION, FormulaStructure, formula_structure
 from eqsearch.engine.model.text import (
     TEXT_MANIFEST_PATH,
@@ -66,6 +69,7 @@ __all__ = [
     "GraphArrays",
     "GraphEncoder",
     "MathMLError",
+    "NodeEncoder",
     "TextEncoder",
     "TextEncoderError",
     "TextManifest",
@@ -81,10 +85,12 @@ __all__ = [
     "formula_structure",
     "load_bundle_vocabulary",
     "load_encoder",
+    "load_node_encoder",
     "load_text_encoder",
     "make_manifest",
     "read_manifest",
     "read_text_manifest",
+    "shipped_bundle_path",
     "vocabulary_sizes",
     "write_manifest",
 ]

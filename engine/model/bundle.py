@@ -1,5 +1,9 @@
 """The model bundle: a directory with ``model.onnx``, ``vocabulary.json`` and ``manifest.json``, checked as a unit.
 
+A bundle of the ECML'19 bitmap CNN (kind ``ecml19-cnn``) has no vocabulary: it lists ``model.onnx`` only, and its
+manifest says instead how formulas are rendered (``renderer``: pixels per em, bitmap size, the pinned MathJax and
+resvg versions), because the model is only valid on the pixels it was trained on.
+
 The manifest says what the files are (checksums), what the model takes and gives (inputs, opset, embedding
 dimension, similarity), and where it came from (eqsearch version, training config, data summary). This module owns
 its schema on both sides: `make_manifest` and `write_manifest` build and write it (the exporter in
@@ -30,14 +34,18 @@ VOCABULARY_NAME = "vocabulary.json"
 
 #: Encoder kinds this eqsearch can run, and the ONNX inputs each one takes (engine.graph conventions).
 GRAPH_INPUTS = ("tag", "attr", "char", "pos", "edge_index", "graph", "graph_sizes")
-ENCODER_KINDS = {"kdd20-gcn": GRAPH_INPUTS}
+BITMAP_INPUTS = ("bitmaps",)
+ENCODER_KINDS = {"kdd20-gcn": GRAPH_INPUTS, "ecml19-cnn": BITMAP_INPUTS}
 #: Similarities a bundle may declare: the model's training similarity (inner product of soft-normalised
 #: vectors, KDD'20 eq. 1-3) or cosine. Names follow Elasticsearch's dense_vector ``similarity`` values.
 SIMILARITIES = ("max_inner_product", "cosine")
-#: The files a manifest lists (with path and SHA-256), besides itself.
+#: The files a graph-network manifest lists (with path and SHA-256), besides itself.
 BUNDLE_FILES = (MODEL_NAME, VOCABULARY_NAME)
-#: Keys every manifest has, with their JSON types: `make_manifest` writes them, `read_manifest` refuses a manifest
-#: without one. Anything else in a manifest is provenance (training config, data summary, evaluation, parity).
+#: The files each encoder kind's manifest lists.
+KIND_FILES = {"kdd20-gcn": BUNDLE_FILES, "ecml19-cnn": (MODEL_NAME,)}
+#: Keys every graph-network manifest has, with their JSON types: `make_manifest` writes them, `read_manifest` refuses
+#: a manifest without one. Anything else in a manifest is provenance (training config, data summary, evaluation,
+#: parity). Other kinds: `KIND_KEYS`.
 REQUIRED_KEYS: dict[str, type] = {
     "format": str,
     "format_version": int,
@@ -50,6 +58,14 @@ REQUIRED_KEYS: dict[str, type] = {
     "vocabulary_sizes": dict,
     "files": dict,
 }
+#: The keys each encoder kind's manifest must have: the bitmap CNN has no vocabulary but a ``renderer``.
+KIND_KEYS: dict[str, dict[str, type]] = {
+    "kdd20-gcn": REQUIRED_KEYS,
+    "ecml19-cnn": {**{k: v for k, v in REQUIRED_KEYS.items() if k != "vocabulary_sizes"}, "renderer": dict},
+}
+#: What a ``renderer`` entry gives: the render settings the model was trained with.
+RENDERER_KEYS = ("em_px", "height", "width", "mathjax", "resvg")
+_KEY_TYPES = {key: kind for keys in KIND_KEYS.values() for key, kind in keys.items()}
 
 
 class BundleError(EqsearchError):
@@ -59,6 +75,21 @@ class BundleError(EqsearchError):
 def default_bundle_path() -> Path:
     """The bundle shipped with eqsearch (trained by ``training/configs/default.toml``)."""
     return Path(__file__).resolve().parent / "default-bundle"
+
+
+def shipped_bundle_path(name: str) -> Path:
+    """A bundle shipped inside eqsearch, by its directory name under ``engine/model`` (``default-bundle``,
+    ``bitmap-bundle``).
+
+    Raises:
+        BundleError: no shipped bundle has that name.
+    """
+    root = Path(__file__).resolve().parent
+    path = root / name
+    if "/" in name or name.startswith(".") or not (path / MANIFEST_NAME).is_file():
+        shipped = sorted(p.parent.name for p in root.glob(f"*/{MANIFEST_NAME}"))
+        raise BundleError(f"no shipped model bundle is called {name!r} (shipped: {', '.join(shipped)})")
+    return path
 
 
 @dataclass(frozen=True)
@@ -73,7 +104,8 @@ class BundleManifest:
         opset: ONNX opset of ``model.onnx``.
         inputs: ONNX input names, in order.
         output: ONNX output name.
-        vocabulary_sizes: ``{"tags", "attributes", "characters"}`` slot counts the model was trained with.
+        vocabulary_sizes: ``{"tags", "attributes", "characters"}`` slot counts the model was trained with (empty for
+            a kind without a vocabulary, ``ecml19-cnn``).
         eqsearch_version: the version that wrote the bundle.
         raw: the whole manifest (training config, data summary, evaluation, ...).
     """
@@ -117,9 +149,10 @@ def make_manifest(
     similarity: str,
     opset: int,
     output: str,
-    vocabulary: Vocabulary,
+    vocabulary: Vocabulary | None,
     eqsearch_version: str,
     provenance: Mapping[str, Any] | None = None,
+    renderer: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a bundle directory that already holds ``model.onnx`` and ``vocabulary.json``.
 
@@ -133,10 +166,11 @@ def make_manifest(
         similarity: how vectors are to be compared (one of ``SIMILARITIES``).
         opset: ONNX opset of ``model.onnx``.
         output: ONNX output name.
-        vocabulary: the vocabulary saved as ``vocabulary.json``.
+        vocabulary: the vocabulary saved as ``vocabulary.json`` (None for a kind without one, ``ecml19-cnn``).
         eqsearch_version: the eqsearch version writing the bundle.
         provenance: further top-level entries (``model_config``, ``exported_with``, ``training``, ``data``,
             ``evaluation``, ...); they may not replace a key of the schema.
+        renderer: for ``ecml19-cnn``, the render settings (``RENDERER_KEYS``).
 
     Returns:
         The manifest as a JSON-ready dict.
@@ -147,6 +181,11 @@ def make_manifest(
     path = Path(bundle)
     if encoder not in ENCODER_KINDS:
         raise BundleError(f"encoder kind '{encoder}' is unknown to this eqsearch (known: {', '.join(ENCODER_KINDS)})")
+    needs_vocabulary = "vocabulary_sizes" in KIND_KEYS[encoder]
+    if needs_vocabulary and vocabulary is None:
+        raise BundleError(f"a '{encoder}' bundle needs a vocabulary")
+    if "renderer" in KIND_KEYS[encoder] and (renderer is None or set(RENDERER_KEYS) - set(renderer)):
+        raise BundleError(f"a '{encoder}' bundle needs renderer settings with {', '.join(RENDERER_KEYS)}")
     manifest: dict[str, Any] = {
         "format": BUNDLE_FORMAT,
         "format_version": BUNDLE_VERSION,
@@ -157,11 +196,14 @@ def make_manifest(
         "output": output,
         "embedding_dim": embedding_dim,
         "similarity": similarity,
-        "vocabulary_sizes": vocabulary_sizes(vocabulary),
-        "vocabulary_version": vocabulary.to_json()["version"],
         "files": {},
     }
-    for name in BUNDLE_FILES:
+    if needs_vocabulary and vocabulary is not None:
+        manifest["vocabulary_sizes"] = vocabulary_sizes(vocabulary)
+        manifest["vocabulary_version"] = vocabulary.to_json()["version"]
+    if "renderer" in KIND_KEYS[encoder] and renderer is not None:
+        manifest["renderer"] = dict(renderer)
+    for name in KIND_FILES[encoder]:
         file_path = path / name
         if not file_path.is_file():
             raise BundleError(f"{path}: no {name} to list in the manifest")
@@ -181,7 +223,7 @@ def write_manifest(bundle: str | Path, manifest: Mapping[str, Any]) -> Path:
 
 
 def _require(manifest: dict[str, Any], key: str, where: Path) -> Any:
-    kind = REQUIRED_KEYS[key]
+    kind = _KEY_TYPES[key]
     if key not in manifest:
         raise BundleError(f"{where}: the manifest has no '{key}'", hint="re-export the bundle with 'eqsearch export'")
     value = manifest[key]
@@ -246,7 +288,7 @@ def read_manifest(
     if dim < 1:
         raise BundleError(f"{path}: embedding_dim must be positive, got {dim}")
     files = _require(manifest, "files", path)
-    for name in BUNDLE_FILES:
+    for name in KIND_FILES[encoder]:
         entry = files.get(name)
         if not isinstance(entry, dict) or "path" not in entry or "sha256" not in entry:
             raise BundleError(f"{path}: the manifest lists no '{name}' with path and sha256")
@@ -263,9 +305,17 @@ def read_manifest(
                     "the file was changed or damaged after export",
                     hint="re-export the bundle or restore the original files",
                 )
-    sizes = _require(manifest, "vocabulary_sizes", path)
-    if set(sizes) != {"tags", "attributes", "characters"}:
-        raise BundleError(f"{path}: vocabulary_sizes must give tags, attributes and characters, got {sorted(sizes)}")
+    sizes: dict[str, Any] = {}
+    if "vocabulary_sizes" in KIND_KEYS[encoder]:
+        sizes = _require(manifest, "vocabulary_sizes", path)
+        if set(sizes) != {"tags", "attributes", "characters"}:
+            raise BundleError(
+                f"{path}: vocabulary_sizes must give tags, attributes and characters, got {sorted(sizes)}"
+            )
+    if "renderer" in KIND_KEYS[encoder]:
+        missing = set(RENDERER_KEYS) - set(_require(manifest, "renderer", path))
+        if missing:
+            raise BundleError(f"{path}: the manifest's renderer lacks {sorted(missing)}", hint="re-export the bundle")
     written_by = str(manifest.get("eqsearch_version", ""))
     if eqsearch_version is None:
         from eqsearch import __version__ as eqsearch_version

@@ -162,8 +162,15 @@ class GraphEncoder:
         return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
 
 
+def _bitmap_encoder(manifest: BundleManifest, **options: Any) -> Encoder:
+    """The ECML'19 bitmap CNN (`engine.model.bitmap_encoder`), imported only when such a bundle is loaded."""
+    from eqsearch.engine.model.bitmap_encoder import BitmapEncoder
+
+    return BitmapEncoder(manifest, **options)
+
+
 #: encoder kind -> loader(manifest, **options). Add new encoders here.
-ENCODER_LOADERS: dict[str, Callable[..., Encoder]] = {"kdd20-gcn": GraphEncoder}
+ENCODER_LOADERS: dict[str, Callable[..., Encoder]] = {"kdd20-gcn": GraphEncoder, "ecml19-cnn": _bitmap_encoder}
 
 
 def load_encoder(bundle: str | Path | None = None, **options: Any) -> Encoder:

@@ -37,6 +37,15 @@ class FormulaRanking:
         first_stage_share: the structural list first matches on the query's terms found in at most this share of
             the equations, then gives the rerank window its BM25 over all of them (0: all terms from the start;
             `engine.search.termstats`).
+        maxsim_window: the formula side's top candidates reranked by MaxSim over node vectors after fusion (Amador
+            and Zanibbi; `engine.search.maxsim`; 0: no MaxSim rerank).
+        maxsim_weight: MaxSim's share of the reranked score (1: MaxSim alone orders the window).
+        maxsim_nodes: which node vectors (`engine.model.nodes`): ``node_vectors`` (64-d projections) or
+            ``node_states`` (512-d).
+        maxsim_symmetric: also score each candidate node's best query node, and average both directions.
+        bundle: the shipped encoder bundle the ranker's vectors come from (a directory name under
+            ``engine/model``, e.g. ``bitmap-bundle``: `engine.model.shipped_bundle_path`); None: whichever bundle
+            the caller loads (the default one). ``eqsearch evaluate`` ingests and searches with it.
 
     Raises:
         ValueError: no channel has weight, or a value is negative.
@@ -50,6 +59,11 @@ class FormulaRanking:
     rerank_weight: float = 0.0
     context: float = 0.0
     first_stage_share: float = 0.0
+    maxsim_window: int = 0
+    maxsim_weight: float = 0.0
+    maxsim_nodes: str = "node_vectors"
+    maxsim_symmetric: bool = False
+    bundle: str | None = None
 
     def __post_init__(self) -> None:
         if min(self.structure, self.embedding, self.rerank_window, self.rerank_weight, self.context) < 0:
@@ -60,6 +74,14 @@ class FormulaRanking:
             raise ValueError(f"ranker {self.name!r}: give the structure or the embedding a weight")
         if self.rerank_window and not self.structure:
             raise ValueError(f"ranker {self.name!r}: the rerank rescores the structural list, which is off")
+        if (
+            self.maxsim_window < 0
+            or not 0 <= self.maxsim_weight <= 1
+            or bool(self.maxsim_window) != bool(self.maxsim_weight)
+        ):
+            raise ValueError(f"ranker {self.name!r}: a MaxSim window needs a weight in (0, 1]")
+        if self.maxsim_nodes not in ("node_vectors", "node_states"):
+            raise ValueError(f"ranker {self.name!r}: maxsim_nodes is node_vectors or node_states")
         if not 0 <= self.first_stage_share <= 1 or (self.first_stage_share and not self.rerank_window):
             raise ValueError(f"ranker {self.name!r}: a first stage needs a rerank window to restore the full BM25")
 
@@ -75,6 +97,13 @@ class FormulaRanking:
 _RERANK = {"rerank_window": 300, "rerank_weight": 0.5, "first_stage_share": 0.05}
 #: The embedding's share of the formula side when fused with the structure (chosen on the development topics).
 _EMBEDDING_SHARE = 0.1
+#: The MaxSim rerank (Amador and Zanibbi): alone over the kNN candidates as their system ranks, and as a share of the
+#: default's formula side (window and weight from a grid of round values on the development topics,
+#: benchmarks/formula_search.md, "Amador & Zanibbi's MaxSim rerank").
+_MAXSIM_ALONE = {"maxsim_window": 300, "maxsim_weight": 1.0, "maxsim_nodes": "node_states"}
+_MAXSIM_SHARE = {"maxsim_window": 100, "maxsim_weight": 0.3, "maxsim_nodes": "node_states"}
+#: The shipped bundle of the ECML'19 bitmap CNN (Pfahler, Schill & Morik), encoder kind ``ecml19-cnn``.
+_BITMAP_BUNDLE = "bitmap-bundle"
 #: The context channel's share of the keyword side (chosen on the paraphrase study, benchmarks/formula_search.md).
 _CONTEXT_SHARE = 0.5
 
@@ -111,6 +140,34 @@ RANKERS: dict[str, FormulaRanking] = {
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
             **{**_RERANK, "first_stage_share": 0.0},
+        ),
+        FormulaRanking(
+            "maxsim",
+            "kNN top 300 reranked by MaxSim over the network's node states (Amador & Zanibbi's scoring)",
+            embedding=1.0,
+            **_MAXSIM_ALONE,
+        ),
+        FormulaRanking(
+            "structure+embedding+rerank+maxsim",
+            "the default, its top 100 formulas then reranked by MaxSim over node states (share 0.3)",
+            structure=1.0 - _EMBEDDING_SHARE,
+            embedding=_EMBEDDING_SHARE,
+            **_RERANK,
+            **_MAXSIM_SHARE,
+        ),
+        FormulaRanking(
+            "ecml19-cnn",
+            "kNN on the ECML'19 bitmap CNN's vectors alone (formulas rendered by MathJax, bitmap-bundle)",
+            embedding=1.0,
+            bundle=_BITMAP_BUNDLE,
+        ),
+        FormulaRanking(
+            "structure+ecml19-cnn+rerank",
+            "the default with the bitmap CNN's kNN in place of the graph network's (embedding 0.1, bitmap-bundle)",
+            structure=1.0 - _EMBEDDING_SHARE,
+            embedding=_EMBEDDING_SHARE,
+            bundle=_BITMAP_BUNDLE,
+            **_RERANK,
         ),
         FormulaRanking(
             "structure+embedding+rerank+context",

@@ -56,6 +56,7 @@ from eqsearch.engine.model.structure import (
     structure_of_layout,
 )
 from eqsearch.engine.search.fusion import Fused, linear_fusion, reciprocal_rank_fusion
+from eqsearch.engine.search.maxsim import NodeVectorCache, maxsim_rerank, maxsim_scores
 from eqsearch.engine.search.query import (
     MAX_RESULT_WINDOW,
     SOURCE_EXCLUDES,
@@ -79,6 +80,7 @@ from eqsearch.engine.search.termstats import TermStatistics, rarest_terms
 if TYPE_CHECKING:
     from eqsearch.engine.latex.converter import ConversionResult
     from eqsearch.engine.model.encoder import Encoder
+    from eqsearch.engine.model.nodes import NodeEncoder
     from eqsearch.engine.model.text import TextEncoder
 
 __all__ = ["META_SECONDS", "EquationNotFoundError", "SearchError", "SearchService"]
@@ -125,6 +127,7 @@ class _QueryFormula:
     layout: list[LayoutNode]
     pattern: QueryPattern
     shared: SharedSubexpressions | None  # the query's sub-expressions, for hits' highlights (no variables only)
+    nodes: np.ndarray | None = None  # the query's node vectors, for the MaxSim rerank (`engine.search.maxsim`)
 
 
 class SearchService:
@@ -153,6 +156,9 @@ class SearchService:
             pattern is matched against (with the kNN list's), fetched and unified client-side.
         text_encoder: embeds keywords for the context channel (`engine.model.text`); None loads the shipped one
             when the ranking gives the context a weight.
+        node_encoder: the node vectors of the MaxSim rerank (`engine.model.nodes`); None loads the sidecar of the
+            encoder's bundle when the ranking has a MaxSim window.
+        node_cache_size: how many candidates' node vectors to keep (computed from their MathML at rerank time).
     """
 
     def __init__(
@@ -170,6 +176,8 @@ class SearchService:
         ranking: FormulaRanking | None = None,
         pattern_candidates: int = 300,
         text_encoder: TextEncoder | None = None,
+        node_encoder: NodeEncoder | None = None,
+        node_cache_size: int = 8192,
     ) -> None:
         self.client = client
         self.encoder = encoder
@@ -188,6 +196,13 @@ class SearchService:
             from eqsearch.engine.model.text import load_text_encoder
 
             self.text_encoder = load_text_encoder()
+        self.node_encoder = node_encoder
+        if self.node_encoder is None and self.ranking.maxsim_window > 0:
+            from eqsearch.engine.model.nodes import load_node_encoder
+
+            bundle = getattr(getattr(encoder, "manifest", None), "path", None)
+            self.node_encoder = load_node_encoder(bundle, output=self.ranking.maxsim_nodes)
+        self.node_vectors = NodeVectorCache(self._candidate_nodes, node_cache_size)
         self._meta: dict[str, Any] | None = None
         self._meta_read = 0.0
         self._formulas: OrderedDict[str, _QueryFormula] = OrderedDict()
@@ -238,7 +253,7 @@ class SearchService:
         searches = ranking_searches(
             query,
             vector,
-            window=window,
+            window=max(window, self.ranking.maxsim_window),  # lists as deep as the MaxSim window, which they fill
             num_candidates_factor=self.num_candidates_factor,
             structure=structure,
             ranking=self.ranking,
@@ -263,6 +278,8 @@ class SearchService:
                 )
         channels = _channels_of(lists)
         lists = self._formula_side(lists)
+        if formula is not None and formula.nodes is not None:
+            lists = self._maxsim_rerank(lists, formula.nodes)
         if query.fusion == "rrf":
             w = query.formula_weight
             fused = reciprocal_rank_fusion(lists, k=self.rrf_k, weights={"formula": 2 * w, "text": 2 * (1 - w)})
@@ -310,6 +327,56 @@ class SearchService:
         if frequencies is None:
             return None
         return rarest_terms(structure.tokens, frequencies, max_share=share, min_matches=window)
+
+    def _maxsim_rerank(
+        self, lists: dict[str, list[tuple[str, float]]], query_nodes: np.ndarray
+    ) -> dict[str, list[tuple[str, float]]]:
+        """The formula side's top ``maxsim_window`` reranked by MaxSim of the query's node vectors against theirs
+        (`engine.search.maxsim`); the candidates' node vectors come from their MathML, through the cache."""
+        ranking = lists.get("formula")
+        if not ranking or self.ranking.maxsim_window <= 0:
+            return lists
+        window = [eq_id for eq_id, _ in ranking[: self.ranking.maxsim_window]]
+        nodes = self.node_vectors.get(window)
+        scores = maxsim_scores(
+            query_nodes,
+            [nodes.get(eq_id, np.zeros((0, 1))) for eq_id in window],
+            symmetric=self.ranking.maxsim_symmetric,
+        )
+        maxsim = {eq_id: float(score) for eq_id, score in zip(window, scores, strict=True)}
+        reranked = maxsim_rerank(ranking, maxsim, window=len(window), weight=self.ranking.maxsim_weight)
+        return {**lists, "formula": reranked}
+
+    def _candidate_nodes(self, eq_ids: list[str]) -> dict[str, np.ndarray]:
+        """The node vectors of stored equations, from their MathML fetched in one request (those without MathML,
+        or whose MathML does not featurize, are left out)."""
+        from eqsearch.engine.model.featurize import MathMLError
+
+        if self.node_encoder is None:
+            return {}
+        response = self._call(
+            self.client.search,
+            index=self.equations_alias,
+            body={
+                "query": {"terms": {"eq_id": eq_ids}},
+                "size": len(eq_ids),
+                "_source": {"includes": ["eq_id", "mathml"]},
+                "track_total_hits": False,
+            },
+            filter_path=["hits.hits._source"],
+        )
+        sources = [hit["_source"] for hit in (response.get("hits") or {}).get("hits") or ()]
+        found = [(s["eq_id"], s["mathml"]) for s in sources if s.get("mathml")]
+        try:
+            vectors = self.node_encoder.encode([mathml for _, mathml in found])
+        except MathMLError:  # one bad document: encode the others one by one
+            vectors = []
+            for _, mathml in found:
+                try:
+                    vectors.extend(self.node_encoder.encode([mathml]))
+                except MathMLError:
+                    vectors.append(np.zeros((0, self.node_encoder.dim), dtype=np.float32))
+        return {eq_id: v for (eq_id, _), v in zip(found, vectors, strict=True) if len(v)}
 
     def _context_vector(self, query: HybridQuery, warnings: list[str]) -> np.ndarray | None:
         """The keywords' text embedding for the context channel, or None when the query or the ranking has no use
@@ -511,6 +578,7 @@ class SearchService:
             if self._meta is not None and meta != self._meta:
                 with self._formulas_lock:  # cached vectors were normalised for the index before
                     self._formulas.clear()
+                self.node_vectors.clear()
             self._meta, self._meta_read = meta, now
         return self._meta
 
@@ -554,7 +622,11 @@ class SearchService:
         vector = self._encode(variables_as_letters(result.mathml, pattern)) if self.ranking.embedding else None
         if vector is not None:
             vector.flags.writeable = False  # shared by every search of this formula
-        formula = _QueryFormula(result, vector, structure, layout, pattern, shared)
+        nodes = None
+        if self.node_encoder is not None and self.ranking.maxsim_window > 0:
+            nodes = self.node_encoder.encode([variables_as_letters(result.mathml, pattern)])[0]
+            nodes.flags.writeable = False
+        formula = _QueryFormula(result, vector, structure, layout, pattern, shared, nodes)
         if self.formula_cache_size > 0:
             with self._formulas_lock:
                 self._formulas[latex] = formula

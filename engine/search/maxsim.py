@@ -1,0 +1,158 @@
+"""MaxSim reranking of the formula side (Amador and Zanibbi, ICTIR'25): node vectors compared ColBERT-style.
+
+A formula is a bag of node vectors (`engine.model.nodes`: the KDD'20 network's node states, or each node's projection;
+the states rank better, ``benchmarks/formula_search.md``). A candidate's
+MaxSim score is, for every query node, the cosine of its most similar candidate node, averaged over the query's
+nodes (the paper sums them, eq. 4: for one query the mean ranks alike and stays in [-1, 1], so it blends with other
+scores without knowing the query's size). It rewards a candidate that holds every part of the query somewhere, where
+the pooled formula vector only compares averages.
+
+It reranks the top ``window`` of the formula side after fusion (`maxsim_rerank`): their normalised fused score and
+their normalised MaxSim score are blended by ``weight`` (1: MaxSim alone), and the window stays ahead of the rest,
+whose order is kept. Elasticsearch's multi-vector field needs an Enterprise licence, so the candidates' node vectors
+are computed here, from their stored MathML, and cached by equation id (`NodeVectorCache`):
+``benchmarks/formula_search.md`` ("Amador & Zanibbi's MaxSim rerank") measures that against storing them per
+equation. Pure functions on numpy arrays, plus the cache; the service (`engine.search.service`) does the requests.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["NodeVectorCache", "maxsim_rerank", "maxsim_scores", "unit_rows"]
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero). Shapes: ``[n, d]`` -> ``[n, d]`` float32."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def maxsim_scores(
+    query: np.ndarray, candidates: Sequence[np.ndarray], *, normalise: bool = True, symmetric: bool = False
+) -> np.ndarray:
+    """ColBERT's late-interaction score of each candidate: the mean over query nodes of the best candidate node.
+
+    ``S(Q, C) = 1/|Q| · Σ_i max_j q_i · c_j`` (Amador and Zanibbi eq. 4, divided by ``|Q|``), with cosine
+    similarities when ``normalise``. A candidate without nodes scores ``-inf``.
+
+    Args:
+        query: the query's node vectors.
+        candidates: each candidate's node vectors.
+        normalise: compare unit-length rows (cosine); False: raw inner products.
+        symmetric: average the score with the candidate's own MaxSim against the query (every candidate node's
+            best query node), so that what the candidate holds beyond the query also counts.
+
+    Returns:
+        One score per candidate, float32.
+
+    Shapes:
+        query: ``[|Q|, d]``; candidates: ``[|C_k|, d]`` each; returns ``[len(candidates)]``.
+    """
+    scores = np.full(len(candidates), -np.inf, dtype=np.float32)
+    present = [k for k, c in enumerate(candidates) if len(c)]
+    if not present or not len(query):
+        return scores
+    q = unit_rows(query) if normalise else np.asarray(query, dtype=np.float32)
+    stacked = np.concatenate([np.asarray(candidates[k], dtype=np.float32) for k in present])
+    c = unit_rows(stacked) if normalise else stacked
+    similarities = q @ c.T  # [|Q|, Σ|C_k|]
+    starts = np.cumsum([0] + [len(candidates[k]) for k in present[:-1]])
+    best = np.maximum.reduceat(similarities, starts, axis=1)  # [|Q|, len(present)]
+    scores[present] = best.mean(axis=0)
+    if symmetric:
+        sizes = np.diff(np.append(starts, similarities.shape[1]))
+        back = np.add.reduceat(similarities.max(axis=0), starts) / sizes  # [len(present)]
+        scores[present] = (scores[present] + back) / 2
+    return scores
+
+
+def _minmax(values: np.ndarray) -> np.ndarray:
+    finite = values[np.isfinite(values)]
+    if not len(finite):
+        return np.zeros_like(values)
+    low, high = float(finite.min()), float(finite.max())
+    out = (np.where(np.isfinite(values), values, low) - low) / (high - low) if high > low else np.ones_like(values)
+    return out.astype(np.float32)
+
+
+def maxsim_rerank(
+    ranking: Sequence[tuple[str, float]], maxsim: Mapping[str, float], *, window: int, weight: float
+) -> list[tuple[str, float]]:
+    """The top ``window`` of a ranking rescored with MaxSim, the rest after them in their order.
+
+    In the window, the score becomes ``1 + (1 - weight) · norm(score) + weight · norm(maxsim)`` (min-max
+    normalised within the window; a candidate without a MaxSim score, such as a formula KaTeX could not convert,
+    takes its normalised fused score in its place, so the rerank neither lifts nor sinks it); below it, the score is
+    min-max normalised into ``[0, 1)``, so the reranked window stays ahead.
+
+    Args:
+        ranking: ``(id, score)``, best first.
+        maxsim: id -> MaxSim score, for (some of) the window's ids.
+        window: how many of the top are rescored.
+        weight: MaxSim's share of the new score (0..1; 1: MaxSim alone orders the window).
+
+    Returns:
+        The reranked ``(id, score)``, best first.
+    """
+    head, tail = list(ranking[:window]), list(ranking[window:])
+    if not head:
+        return []
+    fused = _minmax(np.array([score for _, score in head], dtype=np.float32))
+    late = _minmax(np.array([maxsim.get(doc, -np.inf) for doc, _ in head], dtype=np.float32))
+    missing = np.array([doc not in maxsim or not np.isfinite(maxsim[doc]) for doc, _ in head])
+    late[missing] = fused[missing]  # no node vectors (no MathML): no evidence either way, the fused score stands
+    blended = 1.0 + (1.0 - weight) * fused + weight * late
+    order = sorted(range(len(head)), key=lambda k: (-float(blended[k]), k))
+    out = [(head[k][0], float(blended[k])) for k in order]
+    if tail:
+        rest = _minmax(np.array([score for _, score in tail], dtype=np.float32)) * 0.999
+        out.extend((doc, float(score)) for (doc, _), score in zip(tail, rest, strict=True))
+    return out
+
+
+class NodeVectorCache:
+    """Node vectors of candidate equations by id, least recently used dropped first; thread-safe.
+
+    Args:
+        compute: id list -> ``{id: node vectors}`` for those it can (others are left out: no MathML, bad MathML).
+        size: how many equations to keep (0: none). The vectors are kept in float16 (the 64-d node vectors of a
+            50-node equation: 6.4 kB).
+    """
+
+    def __init__(self, compute: Callable[[list[str]], Mapping[str, np.ndarray]], size: int = 8192) -> None:
+        self.compute = compute
+        self.size = size
+        self._items: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.computed = 0  # equations encoded so far (the cost the cache saves)
+
+    def get(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """The node vectors of ``ids`` (float16), computing the missing ones in one call."""
+        ids = list(dict.fromkeys(ids))
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for doc in ids:
+                if (vectors := self._items.get(doc)) is not None:
+                    self._items.move_to_end(doc)
+                    found[doc] = vectors
+        missing = [doc for doc in ids if doc not in found]
+        if missing:
+            fresh = {doc: np.asarray(v, dtype=np.float16) for doc, v in self.compute(missing).items()}
+            self.computed += len(fresh)
+            found.update(fresh)
+            if self.size > 0:
+                with self._lock:
+                    self._items.update(fresh)
+                    while len(self._items) > self.size:
+                        self._items.popitem(last=False)
+        return found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
