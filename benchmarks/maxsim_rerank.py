@@ -24,6 +24,8 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,10 +39,24 @@ from eqsearch.engine.model.nodes import load_node_encoder
 from eqsearch.engine.search import FormulaRanking
 from eqsearch.engine.search.maxsim import maxsim_scores
 from eqsearch.engine.search.rankers import get_ranker
-from eqsearch.evaluation.formulas import formula_ranking, indexed_collection, read_formula_file
+from eqsearch.evaluation.formulas import IndexedCollection, formula_ranking, indexed_collection, read_formula_file
 from eqsearch.evaluation.trec import evaluate_run, read_qrels
 
 DEV = Path("../shared/benchmarks/arqmath1-dev")
+
+
+def _with_maxsim(
+    base: FormulaRanking, name: str, nodes: str, window: int, weight: float, symmetric: bool = False
+) -> FormulaRanking:
+    """``base`` with a MaxSim rerank of its first ``window`` hits."""
+    return replace(
+        base,
+        name=name,
+        maxsim_window=window,
+        maxsim_weight=weight,
+        maxsim_nodes=nodes,
+        maxsim_symmetric=symmetric,
+    )
 
 
 def _variants() -> list[FormulaRanking]:
@@ -50,50 +66,33 @@ def _variants() -> list[FormulaRanking]:
     out = [embedding, default]
     for nodes in ("node_vectors", "node_states"):
         for window in (100, 300):
-            out.append(
-                replace(
-                    embedding,
-                    name=f"maxsim[{nodes},w{window}]",
-                    maxsim_window=window,
-                    maxsim_weight=1.0,
-                    maxsim_nodes=nodes,
-                )
-            )
+            out.append(_with_maxsim(embedding, f"maxsim[{nodes},w{window}]", nodes, window, 1.0))
     for nodes in ("node_vectors", "node_states"):
         for window in (100, 300):
             for weight in (0.1, 0.3, 0.5):
-                out.append(
-                    replace(
-                        default,
-                        name=f"default+maxsim[{nodes},w{window},{weight}]",
-                        maxsim_window=window,
-                        maxsim_weight=weight,
-                        maxsim_nodes=nodes,
-                    )
-                )
+                name = f"default+maxsim[{nodes},w{window},{weight}]"
+                out.append(_with_maxsim(default, name, nodes, window, weight))
     for window in (100, 300):  # both directions of MaxSim, on the node states (the better kind above)
-        out.append(
-            replace(
-                embedding,
-                name=f"maxsim[node_states,w{window},sym]",
-                maxsim_window=window,
-                maxsim_weight=1.0,
-                maxsim_nodes="node_states",
-                maxsim_symmetric=True,
-            )
-        )
+        name = f"maxsim[node_states,w{window},sym]"
+        out.append(_with_maxsim(embedding, name, "node_states", window, 1.0, symmetric=True))
         for weight in (0.1, 0.3, 0.5):
-            out.append(
-                replace(
-                    default,
-                    name=f"default+maxsim[node_states,w{window},{weight},sym]",
-                    maxsim_window=window,
-                    maxsim_weight=weight,
-                    maxsim_nodes="node_states",
-                    maxsim_symmetric=True,
-                )
-            )
+            name = f"default+maxsim[node_states,w{window},{weight},sym]"
+            out.append(_with_maxsim(default, name, "node_states", window, weight, symmetric=True))
     return out
+
+
+@contextmanager
+def _dev_collection(client: Any, encoder: Any) -> Iterator[tuple[KatexConverter, IndexedCollection]]:
+    """The development collection ingested once into indices of its own (``eqmaxsim-…``), deleted afterwards."""
+    formulas = read_formula_file(DEV / "collection.tsv", "visual_id")
+    prefix = f"eqmaxsim-{uuid.uuid4().hex[:8]}"
+    with (
+        KatexConverter() as converter,
+        indexed_collection(
+            client, encoder, converter, formulas, str(DEV / "collection.tsv"), index_prefix=prefix
+        ) as indexed,
+    ):
+        yield converter, indexed
 
 
 def _timed(service: Any, log: list[float]) -> None:
@@ -114,18 +113,11 @@ def grid(args: argparse.Namespace) -> None:
     client, _ = connect(EsConfig.from_env())
     encoder = load_encoder()
     qrels = read_qrels(DEV / "qrels.txt")
-    formulas = read_formula_file(DEV / "collection.tsv", "visual_id")
     topics = read_formula_file(DEV / "topics.tsv", "topic")
     variants = _variants()
     if args.only:
         variants = [v for v in variants if any(word in v.name for word in args.only)]
-    prefix = f"eqmaxsim-{uuid.uuid4().hex[:8]}"
-    with (
-        KatexConverter() as converter,
-        indexed_collection(
-            client, encoder, converter, formulas, str(DEV / "collection.tsv"), index_prefix=prefix
-        ) as indexed,
-    ):
+    with _dev_collection(client, encoder) as (converter, indexed):
         for ranking in variants:
             service = indexed.service(encoder, converter, ranking=ranking, depth=1000)
             first_page: list[float] = []
@@ -161,14 +153,7 @@ def grid(args: argparse.Namespace) -> None:
 def cost(args: argparse.Namespace) -> None:
     client, _ = connect(EsConfig.from_env())
     encoder = load_encoder()
-    formulas = read_formula_file(DEV / "collection.tsv", "visual_id")
-    prefix = f"eqmaxsim-{uuid.uuid4().hex[:8]}"
-    with (
-        KatexConverter() as converter,
-        indexed_collection(
-            client, encoder, converter, formulas, str(DEV / "collection.tsv"), index_prefix=prefix
-        ) as indexed,
-    ):
+    with _dev_collection(client, encoder) as (_, indexed):
         alias = f"{indexed.prefix}-equations"
         hits = client.search(index=alias, size=10_000, source_includes=["eq_id", "mathml"], query={"match_all": {}})
         docs = [
@@ -211,7 +196,7 @@ def cost(args: argparse.Namespace) -> None:
         # row, base64 in a binary field): its merged size over the equations is what the field would add per equation
         nodes = load_node_encoder(output="node_vectors")
         vectors = nodes.encode(mathml)
-        stored = f"{prefix}-stored"
+        stored = f"{indexed.prefix}-stored"
         client.indices.create(
             index=stored,
             mappings={

@@ -2,17 +2,11 @@
 
 The bundle has no vocabulary; its manifest records the render settings the model was trained with (``renderer``),
 which the runtime loader (`engine.model.bitmap_encoder`) renders with. The manifest is built by
-`engine.model.bundle.make_manifest`, the schema the loader reads.
+`engine.model.bundle.make_manifest` (through `export.bundle.write_export_manifest`), the schema the loader reads.
 """
 
 from __future__ import annotations
 
-import io
-import platform
-import shutil
-import tempfile
-import warnings
-from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,26 +15,30 @@ import numpy as np
 import torch
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.model.bitmap_render import RenderConfig
-from eqsearch.engine.model.bundle import BITMAP_INPUTS, MODEL_NAME, make_manifest, read_manifest, write_manifest
+from eqsearch.engine.model.bundle import BITMAP_INPUTS, MODEL_NAME, read_manifest
+from eqsearch.export.bundle import (
+    PARITY_TOLERANCE,
+    ExportParity,
+    bundle_destination,
+    staged_bundle,
+    write_export_manifest,
+)
+from eqsearch.export.onnx_export import save_dynamo_onnx
 from eqsearch.training.bitmap_model import BitmapCNN
 
 BITMAP_KIND = "ecml19-cnn"
-OUTPUT_NAME = "embedding"
 DEFAULT_OPSET = 18
-PARITY_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True)
-class BitmapParityReport:
-    """Largest absolute difference between torch and onnxruntime vectors over the checked bitmaps."""
+class BitmapParityReport(ExportParity):
+    """The parity check of a bitmap CNN's bundle over rendered bitmaps."""
 
-    max_abs_diff: float
     bitmaps: int
-    tolerance: float
 
     @property
-    def ok(self) -> bool:
-        return self.max_abs_diff <= self.tolerance
+    def checked(self) -> tuple[str, int]:
+        return "bitmaps", self.bitmaps
 
 
 def export_bitmap_onnx(model: BitmapCNN, path: Path, opset: int = DEFAULT_OPSET) -> Path:
@@ -56,22 +54,9 @@ def export_bitmap_onnx(model: BitmapCNN, path: Path, opset: int = DEFAULT_OPSET)
     example = torch.zeros((3, config.height, config.width), dtype=torch.uint8)
     example[:, 10:20, 100:200] = 255
     batch = torch.export.Dim("batch", min=1)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings(), redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        program = torch.onnx.export(
-            model,
-            (example,),
-            dynamo=True,
-            dynamic_shapes=({0: batch},),
-            opset_version=opset,
-            input_names=list(BITMAP_INPUTS),
-            output_names=[OUTPUT_NAME],
-            external_data=False,
-            verbose=False,
-        )
-        program.save(str(path), external_data=False)
+    path = save_dynamo_onnx(
+        model, (example,), path, dynamic_shapes=({0: batch},), opset=opset, input_names=BITMAP_INPUTS
+    )
     model.train(was_training)
     return path
 
@@ -98,7 +83,7 @@ def check_bitmap_parity(
                 ours = model(torch.from_numpy(chunk)).numpy()
                 (theirs,) = session.run([manifest.output], {BITMAP_INPUTS[0]: chunk})
                 worst = max(worst, float(np.abs(ours - theirs).max()))
-    return BitmapParityReport(worst, len(bitmaps), PARITY_TOLERANCE)
+    return BitmapParityReport(max_abs_diff=worst, tolerance=PARITY_TOLERANCE, bitmaps=len(bitmaps))
 
 
 def write_bitmap_bundle(
@@ -137,11 +122,7 @@ def write_bitmap_bundle(
     Raises:
         EqsearchError: ``out_dir`` exists without ``overwrite``, or the parity check fails.
     """
-    from eqsearch import __version__
-
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not overwrite:
-        raise EqsearchError(f"{out_dir} already exists", hint="pass --overwrite to replace it")
+    out_dir = bundle_destination(out_dir, overwrite)
     config = model.config
     if (config.height, config.width) != (render_config.height, render_config.width):
         raise EqsearchError(
@@ -152,45 +133,21 @@ def write_bitmap_bundle(
     if isinstance(training.get("config"), dict) and training["config"].get("corpus"):
         training["config"] = {**training["config"], "corpus": Path(str(training["config"]["corpus"])).name}
         training["config"].pop("run_dir", None)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=".bundle-") as tmp:
-        staging = Path(tmp) / "bundle"
-        staging.mkdir()
+    with staged_bundle(out_dir) as staging:
         export_bitmap_onnx(model, staging / MODEL_NAME, opset=opset)
-        manifest = make_manifest(
+        manifest = write_export_manifest(
             staging,
             encoder=BITMAP_KIND,
+            model_config=config.to_dict(),
             embedding_dim=config.embedding_dim,
-            similarity=similarity,
             opset=opset,
-            output=OUTPUT_NAME,
+            similarity=similarity,
             vocabulary=None,
-            eqsearch_version=__version__,
+            training=training,
+            data_summary=data_summary,
+            evaluation=evaluation,
             renderer={**render_config.identity(), **renderer_versions},
-            provenance={
-                "model_config": config.to_dict(),
-                "exported_with": {
-                    "torch": torch.__version__.split("+")[0],
-                    "onnx_opset": opset,
-                    "python": platform.python_version(),
-                },
-                "training": training,
-                "data": data_summary or {},
-                "evaluation": evaluation or {},
-            },
         )
-        write_manifest(staging, manifest)
-        read_manifest(staging)
         if parity_bitmaps is not None and len(parity_bitmaps):
-            report = check_bitmap_parity(model, staging, parity_bitmaps)
-            if not report.ok:
-                raise EqsearchError(
-                    f"torch and onnxruntime disagree by {report.max_abs_diff:.2e} (> {report.tolerance}) on "
-                    f"{report.bitmaps} bitmaps: the export is not faithful"
-                )
-            manifest["parity"] = {"max_abs_diff": report.max_abs_diff, "bitmaps": report.bitmaps}
-            write_manifest(staging, manifest)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        shutil.move(str(staging), str(out_dir))
+            check_bitmap_parity(model, staging, parity_bitmaps).record(staging, manifest)
     return out_dir

@@ -1,7 +1,9 @@
 """Writing a model bundle (model.onnx + vocabulary.json + manifest.json) and proving it matches torch.
 
 The manifest is built and written by `engine.model.bundle` (`make_manifest`, `write_manifest`), the module that
-reads it back, so the writer here and the runtime's reader share one schema.
+reads it back, so the writer here and the runtime's reader share one schema. The steps every bundle writer takes
+(`bundle_destination`, `staged_bundle`, `write_export_manifest`, `ExportParity.record`) serve the bitmap CNN's writer
+(`export.bitmap`) too.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 import platform
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,17 +38,48 @@ PARITY_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True)
-class ParityReport:
-    """Largest absolute difference between torch and onnxruntime vectors over the checked equations."""
+class ExportParity:
+    """Largest absolute difference between torch's and onnxruntime's vectors for the same inputs: what a parity
+    check found, whatever it compared (`ParityReport`: equations; `export.bitmap.BitmapParityReport`: bitmaps)."""
 
     max_abs_diff: float
-    equations: int
-    batches: int
     tolerance: float
 
     @property
     def ok(self) -> bool:
         return self.max_abs_diff <= self.tolerance
+
+    @property
+    def checked(self) -> tuple[str, int]:
+        """What was compared, and how many: ``("equations", 44)``."""
+        raise NotImplementedError
+
+    def record(self, bundle: Path, manifest: dict[str, Any]) -> None:
+        """Write the figures into the staged bundle's manifest (``parity``).
+
+        Raises:
+            EqsearchError: the difference is over the tolerance: the export is not faithful.
+        """
+        unit, count = self.checked
+        if not self.ok:
+            raise EqsearchError(
+                f"torch and onnxruntime disagree by {self.max_abs_diff:.2e} (> {self.tolerance}) on "
+                f"{count} {unit}: the export is not faithful"
+            )
+        manifest["parity"] = {"max_abs_diff": self.max_abs_diff, unit: count}
+        write_manifest(bundle, manifest)
+
+
+@dataclass(frozen=True)
+class ParityReport(ExportParity):
+    """The parity check of a graph network's bundle over featurized equations, in ``batches`` onnxruntime calls."""
+
+    equations: int
+    batches: int
+
+    @property
+    def checked(self) -> tuple[str, int]:
+        return "equations", self.equations
 
 
 def check_parity(
@@ -72,7 +106,86 @@ def check_parity(
             theirs = encoder.run_batch(concatenate_graphs(chunk))
             worst = max(worst, float(np.abs(ours - theirs).max()) if len(chunk) else 0.0)
             batches += 1
-    return ParityReport(worst, len(graphs), batches, tolerance)
+    return ParityReport(max_abs_diff=worst, tolerance=tolerance, equations=len(graphs), batches=batches)
+
+
+def bundle_destination(out_dir: Path, overwrite: bool) -> Path:
+    """``out_dir`` as a path, checked to be free (or to be replaced).
+
+    Raises:
+        EqsearchError: ``out_dir`` exists without ``overwrite``.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not overwrite:
+        raise EqsearchError(f"{out_dir} already exists", hint="pass --overwrite to replace it")
+    return out_dir
+
+
+@contextmanager
+def staged_bundle(out_dir: Path) -> Iterator[Path]:
+    """A directory beside ``out_dir`` to assemble a bundle in: when the block ends without error it replaces
+    ``out_dir``; when it raises, nothing is left behind."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=".bundle-") as tmp:
+        staging = Path(tmp) / "bundle"
+        staging.mkdir()
+        yield staging
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        shutil.move(str(staging), str(out_dir))
+
+
+def write_export_manifest(
+    staging: Path,
+    *,
+    encoder: str,
+    model_config: dict[str, Any],
+    embedding_dim: int,
+    opset: int,
+    similarity: str,
+    vocabulary: Vocabulary | None,
+    training: dict[str, Any],
+    data_summary: dict[str, Any] | None,
+    evaluation: dict[str, Any] | None,
+    renderer: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write the manifest of a freshly exported bundle (`engine.model.bundle.make_manifest`) with what made it: the
+    model's config, the torch, opset and Python versions, the training run, its data and its held-out figures; then
+    read it back, which checks it.
+
+    Returns:
+        The manifest written.
+
+    Raises:
+        BundleError: the manifest does not check (`engine.model.bundle.read_manifest`).
+    """
+    from eqsearch import __version__
+
+    manifest = make_manifest(
+        staging,
+        encoder=encoder,
+        embedding_dim=embedding_dim,
+        similarity=similarity,
+        opset=opset,
+        output=OUTPUT_NAME,
+        vocabulary=vocabulary,
+        eqsearch_version=__version__,
+        renderer=renderer,
+        provenance={
+            "model_config": model_config,
+            "exported_with": {
+                "torch": torch.__version__.split("+")[0],
+                "onnx_opset": opset,
+                "python": platform.python_version(),
+            },
+            "training": training,
+            "data": data_summary or {},
+            "evaluation": evaluation or {},
+        },
+    )
+    write_manifest(staging, manifest)
+    read_manifest(staging)
+    return manifest
 
 
 def _portable(training_config: dict[str, Any]) -> dict[str, Any]:
@@ -119,54 +232,26 @@ def write_bundle(
     Raises:
         EqsearchError: ``out_dir`` exists without ``overwrite``, or the parity check fails.
     """
-    from eqsearch import __version__
-
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not overwrite:
-        raise EqsearchError(f"{out_dir} already exists", hint="pass --overwrite to replace it")
+    out_dir = bundle_destination(out_dir, overwrite)
     config = model.config
     sizes = vocabulary_sizes(vocabulary)
     if (config.n_tags, config.n_attrs, config.n_chars) != (vocabulary.n_tags, vocabulary.n_attrs, vocabulary.n_chars):
         raise EqsearchError(f"the model was built for vocabulary sizes {config.to_dict()}, the vocabulary has {sizes}")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=".bundle-") as tmp:
-        staging = Path(tmp) / "bundle"
-        staging.mkdir()
+    with staged_bundle(out_dir) as staging:
         export_onnx(model, staging / MODEL_NAME, opset=opset)
         vocabulary.save(staging / VOCABULARY_NAME)
-        manifest = make_manifest(
+        manifest = write_export_manifest(
             staging,
             encoder="kdd20-gcn",
+            model_config=config.to_dict(),
             embedding_dim=config.embedding_dim,
-            similarity=similarity,
             opset=opset,
-            output=OUTPUT_NAME,
+            similarity=similarity,
             vocabulary=vocabulary,
-            eqsearch_version=__version__,
-            provenance={
-                "model_config": config.to_dict(),
-                "exported_with": {
-                    "torch": torch.__version__.split("+")[0],
-                    "onnx_opset": opset,
-                    "python": platform.python_version(),
-                },
-                "training": _portable(training_config or {}),
-                "data": data_summary or {},
-                "evaluation": evaluation or {},
-            },
+            training=_portable(training_config or {}),
+            data_summary=data_summary,
+            evaluation=evaluation,
         )
-        write_manifest(staging, manifest)
-        read_manifest(staging)
         if parity_graphs:
-            report = check_parity(model, staging, parity_graphs)
-            if not report.ok:
-                raise EqsearchError(
-                    f"torch and onnxruntime disagree by {report.max_abs_diff:.2e} (> {report.tolerance}) on "
-                    f"{report.equations} equations: the export is not faithful"
-                )
-            manifest["parity"] = {"max_abs_diff": report.max_abs_diff, "equations": report.equations}
-            write_manifest(staging, manifest)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        shutil.move(str(staging), str(out_dir))
+            check_parity(model, staging, parity_graphs).record(staging, manifest)
     return out_dir

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import warnings
+from collections.abc import Sequence
 from contextlib import redirect_stdout
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -38,6 +40,51 @@ def example_batch() -> GraphArrays:
     return concatenate_graphs(graphs)
 
 
+def save_dynamo_onnx(
+    model: torch.nn.Module,
+    args: tuple[Any, ...],
+    path: Path,
+    *,
+    kwargs: dict[str, Any] | None = None,
+    dynamic_shapes: Any,
+    opset: int,
+    input_names: Sequence[str],
+) -> Path:
+    """Export a model with the dynamo-based exporter (``torch.export``) and save it as one self-contained ``.onnx``
+    file whose single output is ``embedding``. The exporter's warnings and progress prints are silenced.
+
+    Args:
+        model: the module, already on CPU and in eval mode.
+        args: positional example inputs to trace with.
+        path: the ``.onnx`` file to write (its folder is created).
+        kwargs: keyword example inputs to trace with.
+        dynamic_shapes: the dynamic dimensions of the inputs (``torch.export.Dim``), in input order.
+        opset: ONNX opset version.
+        input_names: the ONNX names of the inputs, in order.
+
+    Returns:
+        ``path``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings(), redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(
+            model,
+            args,
+            kwargs=kwargs,
+            dynamo=True,
+            dynamic_shapes=dynamic_shapes,
+            opset_version=opset,
+            input_names=list(input_names),
+            output_names=[OUTPUT_NAME],
+            external_data=False,
+            verbose=False,
+        )
+        program.save(str(path), external_data=False)
+    return path
+
+
 def export_onnx(model: FormulaEncoder, path: Path, opset: int = DEFAULT_OPSET) -> Path:
     """Write the encoder (eval mode: running batch-norm and norm statistics) as ONNX.
 
@@ -63,22 +110,8 @@ def export_onnx(model: FormulaEncoder, path: Path, opset: int = DEFAULT_OPSET) -
     # in input order: the exporter pairs these with the inputs by position when it names the ONNX axes
     axes = {"edge_index": {1: edges}, "graph_sizes": {0: graphs}}
     dynamic = {name: axes.get(name, {0: nodes}) for name in GRAPH_INPUTS}
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings(), redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        program = torch.onnx.export(
-            model,
-            (),
-            kwargs=inputs,
-            dynamo=True,
-            dynamic_shapes=dynamic,
-            opset_version=opset,
-            input_names=list(GRAPH_INPUTS),
-            output_names=[OUTPUT_NAME],
-            external_data=False,
-            verbose=False,
-        )
-        program.save(str(path), external_data=False)
+    path = save_dynamo_onnx(
+        model, (), path, kwargs=inputs, dynamic_shapes=dynamic, opset=opset, input_names=GRAPH_INPUTS
+    )
     model.to(device).train(was_training)
     return path

@@ -59,8 +59,7 @@ class BitmapEncoder:
         render_timeout_s: float = 5.0,
         node: str = "node",
     ) -> None:
-        import onnxruntime as ort
-        from eqsearch.engine.model.encoder import available_providers
+        from eqsearch.engine.model.encoder import open_bundle_session
 
         self.manifest = manifest
         self.kind = manifest.encoder
@@ -80,29 +79,7 @@ class BitmapEncoder:
         self.renderer = BitmapRenderer(self.render_config)
         self._lock = threading.Lock()  # one Node process: searches from several threads take turns
         self._retry: dict[str, RenderResult] = {}  # the renderings of the last batch that failed
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1  # throughput from batching; the CPU is shared with Elasticsearch
-        options.inter_op_num_threads = 1
-        try:
-            self.session = ort.InferenceSession(
-                str(manifest.model_path), sess_options=options, providers=available_providers(prefer_gpu)
-            )
-        except Exception as error:  # onnxruntime raises its own exception types
-            raise BundleError(
-                f"{manifest.model_path}: onnxruntime cannot load the model ({str(error).splitlines()[0]})"
-            ) from None
-        inputs = self.session.get_inputs()
-        if tuple(i.name for i in inputs) != manifest.inputs:
-            raise BundleError(
-                f"{manifest.model_path}: the model takes inputs {[i.name for i in inputs]}, "
-                f"the manifest says {manifest.inputs}"
-            )
-        outputs = self.session.get_outputs()
-        if len(outputs) != 1 or outputs[0].name != manifest.output or outputs[0].shape[-1] != self.dim:
-            raise BundleError(
-                f"{manifest.model_path}: the model's output {[(o.name, o.shape) for o in outputs]} is not "
-                f"'{manifest.output}' of width {self.dim} as the manifest says"
-            )
+        self.session = open_bundle_session(manifest, prefer_gpu=prefer_gpu)
 
     def _check_renderer(self, settings: dict[str, Any]) -> None:
         try:

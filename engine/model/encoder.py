@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 from eqsearch.engine.model.bundle import (
@@ -20,6 +20,9 @@ from eqsearch.engine.model.bundle import (
     read_manifest,
 )
 from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 
 @runtime_checkable
@@ -53,6 +56,49 @@ def available_providers(prefer_gpu: bool = True) -> list[str]:
     return [*chosen, "CPUExecutionProvider"]
 
 
+def open_bundle_session(manifest: BundleManifest, *, prefer_gpu: bool = True) -> ort.InferenceSession:
+    """An onnxruntime session on a bundle's model, checked against the manifest's inputs and output.
+
+    One intra-op thread: the graph network's sums over neighbours and its pooling are ``ScatterND(reduction="add")``
+    on duplicate indices (a parent's many children, every node of an equation), and onnxruntime's CPU kernel splits
+    that work across intra-op threads without serialising the duplicates: with 2 threads, a 963-node equation's
+    vector varied by up to 2.5 (max abs) from run to run; with 1 thread it is bit-identical and matches torch.
+    Throughput comes from batching (and from several encoder processes where needed); the CPU is shared with
+    Elasticsearch.
+
+    Args:
+        manifest: a checked manifest (see `read_manifest`).
+        prefer_gpu: use the CUDA provider when onnxruntime-gpu is installed.
+
+    Raises:
+        BundleError: the model does not load, or its inputs or output are not those of the manifest.
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    try:
+        session = ort.InferenceSession(
+            str(manifest.model_path), sess_options=options, providers=available_providers(prefer_gpu)
+        )
+    except Exception as error:  # onnxruntime raises its own exception types
+        raise BundleError(
+            f"{manifest.model_path}: onnxruntime cannot load the model ({str(error).splitlines()[0]})",
+            hint=f"the bundle declares opset {manifest.opset}; check that this onnxruntime supports it",
+        ) from None
+    names = tuple(i.name for i in session.get_inputs())
+    if names != manifest.inputs:
+        raise BundleError(f"{manifest.model_path}: the model takes inputs {names}, the manifest says {manifest.inputs}")
+    outputs = session.get_outputs()
+    if len(outputs) != 1 or outputs[0].name != manifest.output or outputs[0].shape[-1] != manifest.embedding_dim:
+        raise BundleError(
+            f"{manifest.model_path}: the model's output {[(o.name, o.shape) for o in outputs]} is not "
+            f"'{manifest.output}' of width {manifest.embedding_dim} as the manifest says"
+        )
+    return session
+
+
 class GraphEncoder:
     """The KDD'20 graph network of a model bundle, run by onnxruntime.
 
@@ -68,8 +114,6 @@ class GraphEncoder:
     """
 
     def __init__(self, manifest: BundleManifest, *, batch_size: int = 256, prefer_gpu: bool = True) -> None:
-        import onnxruntime as ort
-
         self.manifest = manifest
         self.kind = manifest.encoder
         self.dim = manifest.embedding_dim
@@ -77,34 +121,7 @@ class GraphEncoder:
         self.identity = manifest.identity
         self.batch_size = batch_size
         self.vocabulary = load_bundle_vocabulary(manifest)
-        options = ort.SessionOptions()
-        # The exported graph sums over neighbours and pools with ScatterND(reduction="add") on duplicate indices (a
-        # parent's many children, every node of an equation). onnxruntime's CPU kernel splits that work across
-        # intra-op threads without serialising the duplicates: with 2 threads, a 963-node equation's vector varied
-        # by up to 2.5 (max abs) from run to run; with 1 thread it is bit-identical and matches torch. So: one
-        # intra-op thread; throughput comes from batching (and from several encoder processes where needed).
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        try:
-            self.session = ort.InferenceSession(
-                str(manifest.model_path), sess_options=options, providers=available_providers(prefer_gpu)
-            )
-        except Exception as error:  # onnxruntime raises its own exception types
-            raise BundleError(
-                f"{manifest.model_path}: onnxruntime cannot load the model ({str(error).splitlines()[0]})",
-                hint=f"the bundle declares opset {manifest.opset}; check that this onnxruntime supports it",
-            ) from None
-        names = tuple(i.name for i in self.session.get_inputs())
-        if names != manifest.inputs:
-            raise BundleError(
-                f"{manifest.model_path}: the model takes inputs {names}, the manifest says {manifest.inputs}"
-            )
-        outputs = self.session.get_outputs()
-        if len(outputs) != 1 or outputs[0].name != manifest.output or outputs[0].shape[-1] != self.dim:
-            raise BundleError(
-                f"{manifest.model_path}: the model's output {[(o.name, o.shape) for o in outputs]} is not "
-                f"'{manifest.output}' of width {self.dim} as the manifest says"
-            )
+        self.session = open_bundle_session(manifest, prefer_gpu=prefer_gpu)
 
     @property
     def providers(self) -> list[str]:

@@ -14,6 +14,7 @@ from eqsearch.engine.search import get_ranker
 from eqsearch.evaluation.formulas import evaluate_formulas, ranking_bundle, ranking_encoder
 from eqsearch.evaluation.trec import read_qrels
 from eqsearch.main import main
+from formula_collection import BROKEN, FORMULAS, numbered, write_formula_files
 from hashing_encoder import HashingEncoder
 
 BITMAP_BUNDLE = default_bundle_path().parent / "bitmap-bundle"
@@ -21,27 +22,13 @@ needs_bundle = pytest.mark.skipif(
     not (BITMAP_BUNDLE / "manifest.json").is_file(), reason="no engine/model/bitmap-bundle yet"
 )
 
-COLLECTION = {
-    "1": r"f(x) = \frac{x^2 + x + c}{x^2 + 2x + c}",
-    "2": r"y = \frac{x^{2} + x + c}{x^{2} + 2 x + c}",
-    "3": r"\sum_{k=0}^{n} \binom{n}{k} k = n 2^{n-1}",
-    "4": r"\sum_{k=0}^{n} \left( \frac{n}{k} \right) k",
-    "5": r"\int_0^\infty \frac{\sin x}{x} dx = \frac{\pi}{2}",
-    "6": r"a^2 + b^2 = c^2",
-    "7": r"\left& 1 + \frac{1}{n} \right; ^{n}",  # broken LaTeX: KaTeX refuses it, so no MathML and no bitmap
-}
+COLLECTION = numbered(*FORMULAS, BROKEN)  # KaTeX refuses formula 7: no MathML, so no bitmap
 TOPICS = {"T.1": r"y = \frac{x^2 + x + c}{x^2 + 2x + c}", "T.2": r"\sum_{k=0}^{n}\binom{n}{k}k"}
 QRELS = [("T.1", "1", 3), ("T.1", "2", 3), ("T.1", "6", 0), ("T.2", "3", 2), ("T.2", "4", 3), ("T.2", "6", 0)]
 
 
 def _files(tmp_path: Path) -> tuple[Path, Path, Path]:
-    collection = tmp_path / "collection.tsv"
-    collection.write_text("visual_id\tlatex\n" + "".join(f"{k}\t{v}\n" for k, v in COLLECTION.items()))
-    topics = tmp_path / "topics.tsv"
-    topics.write_text("topic\tlatex\n" + "".join(f"{k}\t{v}\n" for k, v in TOPICS.items()))
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text("".join(f"{t} 0 {d} {g}\n" for t, d, g in QRELS))
-    return collection, topics, qrels
+    return write_formula_files(tmp_path, COLLECTION, TOPICS, QRELS)
 
 
 def test_the_bitmap_rankers_name_their_bundle_and_refuse_another() -> None:

@@ -15,20 +15,11 @@ from eqsearch.evaluation.formulas import FormulaFileError, evaluate_formulas, re
 from eqsearch.evaluation.trec import read_qrels
 from eqsearch.ingest.jobs import IngestJob, IngestJobConfig
 from eqsearch.main import main
+from formula_collection import BROKEN, DETERMINANT, EULER, FORMULAS, LIMIT, numbered, write_formula_files
 from hashing_encoder import HashingEncoder
 
-COLLECTION = {
-    "1": r"f(x) = \frac{x^2 + x + c}{x^2 + 2x + c}",
-    "2": r"y = \frac{x^{2} + x + c}{x^{2} + 2 x + c}",
-    "3": r"\sum_{k=0}^{n} \binom{n}{k} k = n 2^{n-1}",
-    "4": r"\sum_{k=0}^{n} \left( \frac{n}{k} \right) k",
-    "5": r"\int_0^\infty \frac{\sin x}{x} dx = \frac{\pi}{2}",
-    "6": r"a^2 + b^2 = c^2",
-    "7": r"e^{i\pi} + 1 = 0",
-    "8": r"\left& 1 + \frac{1}{n} \right; ^{n}",  # broken LaTeX, as real input is: KaTeX refuses it
-    "9": r"\lim_{n \to \infty} ( 1 + \frac{1}{n} )^{n} = e",
-    "10": r"\det(A - \lambda I) = 0",
-}
+# formula 8 is broken LaTeX, as real input is: KaTeX refuses it
+COLLECTION = numbered(*FORMULAS, EULER, BROKEN, LIMIT, DETERMINANT)
 TOPICS = {
     "T.1": r"\frac{x^2 + x + c}{x^2 + 2x + c}",
     "T.2": r"\sum_{k=0}^{n}\binom{n}{k}k",
@@ -39,13 +30,7 @@ QRELS += [("T.3", "8", 3), ("T.3", "9", 2), ("T.3", "10", 0)]
 
 
 def _files(tmp_path: Path) -> tuple[Path, Path, Path]:
-    collection = tmp_path / "collection.tsv"
-    collection.write_text("visual_id\tlatex\n" + "".join(f"{k}\t{v}\n" for k, v in COLLECTION.items()))
-    topics = tmp_path / "topics.tsv"
-    topics.write_text("topic\tlatex\n" + "".join(f"{k}\t{v}\n" for k, v in TOPICS.items()))
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text("".join(f"{t} 0 {d} {g}\n" for t, d, g in QRELS))
-    return collection, topics, qrels
+    return write_formula_files(tmp_path, COLLECTION, TOPICS, QRELS)
 
 
 def test_formula_files_need_their_header_and_one_id_per_line(tmp_path):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from eqsearch.engine.search.maxsim import NodeVectorCache, maxsim_rerank, maxsim_scores
 from eqsearch.engine.search.rankers import RANKERS, FormulaRanking, get_ranker
+from formula_collection import DETERMINANT, EULER, FORMULAS, LIMIT, numbered
 
 
 def test_maxsim_is_the_mean_over_query_nodes_of_the_best_candidate_node():
@@ -78,17 +79,7 @@ def test_rankers_check_the_maxsim_settings():
         FormulaRanking("x", "", embedding=1.0, maxsim_window=100, maxsim_weight=1.0, maxsim_nodes="edges")
 
 
-COLLECTION = {
-    "1": r"f(x) = \frac{x^2 + x + c}{x^2 + 2x + c}",
-    "2": r"y = \frac{x^{2} + x + c}{x^{2} + 2 x + c}",
-    "3": r"\sum_{k=0}^{n} \binom{n}{k} k = n 2^{n-1}",
-    "4": r"\sum_{k=0}^{n} \left( \frac{n}{k} \right) k",
-    "5": r"\int_0^\infty \frac{\sin x}{x} dx = \frac{\pi}{2}",
-    "6": r"a^2 + b^2 = c^2",
-    "7": r"e^{i\pi} + 1 = 0",
-    "8": r"\lim_{n \to \infty} ( 1 + \frac{1}{n} )^{n} = e",
-    "9": r"\det(A - \lambda I) = 0",
-}
+COLLECTION = numbered(*FORMULAS, EULER, LIMIT, DETERMINANT)
 
 
 @pytest.mark.es
