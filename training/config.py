@@ -10,7 +10,7 @@ from typing import Any
 
 from eqsearch.engine.errors import EqsearchError
 
-LOSSES = ("histogram", "triplet")
+LOSSES = ("histogram", "triplet", "infonce")
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -27,7 +27,12 @@ class TrainConfig:
         hidden_dim: width of the first layer and graph convolutions [512].
         embedding_dim: width of the equation embedding [64].
         n_convs: graph convolutions after the first layer [3].
-        loss: "histogram" (R bins, all anchor/negative pairs of the batch) or "triplet" (margin).
+        loss: "histogram" (R bins, all anchor/negative pairs of the batch), "triplet" (margin) or "infonce" (each
+            anchor picks its positive among the batch's positives and negatives; not in the paper).
+        temperature: InfoNCE's temperature.
+        self_share: share of the training triplets whose positive is the anchor itself, seen through another
+            augmentation and mask (a contrastive view pair; 0 in the paper).
+        inline: train on the papers' inline formulas too (the paper uses display equations only).
         histogram_bins: R [64].
         margin: Δ of the triplet loss [1].
         masking: add the masking task (ablation switch).
@@ -57,6 +62,9 @@ class TrainConfig:
     vocabulary: str | None = None
     test_fraction: float = 0.2
     split_seed: int = 0
+    temperature: float = 0.1
+    self_share: float = 0.0
+    inline: bool = False
     hidden_dim: int = 512
     embedding_dim: int = 64
     n_convs: int = 3
@@ -93,6 +101,10 @@ class TrainConfig:
             raise ValueError(f"test_fraction must be in (0, 1), got {self.test_fraction}")
         if not 0.0 < self.mask_rate < 1.0:
             raise ValueError(f"mask_rate must be in (0, 1), got {self.mask_rate}")
+        if not 0.0 <= self.self_share < 1.0:
+            raise ValueError(f"self_share must be in [0, 1), got {self.self_share}")
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be positive, got {self.temperature}")
         if self.batch_size < 2:
             raise ValueError("batch_size must be at least 2 (the histogram loss contrasts within a batch)")
         if self.histogram_bins < 2:

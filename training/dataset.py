@@ -136,6 +136,7 @@ def build_corpus(
     min_nodes: int = 2,
     max_nodes: int = 512,
     progress: Callable[[int], None] | None = None,
+    inline: bool = False,
 ) -> Corpus:
     """Featurize the equations of paper records into a Corpus.
 
@@ -145,6 +146,8 @@ def build_corpus(
         min_nodes: equations with fewer nodes are skipped (a lone symbol says nothing about its paper).
         max_nodes: equations with more nodes are skipped (keeps batches bounded).
         progress: called with the number of equations handled after each paper.
+        inline: keep the inline formulas too (each section's ``inline`` list, and docstrings' ``:math:`` roles),
+            beside the displays.
     """
     raw: list[tuple[str, list[tuple[int, ...]], list[str]]] = []
     graphs: list[GraphArrays] = []
@@ -161,9 +164,10 @@ def build_corpus(
         sections: list[tuple[int, ...]] = []
         for section in record.get("sections") or []:
             ids = []
-            for equation in section.get("equations") or []:
+            extra = (section.get("inline") or []) if inline else []
+            for equation in [*(section.get("equations") or []), *extra]:
                 handled += 1
-                if equation.get("display") is False:  # the paper uses display equations only (§3.1)
+                if equation.get("display") is False and not inline:  # the paper: display equations only (§3.1)
                     skipped["inline"] = skipped.get("inline", 0) + 1
                     continue
                 mathml = equation.get("mathml")

@@ -72,6 +72,7 @@ def prepare_data(config: TrainConfig, log: Callable[[str], None] = print) -> Pre
         "vocabulary": config.vocabulary,
         "split": [config.test_fraction, config.split_seed],
         "nodes": [config.min_nodes, config.max_nodes],
+        "inline": config.inline,
     }
     stamp_path = run_dir / "corpus.stamp.json"
     if (
@@ -89,7 +90,7 @@ def prepare_data(config: TrainConfig, log: Callable[[str], None] = print) -> Pre
         else:
             # the vocabulary comes from the training papers of the split, computed on the raw records
             train_ids = _train_paper_ids(corpus_path, config)
-            mathml = _read_mathml_of(corpus_path, train_ids)
+            mathml = _read_mathml_of(corpus_path, train_ids, inline=config.inline)
             vocab = build_vocabulary(mathml, skip_malformed=True)
             log(f"vocabulary built from {len(mathml)} training equations")
         vocab.save(vocab_path)
@@ -100,6 +101,7 @@ def prepare_data(config: TrainConfig, log: Callable[[str], None] = print) -> Pre
                 min_nodes=config.min_nodes,
                 max_nodes=config.max_nodes,
                 progress=lambda n: bar.update(n - bar.n),
+                inline=config.inline,
             )
         save_corpus(corpus, cache_path)
         stamp_path.write_text(json.dumps(stamp))
@@ -109,7 +111,7 @@ def prepare_data(config: TrainConfig, log: Callable[[str], None] = print) -> Pre
             f"the corpus {corpus_path} has too few papers with equations for a split "
             f"({len(train.papers)} train / {len(test.papers)} test)"
         )
-    train_triplets = TripletSampler(train).sample(config.train_triplets, seed=config.seed)
+    train_triplets = TripletSampler(train, self_share=config.self_share).sample(config.train_triplets, seed=config.seed)
     eval_triplets = TripletSampler(test).sample(config.eval_triplets, seed=config.seed + 1)
     summary = {
         "corpus_file": corpus_path.name,
@@ -134,14 +136,14 @@ def _train_paper_ids(corpus_path: Path, config: TrainConfig) -> set[str]:
     return ids
 
 
-def _read_mathml_of(corpus_path: Path, ids: set[str]) -> list[str]:
+def _read_mathml_of(corpus_path: Path, ids: set[str], *, inline: bool = False) -> list[str]:
     return [
         eq["mathml"]
         for record in read_papers(corpus_path)
         if str(record.get("id")) in ids
         for section in record.get("sections") or []
-        for eq in section.get("equations") or []
-        if eq.get("mathml") and eq.get("display") is not False
+        for eq in [*(section.get("equations") or []), *((section.get("inline") or []) if inline else [])]
+        if eq.get("mathml") and (inline or eq.get("display") is not False)
     ]
 
 
@@ -186,7 +188,13 @@ def train_step(
     batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
     with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_amp):
         losses = training_losses(
-            model, heads, batch, loss=config.loss, histogram_bins=config.histogram_bins, margin=config.margin
+            model,
+            heads,
+            batch,
+            loss=config.loss,
+            histogram_bins=config.histogram_bins,
+            margin=config.margin,
+            temperature=config.temperature,
         )
     optimizer.zero_grad(set_to_none=True)
     losses["loss"].backward()

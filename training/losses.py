@@ -52,6 +52,24 @@ def triplet_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: flo
     return torch.relu(margin - s_pos + s_neg).mean()
 
 
+def infonce_loss(anchor: Tensor, positive: Tensor, negative: Tensor, temperature: float = 0.1) -> Tensor:
+    """InfoNCE (van den Oord et al. 2018; SimCLR's NT-Xent without the symmetric half): each anchor must pick its
+    own positive among every positive and negative of the batch, by cosine similarity over ``temperature``.
+
+    A contrastive objective of formula similarity itself: with self pairs (`training.triplets`, ``self_share``) the
+    positive is a second view of the anchor (identifiers renamed, other nodes masked), so the encoder learns what
+    survives those changes, beside the contextual pairs of KDD'20.
+
+    Shapes:
+        anchor, positive, negative: ``[B, D]``; returns a scalar.
+    """
+    a = torch.nn.functional.normalize(anchor, dim=1)
+    candidates = torch.nn.functional.normalize(torch.cat([positive, negative]), dim=1)
+    logits = a @ candidates.T / temperature
+    targets = torch.arange(a.shape[0], device=a.device)
+    return torch.nn.functional.cross_entropy(logits, targets)
+
+
 def batch_similarities(anchor: Tensor, positive: Tensor, negative: Tensor) -> tuple[Tensor, Tensor]:
     """Positive similarities of the B triplets and the B² anchor-vs-every-negative similarities of the batch.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eqsearch.training.losses import batch_similarities, histogram_loss, triplet_loss
+from eqsearch.training.losses import batch_similarities, histogram_loss, infonce_loss, triplet_loss
 from eqsearch.training.masking import masking_loss
 from eqsearch.training.model import FormulaEncoder, MaskingHeads
 from torch import Tensor
@@ -16,6 +16,7 @@ def training_losses(
     loss: str = "histogram",
     histogram_bins: int = 64,
     margin: float = 1.0,
+    temperature: float = 0.1,
 ) -> dict[str, Tensor]:
     """Losses of one batch of B triplets (3B equations: anchors, positives, negatives).
 
@@ -35,6 +36,8 @@ def training_losses(
     if loss == "histogram":
         s_pos, s_neg = batch_similarities(anchor, positive, negative)
         similarity = histogram_loss(s_pos, s_neg, histogram_bins)
+    elif loss == "infonce":
+        similarity = infonce_loss(anchor, positive, negative, temperature)
     else:
         similarity = triplet_loss(anchor, positive, negative, margin)
     out = {"similarity": similarity}

@@ -16,6 +16,8 @@ import numpy as np
 from eqsearch.training.dataset import Corpus
 
 SOURCES = ("section", "paper", "citation")
+#: The source index of a self pair: the positive is the anchor itself, seen through another augmentation and mask.
+SELF = len(SOURCES)
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,8 @@ class Triplets:
 
     def source_fractions(self) -> dict[str, float]:
         counts = Counter(self.source.tolist())
-        return {name: counts.get(i, 0) / max(len(self), 1) for i, name in enumerate(SOURCES)}
+        names = (*SOURCES, "self") if counts.get(SELF) else SOURCES
+        return {name: counts.get(i, 0) / max(len(self), 1) for i, name in enumerate(names)}
 
 
 class TripletSampler:
@@ -47,9 +50,13 @@ class TripletSampler:
         sources: the positive sources to use (a subset of ``SOURCES``); citations are skipped automatically when
             the corpus has no citation edge, so that the sampler does not spin.
         max_attempts: how many restarts to allow per triplet before giving up with an error.
+        self_share: share of the triplets whose positive is the anchor itself (`SELF`; a contrastive view pair,
+            not in the paper).
     """
 
-    def __init__(self, corpus: Corpus, sources: tuple[str, ...] = SOURCES, max_attempts: int = 1000) -> None:
+    def __init__(
+        self, corpus: Corpus, sources: tuple[str, ...] = SOURCES, max_attempts: int = 1000, self_share: float = 0.0
+    ) -> None:
         if len(corpus.papers) < 2:
             raise ValueError("triplet sampling needs at least two papers with equations")
         unknown = set(sources) - set(SOURCES)
@@ -72,6 +79,7 @@ class TripletSampler:
         if not self.sources:
             raise ValueError("no usable positive source (the corpus has no citation edge)")
         self.max_attempts = max_attempts
+        self.self_share = self_share
 
     def _positive(self, anchor: int, paper: int, source: str, rng: np.random.Generator) -> int | None:
         if source == "section":
@@ -96,14 +104,17 @@ class TripletSampler:
         for _ in range(self.max_attempts):
             paper = int(rng.integers(n_papers))
             anchor = int(rng.choice(self.paper_equations[paper]))
-            source = self.sources[int(rng.integers(len(self.sources)))]
-            positive = self._positive(anchor, paper, source, rng)
+            if self.self_share and rng.random() < self.self_share:
+                source_index, positive = SELF, anchor
+            else:
+                source = self.sources[int(rng.integers(len(self.sources)))]
+                source_index, positive = SOURCES.index(source), self._positive(anchor, paper, source, rng)
             if positive is None:
                 continue
             other = int(rng.integers(n_papers - 1))
             other += other >= paper  # any paper but the anchor's
             negative = int(rng.choice(self.paper_equations[other]))
-            return anchor, positive, negative, SOURCES.index(source)
+            return anchor, positive, negative, source_index
         raise RuntimeError(f"no positive found after {self.max_attempts} attempts: is every paper a single equation?")
 
     def sample(self, count: int, seed: int) -> Triplets:

@@ -33,7 +33,23 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train-triplets", type=int)
     parser.add_argument("--eval-triplets", type=int)
     parser.add_argument("--hidden-dim", type=int)
-    parser.add_argument("--loss", choices=("histogram", "triplet"))
+    parser.add_argument(
+        "--loss",
+        choices=("histogram", "triplet", "infonce"),
+        help="similarity loss: the paper's histogram (default) or triplet loss, or InfoNCE over the batch",
+    )
+    parser.add_argument("--temperature", type=float, help="InfoNCE temperature (0.1)")
+    parser.add_argument(
+        "--self-share",
+        type=float,
+        help="share of training triplets whose positive is the anchor itself in another augmentation and mask (0)",
+    )
+    parser.add_argument(
+        "--inline",
+        action="store_const",
+        const=True,
+        help="train on the papers' inline formulas too (the paper: display equations only)",
+    )
     parser.add_argument(
         "--no-masking", dest="masking", action="store_const", const=False, help="ablation: no masking task"
     )
@@ -61,6 +77,9 @@ _FLAG_FIELDS = (
     "eval_triplets",
     "hidden_dim",
     "loss",
+    "temperature",
+    "self_share",
+    "inline",
     "masking",
     "augmentation",
     "device",

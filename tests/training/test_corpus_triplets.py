@@ -84,3 +84,26 @@ def test_read_papers_reads_gzip_compressed_jsonl_the_same(papers_jsonl: Path, tm
     packed.write_bytes(gzip.compress(papers_jsonl.read_bytes()))
     assert list(read_papers(packed)) == list(read_papers(papers_jsonl))
     assert len(list(read_papers(packed))) == 12
+
+
+def test_self_pairs_take_their_share_and_leave_the_default_sampling_as_it_was(corpus) -> None:
+    from eqsearch.training.triplets import SELF
+
+    plain = TripletSampler(corpus).sample(300, seed=0)
+    assert np.array_equal(TripletSampler(corpus, self_share=0.0).sample(300, seed=0).anchor, plain.anchor)
+    mixed = TripletSampler(corpus, self_share=0.5).sample(600, seed=0)
+    own = mixed.source == SELF
+    assert np.all(mixed.anchor[own] == mixed.positive[own]) and np.all(mixed.anchor[~own] != mixed.positive[~own])
+    assert 0.35 < own.mean() < 0.65
+    assert mixed.source_fractions()["self"] == pytest.approx(own.mean())
+    assert "self" not in plain.source_fractions()
+
+
+def test_inline_formulas_join_the_corpus_only_when_asked(papers_jsonl: Path) -> None:
+    records = list(read_papers(papers_jsonl))
+    display = next(e for r in records for s in r["sections"] for e in s["equations"] if e.get("mathml"))
+    records[0]["sections"][0]["inline"] = [{**display, "display": False}, {**display, "display": False}]
+    mathml = [e["mathml"] for r in records for s in r["sections"] for e in s["equations"] if e.get("mathml")]
+    featurize = partial(featurize_mathml, vocab=build_vocabulary(mathml))
+    assert build_corpus(records, featurize).summary()["equations"] == 96
+    assert build_corpus(records, featurize, inline=True).summary()["equations"] == 98

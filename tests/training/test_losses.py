@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from eqsearch.training.losses import batch_similarities, histogram_loss, soft_histogram, triplet_loss
+from eqsearch.training.losses import batch_similarities, histogram_loss, infonce_loss, soft_histogram, triplet_loss
 from eqsearch.training.masking import masking_loss, sample_node_mask
 
 
@@ -29,6 +29,15 @@ def test_triplet_loss_margin_one() -> None:
     a = torch.tensor([[1.0, 0.0]])
     assert triplet_loss(a, torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]])).item() == pytest.approx(0.0)
     assert triplet_loss(a, torch.tensor([[0.0, 1.0]]), torch.tensor([[1.0, 0.0]])).item() == pytest.approx(2.0)
+
+
+def test_infonce_picks_each_anchors_own_positive_among_the_batch() -> None:
+    anchors = torch.eye(3)
+    right = infonce_loss(anchors, torch.eye(3), -torch.eye(3), temperature=0.1)
+    wrong = infonce_loss(anchors, torch.eye(3).roll(1, dims=0), -torch.eye(3), temperature=0.1)
+    assert right.item() < 0.01 < 5.0 < wrong.item()
+    # cosine: the scale of the vectors does not matter
+    assert infonce_loss(3 * anchors, torch.eye(3), -torch.eye(3)).item() == pytest.approx(right.item(), rel=1e-5)
 
 
 def test_batch_similarities_all_anchor_negative_pairs() -> None:
