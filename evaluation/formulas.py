@@ -20,7 +20,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -176,12 +176,7 @@ class FormulaEvaluation:
         means = self.report.means
         return {
             "ranker": self.ranker.name,
-            "ranker_config": {
-                "structure": self.ranker.structure,
-                "embedding": self.ranker.embedding,
-                "rerank_window": self.ranker.rerank_window,
-                "rerank_weight": self.ranker.rerank_weight,
-            },
+            "ranker_config": {k: v for k, v in asdict(self.ranker).items() if k not in ("name", "description")},
             "ndcg": means["ndcg_prime"],
             "map": means["map_prime"],
             "p10": means["p_prime_10"],

@@ -70,6 +70,8 @@ def test_every_topic_is_searched_through_the_production_path_and_scored(es_clien
         )
     summary = evaluation.to_json()
     assert summary["topics"] == 3 and summary["collection_size"] == 10
+    # every setting of the ranker is recorded beside its figures (the first stage, MaxSim, the bundle included)
+    assert summary["ranker_config"]["first_stage_share"] == 0.05 and summary["ranker_config"]["maxsim_window"] == 0
     assert evaluation.ingest["errors_by_reason"] == {"convert:parse-error": 1}  # formula 8 ...
     assert evaluation.run["T.3"][0][0] in {"8", "9"}  # ... is still found, by the structure of its LaTeX
     assert {doc for doc, _ in evaluation.run["T.3"][:2]} == {"8", "9"}
