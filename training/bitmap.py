@@ -31,7 +31,7 @@ from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.model.bitmap_render import BitmapRenderer, RenderConfig
 from eqsearch.engine.model.graph import GraphArrays
 from eqsearch.training.bitmap_model import BitmapCNN, BitmapCNNConfig, swapped_triplet_loss
-from eqsearch.training.dataset import Corpus, build_corpus, load_corpus, save_corpus, split_papers
+from eqsearch.training.dataset import Corpus, build_corpus, corpus_file, load_corpus, save_corpus, split_papers
 from eqsearch.training.triplets import Triplets, TripletSampler
 
 CHECKPOINT_NAME = "bitmap-checkpoint.pt"
@@ -108,12 +108,7 @@ def render_corpus(config: BitmapTrainConfig, log: Callable[[str], None] = print)
     from eqsearch.engine.model.featurize import featurize_mathml
     from eqsearch.ingest.records import read_papers
 
-    corpus_path = Path(config.corpus)
-    if not corpus_path.is_file():
-        raise EqsearchError(
-            f"the training corpus {corpus_path} does not exist",
-            hint="write one with 'eqsearch ingest extract SRC... --out DIR' (ingest/FORMAT.md)",
-        )
+    corpus_path = corpus_file(config.corpus)
     run_dir = Path(config.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     render = config.render_config()

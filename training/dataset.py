@@ -96,6 +96,22 @@ class Corpus:
         return Corpus(papers, graphs, np.asarray(owners, dtype=np.int64), dict(self.skipped))
 
 
+def corpus_file(path: str | Path) -> Path:
+    """The papers JSONL a training run reads, checked to exist.
+
+    Raises:
+        EqsearchError: no such file (the hint says how to write one).
+    """
+    corpus_path = Path(path)
+    if not corpus_path.is_file():
+        raise EqsearchError(
+            f"the training corpus {corpus_path} does not exist",
+            hint="write one with 'eqsearch ingest extract SRC... --out DIR' (ingest/FORMAT.md), or pass --corpus "
+            "PAPERS.jsonl",
+        )
+    return corpus_path
+
+
 def split_papers(corpus: Corpus, test_fraction: float, seed: int) -> tuple[Corpus, Corpus]:
     """Split by PAPER (never by equation), so that no test equation's paper was seen in training (KDD'20 §5).
 

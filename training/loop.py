@@ -17,7 +17,7 @@ from eqsearch.engine.errors import EqsearchError
 from eqsearch.ingest.records import read_papers
 from eqsearch.training.batching import AugmentSettings, TripletBatches, triplet_loader
 from eqsearch.training.config import TrainConfig
-from eqsearch.training.dataset import Corpus, build_corpus, load_corpus, save_corpus, split_papers
+from eqsearch.training.dataset import Corpus, build_corpus, corpus_file, load_corpus, save_corpus, split_papers
 from eqsearch.training.model import FormulaEncoder, MaskingHeads, ModelConfig
 from eqsearch.training.objective import training_losses
 from eqsearch.training.triplets import Triplets, TripletSampler
@@ -55,12 +55,7 @@ def prepare_data(config: TrainConfig, log: Callable[[str], None] = print) -> Pre
     from eqsearch.engine.model.featurize import featurize_mathml
     from eqsearch.engine.model.vocabulary import Vocabulary, build_vocabulary
 
-    corpus_path = Path(config.corpus)
-    if not corpus_path.is_file():
-        raise EqsearchError(
-            f"the training corpus {corpus_path} does not exist",
-            hint="run the ingest pipeline first (ingest/FORMAT.md) or pass --corpus PAPERS.jsonl",
-        )
+    corpus_path = corpus_file(config.corpus)
     run_dir = Path(config.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     vocab_path = run_dir / "vocabulary.json"
