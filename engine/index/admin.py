@@ -222,7 +222,8 @@ class IndexAdmin:
         return None, None
 
     def describe(self, kind: str) -> dict[str, Any]:
-        """Alias, concrete index, mapping meta (analyzer, vector options), settings and counts of ``kind``.
+        """Alias, concrete index, mapping meta (analyzer, vector options), settings and counts of ``kind`` (the
+        counts are None while no primary shard of it has started, as when a cluster is restarting).
 
         Raises:
             IndexOperationError: no alias for ``kind`` exists.
@@ -235,7 +236,10 @@ class IndexAdmin:
         mapping = self.client.indices.get_mapping(index=current)[current]["mappings"]
         meta = mapping.get("_meta", {})
         settings = current_load_settings(self.client, current)
-        stats = self.client.indices.stats(index=current, metric="docs,store")["indices"][current]["primaries"]
+        # no primary started yet (a cluster restarting, shards recovering): the counts are not known, not zero
+        stats = self.client.indices.stats(index=current, metric="docs,store")["indices"].get(current, {})
+        stats = stats.get("primaries", {})
+        docs, store = stats.get("docs", {}).get("count"), stats.get("store", {}).get("size_in_bytes")
         vector = mapping.get("properties", {}).get("vector")
         return {
             "alias": self.alias(kind),
@@ -247,8 +251,8 @@ class IndexAdmin:
             "analyzer": meta.get("analyzer"),
             "cluster_analyzer": probe_text_analyzer(self.client),
             "vector": vector,
-            "docs": int(stats["docs"]["count"]),
-            "size_bytes": int(stats["store"]["size_in_bytes"]),
+            "docs": None if docs is None else int(docs),
+            "size_bytes": None if store is None else int(store),
             **settings,
         }
 

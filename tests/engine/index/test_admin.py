@@ -53,3 +53,18 @@ def test_a_migration_keeps_the_shards_and_replicas_of_the_index(es_client, index
     assert (settings["index.number_of_shards"], settings["index.number_of_replicas"]) == ("2", "1")
     after = admin.options_of("equations")
     assert (after.shards, after.replicas) == (2, 1)
+
+
+def test_an_index_whose_primary_has_not_started_is_described_with_unknown_counts(es_client, index_name):
+    """As after a whole-cluster restart, before the shards recover: the description says the counts are not known
+    (None), where it used to fail with a KeyError (an ingest job resuming right after the restart then crashed)."""
+    admin = IndexAdmin(es_client, index_name)
+    name = f"{index_name}-papers-v1"
+    es_client.indices.create(
+        index=name,
+        settings={"number_of_replicas": 0, "routing": {"allocation": {"require": {"_name": "no-such-node"}}}},
+        aliases={admin.alias("papers"): {}},
+        wait_for_active_shards="0",
+    )
+    described = admin.describe("papers")
+    assert described["index"] == name and described["docs"] is None and described["size_bytes"] is None
