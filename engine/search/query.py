@@ -39,6 +39,7 @@ __all__ = [
     "ranking_only",
     "ranking_searches",
     "structure_body",
+    "structure_rescore_window",
     "text_body",
 ]
 
@@ -340,6 +341,12 @@ def ranking_only(body: dict[str, Any]) -> dict[str, Any]:
     return {**light, "stored_fields": "_none_", "docvalue_fields": list(RANKING_FIELDS)}
 
 
+def structure_rescore_window(ranking: FormulaRanking, depth: int) -> int:
+    """How many structural candidates the rescore covers: the ranking's rerank window, or the list's ``depth`` when
+    that is deeper, so that a deep evaluation reranks what it reads (0: the ranking has no rerank)."""
+    return max(ranking.rerank_window, depth) if ranking.rerank_window else 0
+
+
 def ranking_searches(
     query: HybridQuery,
     vector: np.ndarray | None,
@@ -375,13 +382,12 @@ def ranking_searches(
     searches: list[tuple[str, dict[str, Any]]] = []
     use_embedding = ranking is None or ranking.embedding > 0
     if ranking is not None and ranking.structure > 0 and structure is not None and structure.tokens:
-        # the rescore covers at least the hits returned, so that a deep evaluation reranks what it reads
         depth = structure_window or window
         body = structure_body(
             structure,
             depth,
             filters,
-            rerank_window=max(ranking.rerank_window, depth) if ranking.rerank_window else 0,
+            rerank_window=structure_rescore_window(ranking, depth),
             rerank_weight=ranking.rerank_weight,
             first_stage=first_stage,
         )

@@ -65,6 +65,7 @@ from eqsearch.engine.search.query import (
     knn_body,
     page_body,
     ranking_searches,
+    structure_rescore_window,
 )
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, FormulaRanking, get_ranker
 from eqsearch.engine.search.results import (
@@ -246,14 +247,17 @@ class SearchService:
             warnings.append(f"results are limited to the first {MAX_RESULT_WINDOW} candidates per list")
         pattern = formula is not None and formula.pattern.has_variables
         context_vector = self._context_vector(query, warnings)
+        window = max(window, self.ranking.maxsim_window)  # lists as deep as the MaxSim window, which they fill
         depth = max(window, self.pattern_candidates) if pattern else window
         first_stage = (
-            self._first_stage(structure, max(depth, self.ranking.rerank_window)) if query.formula_weight > 0 else None
+            self._first_stage(structure, structure_rescore_window(self.ranking, depth))
+            if query.formula_weight > 0
+            else None
         )
         searches = ranking_searches(
             query,
             vector,
-            window=max(window, self.ranking.maxsim_window),  # lists as deep as the MaxSim window, which they fill
+            window=window,
             num_candidates_factor=self.num_candidates_factor,
             structure=structure,
             ranking=self.ranking,
