@@ -40,7 +40,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from eqsearch.engine.index.mappings import CONTEXT_VECTOR_FIELD, SPANS_FIELD, STRUCTURE_FIELD, VECTOR_FIELD
+from eqsearch.engine.index.mappings import (
+    CONTEXT_VECTOR_FIELD,
+    SIZE_FIELD,
+    SPANS_FIELD,
+    STRUCTURE_FIELD,
+    VECTOR_FIELD,
+)
 from eqsearch.engine.model.structure import formula_structure, layout_size, parse_layout_latex
 
 if TYPE_CHECKING:
@@ -311,9 +317,9 @@ def paper_documents(
 
 def structure_fields(mathml: str | None, latex: str) -> dict[str, Any]:
     """The structural fields of an equation document: its terms (from the MathML, or the LaTeX when it did not
-    convert) and its sub-expression hashes (`engine.model.structure`)."""
+    convert), its sub-expression hashes and its size in symbols (`engine.model.structure`)."""
     structure = formula_structure(mathml, latex)
-    return {STRUCTURE_FIELD: structure.text, SPANS_FIELD: sorted(structure.spans)}
+    return {STRUCTURE_FIELD: structure.text, SPANS_FIELD: sorted(structure.spans), SIZE_FIELD: structure.size}
 
 
 def with_structure(document: Mapping[str, Any]) -> dict[str, Any]:

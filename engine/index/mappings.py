@@ -34,13 +34,18 @@ IndexKind = Literal["equations", "papers", "jobs"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("equations", "papers", "jobs")
 
 #: Bump when a definition below changes; recorded in each index's ``_meta`` so `describe` can say it is stale.
-MAPPING_VERSIONS: dict[str, int] = {"equations": 4, "papers": 2, "jobs": 1}
+MAPPING_VERSIONS: dict[str, int] = {"equations": 5, "papers": 2, "jobs": 1}
 
 VECTOR_FIELD = "vector"
 #: The formula's structural terms (`engine.model.structure`): BM25 over them is the structural channel.
 STRUCTURE_FIELD = "structure"
 #: Hashes of the formula's sub-expressions, matched exactly by the structural rerank.
 SPANS_FIELD = "structure_spans"
+#: The formula's size in symbols (doc values only): the structural rerank weighs a shared sub-expression against the
+#: larger of the query and the candidate (mapping version 5; older indices have no such field).
+SIZE_FIELD = "structure_size"
+#: The first equations mapping version with `SIZE_FIELD`.
+SIZE_FIELD_SINCE = 5
 #: The text encoder's vector of the words around the formula (`engine.model.text`): kNN on it is the context channel.
 CONTEXT_VECTOR_FIELD = "context_vector"
 DEFAULT_DIMS = 64
@@ -202,6 +207,7 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
                 # positions: the terms carry their own relations.
                 STRUCTURE_FIELD: {"type": "text", "analyzer": "whitespace", "index_options": "freqs"},
                 SPANS_FIELD: {"type": "keyword", "doc_values": False},
+                SIZE_FIELD: {"type": "integer", "index": False},
                 VECTOR_FIELD: vector,
                 CONTEXT_VECTOR_FIELD: context_vector,
                 **_paper_fields(analyzer),

@@ -35,7 +35,7 @@ import numpy as np
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 from elasticsearch import ConnectionError as EsConnectionError
 from eqsearch.engine.errors import EqsearchError
-from eqsearch.engine.index.mappings import STRUCTURE_FIELD, VECTOR_FIELD, alias_name
+from eqsearch.engine.index.mappings import SIZE_FIELD_SINCE, STRUCTURE_FIELD, VECTOR_FIELD, alias_name
 from eqsearch.engine.model.patterns import (
     FormulaHighlight,
     QueryPattern,
@@ -264,6 +264,7 @@ class SearchService:
             structure_window=depth if pattern else None,
             context_vector=context_vector,
             first_stage=first_stage,
+            sizes_indexed=self._sizes_indexed(structure, query, warnings),
         )
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
@@ -319,6 +320,22 @@ class SearchService:
             elif present:
                 out[side] = [(item.doc_id, item.score) for item in linear_fusion(present, weights)]
         return out
+
+    def _sizes_indexed(self, structure: FormulaStructure | None, query: HybridQuery, warnings: list[str]) -> bool:
+        """Whether the index holds the equations' sizes, which a ranking with ``rerank_symmetric`` weighs shared
+        sub-expressions by; when it wants them from an index made before (mapping version 4 or older), a warning
+        says the rerank falls back to the query's size and how an administrator fixes it."""
+        if not (self.ranking.rerank_symmetric and structure is not None and query.formula_weight > 0):
+            return False
+        version = self._mapping_meta().get("mapping_version")
+        if version is None or version >= SIZE_FIELD_SINCE:
+            return version is not None
+        warnings.append(
+            f"the structural rerank weighs shared sub-expressions by the query's size only: the index (mapping "
+            f"version {version}) predates the equations' sizes; an administrator migrates it with 'eqsearch index "
+            "migrate equations'"
+        )
+        return False
 
     def _first_stage(self, structure: FormulaStructure | None, window: int) -> list[str] | None:
         """The query's rarest structural terms, which the structural list matches first, when the ranking has a

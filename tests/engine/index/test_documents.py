@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from eqsearch.engine.index import (
+    SIZE_FIELD,
     SPANS_FIELD,
     STRUCTURE_FIELD,
     VECTOR_FIELD,
@@ -123,11 +124,12 @@ def test_the_paper_and_equation_documents_of_a_paper():
         # the structure of the MathML: x with the superscript 2, also as "a variable with a number above"
         STRUCTURE_FIELD: "V:x N:2 V:x|N:2|sup V:*|N:*|sup",
         SPANS_FIELD: sorted(formula_structure("<math><msup><mi>x</mi><mn>2</mn></msup></math>").spans),
+        SIZE_FIELD: 2,  # symbols: x and 2
         "indexed_at": "2026-01-02T03:04:05.678+00:00",
         VECTOR_FIELD: [0.5, -0.5],
     }
     equation_fields = ["eq_id", "number", "inline", "latex", "mathml", "environment", "status", "reason", "section"]
-    equation_fields += ["section_title", "context", STRUCTURE_FIELD, SPANS_FIELD, "indexed_at"]
+    equation_fields += ["section_title", "context", STRUCTURE_FIELD, SPANS_FIELD, SIZE_FIELD, "indexed_at"]
     assert list(converted) == [*SHARED, *equation_fields, VECTOR_FIELD]
     assert refused == {
         **SHARED,
@@ -145,6 +147,7 @@ def test_the_paper_and_equation_documents_of_a_paper():
         # KaTeX refused it: the structure is read from the LaTeX itself
         STRUCTURE_FIELD: "S:frac N:1 S:frac|N:1|num S:frac|N:*|num",
         SPANS_FIELD: sorted(formula_structure(None, r"\frac{1}{").spans),
+        SIZE_FIELD: 2,
         "indexed_at": "2026-01-02T03:04:05.678+00:00",
     }  # no vector: found by its structure and text only
     assert list(refused) == [*SHARED, *equation_fields]
@@ -154,6 +157,7 @@ def test_with_structure_makes_the_structural_fields_anew_from_the_stored_formula
     stored = {"eq_id": "a:0", "latex": "x^2", "mathml": "<math><msup><mi>x</mi><mn>2</mn></msup></math>"}
     assert with_structure(stored)[STRUCTURE_FIELD] == "V:x N:2 V:x|N:2|sup V:*|N:*|sup"
     assert with_structure({**stored, STRUCTURE_FIELD: "old"})[STRUCTURE_FIELD] != "old"
+    assert with_structure(stored)[SIZE_FIELD] == 2  # a document written before sizes gets one
     assert with_structure({"eq_id": "b:0", "latex": "y_1", "mathml": None})[STRUCTURE_FIELD] == (
         "V:y N:1 V:y|N:1|sub V:*|N:*|sub"
     )
@@ -255,6 +259,7 @@ def test_inline_formulas_get_documents_of_their_own_marked_inline():
         "context": "where is the sum",
         STRUCTURE_FIELD: formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").text,
         SPANS_FIELD: sorted(formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").spans),
+        SIZE_FIELD: 3,
         "indexed_at": "t",
         VECTOR_FIELD: [1.0, 0.0],
     }

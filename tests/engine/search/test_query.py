@@ -205,7 +205,7 @@ def test_the_rerank_multiplies_bm25_by_one_plus_the_largest_shared_subexpression
     assert should[0] == {"match_all": {"boost": 1.0}}  # every candidate keeps at least its BM25 score
     exact, general = should[1]["dis_max"]["queries"], should[2]["dis_max"]["queries"]
     boosts = sorted(q["constant_score"]["boost"] for q in exact)
-    assert boosts == [0.25, 0.5]  # weight x span size / query size: 0.5 x 1/2 and 0.5 x 2/2
+    assert boosts == [0.5]  # weight x span size / query size: 0.5 x 2/2 (one-symbol spans are not looked for)
     assert all(q["constant_score"]["filter"]["term"]["structure_spans"].startswith("g") for q in general)
     assert "rescore" not in structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.0)
 

@@ -41,11 +41,17 @@ def test_a_first_stage_body_restores_the_full_bm25_before_the_subexpression_resc
         else clause["term"][STRUCTURE_FIELD]
         for clause in matched
     ) == sorted(first)
-    full, spans = body["rescore"]
-    assert full["window_size"] == spans["window_size"] == 300
-    assert full["query"]["score_mode"] == "total" and full["query"]["query_weight"] == 0.0
-    assert full["query"]["rescore_query"] == structure_body(structure, 40, [])["query"]["bool"]["must"][0]
+    rest, spans = body["rescore"]
+    assert rest["window_size"] == spans["window_size"] == 300
+    # the other terms' BM25 added to the first stage's: the full BM25 of the window, as a sum over the terms
+    assert rest["query"]["score_mode"] == "total" and rest["query"]["query_weight"] == 1.0
+    restored = rest["query"]["rescore_query"]["bool"]["should"]
+    full = structure_body(structure, 40, [])["query"]["bool"]["must"][0]["bool"]["should"]
+    assert sorted(map(str, matched + restored)) == sorted(map(str, full))
     assert spans["query"]["score_mode"] == "multiply"
+    # every term in the first stage: nothing left to add
+    everything = structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.5, first_stage=structure.tokens)
+    assert everything["rescore"]["query"]["score_mode"] == "multiply"
     # no window, no first stage: the full terms from the start
     plain = structure_body(structure, 40, [], first_stage=first)
     assert plain["query"] == structure_body(structure, 40, [])["query"] and "rescore" not in plain
@@ -121,3 +127,21 @@ def test_starting_from_the_rare_terms_ranks_the_window_as_all_terms_do(es_client
         results[ranking.name] = [(hit.eq_id, round(hit.score, 5)) for hit in service.search(query).hits]
     assert results[staged.name] == results[full.name]
     assert results[staged.name][0][0] == "p7:0"
+
+
+@pytest.mark.es
+def test_the_window_gets_the_full_bm25_as_the_first_stage_plus_the_other_terms(es_client, filled, converter):
+    structure = formula_structure(converter.convert("x^{7} + y_{7} = 7").mathml)
+    stats = TermStatistics(es_client.termvectors, STRUCTURE_FIELD)
+    frequencies = stats.frequencies(f"{filled}-equations", structure.tokens)
+    first = rarest_terms(structure.tokens, frequencies, max_share=0.05, min_matches=1, at_least=1)
+    assert first is not None and len(first) < len(set(structure.tokens))
+
+    def scores(first_stage: list[str] | None) -> dict[str, float]:
+        body = structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.0, first_stage=first_stage)
+        found = es_client.search(index=f"{filled}-equations", **body)["hits"]["hits"]
+        return {hit["_id"]: hit["_score"] for hit in found}
+
+    staged, full = scores(first), scores(None)
+    assert "p7:0" in staged and len(staged) < len(full)  # only the equations holding a rare term
+    assert staged == pytest.approx({eq_id: full[eq_id] for eq_id in staged}, rel=1e-6)
