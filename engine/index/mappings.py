@@ -44,8 +44,9 @@ SPANS_FIELD = "structure_spans"
 #: The formula's size in symbols (doc values only): the structural rerank weighs a shared sub-expression against the
 #: larger of the query and the candidate (mapping version 5; older indices have no such field).
 SIZE_FIELD = "structure_size"
-#: The first equations mapping version with `SIZE_FIELD`.
-SIZE_FIELD_SINCE = 5
+#: The first equations mapping version whose documents hold what the structural rerank needs: `SIZE_FIELD`, and
+#: spans with the variables renamed (``r``, structure version 2) where older ones hold spans with the letters kept.
+RERANK_FIELDS_SINCE = 5
 #: The text encoder's vector of the words around the formula (`engine.model.text`): kNN on it is the context channel.
 CONTEXT_VECTOR_FIELD = "context_vector"
 DEFAULT_DIMS = 64

@@ -46,6 +46,7 @@ from typing import Literal
 
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.model.structure import (
+    QUERY_SPAN_KINDS,
     CanonicalText,
     FormulaStructure,
     LayoutNode,
@@ -294,9 +295,10 @@ def _is_variable(node: LayoutNode) -> bool:
 
 
 def pattern_structure(baseline: list[LayoutNode]) -> FormulaStructure:
-    """The structural terms of a query with variables: those of `structure_of_layout`, less every symbol, pair and
-    span that touches a variable (a variable's extent is unknown, so no term through it can be trusted)."""
-    return structure_of_layout(baseline, skip=_is_variable)
+    """The structural terms of a query with variables: those of `structure_of_layout` (with a query's span kinds),
+    less every symbol, pair and span that touches a variable (a variable's extent is unknown, so no term through it
+    can be trusted)."""
+    return structure_of_layout(baseline, skip=_is_variable, span_kinds=QUERY_SPAN_KINDS)
 
 
 # --- matching ---------------------------------------------------------------------------------------------------

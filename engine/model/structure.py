@@ -15,8 +15,12 @@ Two representations come out of it, both made by `formula_structure` for the ind
   (``V:*|N:*|sup``) so that the same shape in other letters still matches. BM25 over these is the structural
   channel.
 - ``spans``: hashes of every contiguous run of at most `MAX_SPAN` symbols of a baseline with everything attached to
-  them, exact and generalised, each with its size in symbols. The largest span a candidate shares with the query,
-  relative to the query's size, is the finer structural match used to rerank the top candidates.
+  them, each with its size in symbols, in two kinds (`SPAN_KINDS`): ``r``, exact up to a consistent renaming of the
+  variables (each run's letters renamed in order of first appearance, so ``x^2 + y^2`` = ``a^2 + b^2`` but not
+  ``a^2 + a^2``: the same expression in another field's letters), and ``g``, generalised (every letter and number
+  alike). The largest span of each kind a candidate shares with the query, relative to the larger of the two
+  formulas, is the finer structural match used to rerank the top candidates. Queries also make ``e`` spans, exact
+  with the letters kept, which indices made before structure version 2 hold instead of ``r``.
 
 A query may hold variables (``?a``, `engine.model.patterns`): their nodes are marked (`LayoutNode.variable`), and
 `structure_of_layout` is then told to leave out every term that touches one (a variable stands for any run of
@@ -35,7 +39,12 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 #: Bump when the tokens or spans change: recorded in the equations index, whose documents then need recomputing.
-STRUCTURE_VERSION = 1
+#: Version 2: ``r`` spans (letters renamed) in place of ``e`` (letters kept).
+STRUCTURE_VERSION = 2
+#: The span kinds an equation document holds: ``r`` exact up to renamed variables, ``g`` generalised.
+SPAN_KINDS = ("r", "g")
+#: The span kinds a query makes: those, and ``e`` (letters kept) for indices made before structure version 2.
+QUERY_SPAN_KINDS = ("e", "r", "g")
 #: Longest relation path between the two symbols of a pair token.
 MAX_PATH = 3
 #: Longest symbol text kept in a label (Elasticsearch's whitespace tokenizer splits tokens past 255 characters).
@@ -440,13 +449,26 @@ def _touches(node: LayoutNode, skip: Skip) -> bool:
     return any(skip(n) for n in _nodes([node]))
 
 
-def _spans(baseline: list[LayoutNode], max_span: int, skip: Skip | None = None) -> dict[str, int]:
+_VARIABLE = re.compile(r"V:[^ {},]+")
+
+
+def renamed_variables(text: str) -> str:
+    """A canonical text with its letters renamed in order of first appearance (``V:y ... V:x ... V:y`` ->
+    ``V:#0 ... V:#1 ... V:#0``): equal for the same expression written with other letters, consistently."""
+    names: dict[str, str] = {}
+    return _VARIABLE.sub(lambda found: names.setdefault(found.group(0), f"V:#{len(names)}"), text)
+
+
+def _spans(
+    baseline: list[LayoutNode], max_span: int, skip: Skip | None = None, kinds: Sequence[str] = SPAN_KINDS
+) -> dict[str, int]:
     # Every formula of the index passes here (hundreds of spans each): each node's canonical strings and size, and
     # each distinct text's digest, are made once per formula; a run's text grows by one symbol at a time.
     spans: dict[str, int] = {}
     text_of = {False: CanonicalText(False), True: CanonicalText(True)}
     size_of: dict[int, int] = {}
     digest_of: dict[str, str] = {}
+    renamed = "r" in kinds
 
     def size(node: LayoutNode) -> int:
         found = size_of.get(id(node))
@@ -457,7 +479,9 @@ def _spans(baseline: list[LayoutNode], max_span: int, skip: Skip | None = None) 
     for line in _baselines(baseline):
         sizes = [size(n) for n in line]
         blocked = [skip is not None and _touches(n, skip) for n in line]
-        for kind, general in (("e", False), ("g", True)):
+        for general in (False, True):
+            if (general and "g" not in kinds) or (not general and not renamed and "e" not in kinds):
+                continue
             texts = [text_of[general](n) for n in line]
             for start in range(len(line)):
                 total, text = 0, ""
@@ -466,17 +490,30 @@ def _spans(baseline: list[LayoutNode], max_span: int, skip: Skip | None = None) 
                         break
                     total += sizes[end]
                     text = f"{text} {texts[end]}" if text else texts[end]
-                    digest = digest_of.get(text)
-                    if digest is None:
-                        digest = digest_of[text] = hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
-                    key = kind + digest
-                    if total > spans.get(key, 0):
-                        spans[key] = total
+                    variants = [("g", text)] if general else []
+                    if not general and "e" in kinds:
+                        variants.append(("e", text))
+                    if not general and renamed:
+                        variants.append(("r", renamed_variables(text)))
+                    for kind, hashed in variants:
+                        digest = digest_of.get(hashed)
+                        if digest is None:
+                            digest = digest_of[hashed] = hashlib.blake2b(
+                                hashed.encode("utf-8"), digest_size=8
+                            ).hexdigest()
+                        key = kind + digest
+                        if total > spans.get(key, 0):
+                            spans[key] = total
     return spans
 
 
 def structure_of_layout(
-    baseline: list[LayoutNode], max_path: int = MAX_PATH, max_span: int = MAX_SPAN, *, skip: Skip | None = None
+    baseline: list[LayoutNode],
+    max_path: int = MAX_PATH,
+    max_span: int = MAX_SPAN,
+    *,
+    skip: Skip | None = None,
+    span_kinds: Sequence[str] = SPAN_KINDS,
 ) -> FormulaStructure:
     """Tokens and spans of a symbol layout tree (see the module docstring).
 
@@ -486,6 +523,7 @@ def structure_of_layout(
         max_span: longest run of baseline symbols hashed as a span.
         skip: nodes no token or span may touch (a query's variables); their own symbols are left out, and the size
             counts the others only. None (the index, and queries without variables): every node counts.
+        span_kinds: which kinds of spans (`SPAN_KINDS` for a document, `QUERY_SPAN_KINDS` for a query).
     """
     tokens = [node.label for node in _nodes(baseline) if skip is None or not skip(node)]
     size = len(tokens)
@@ -494,7 +532,7 @@ def structure_of_layout(
         general = (generalised_label(source), generalised_label(target))
         if general != (source, target):
             tokens.append(f"{general[0]}|{general[1]}|{path}")
-    return FormulaStructure(tuple(tokens), _spans(baseline, max_span, skip), size)
+    return FormulaStructure(tuple(tokens), _spans(baseline, max_span, skip, span_kinds), size)
 
 
 def formula_structure(mathml: str | bytes | None, latex: str | None = None) -> FormulaStructure:

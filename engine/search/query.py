@@ -22,7 +22,7 @@ from eqsearch.engine.index.mappings import (
     STRUCTURE_FIELD,
     VECTOR_FIELD,
 )
-from eqsearch.engine.model.structure import FormulaStructure
+from eqsearch.engine.model.structure import SPAN_KINDS, FormulaStructure
 from eqsearch.engine.search.rankers import FormulaRanking
 
 __all__ = [
@@ -246,9 +246,9 @@ MIN_RERANK_SPAN = 2
 
 
 def _span_match(structure: FormulaStructure, kind: str, weight: float) -> dict[str, Any] | None:
-    """The largest of the query's sub-expressions of one kind (``e`` exact, ``g`` generalised) and of at least
-    `MIN_RERANK_SPAN` symbols that a candidate shares, as ``weight`` x its size / the query's size: a ``dis_max`` of
-    one constant-score term per span."""
+    """The largest of the query's sub-expressions of one kind (``r`` renamed, ``e`` exact, ``g`` generalised) and
+    of at least `MIN_RERANK_SPAN` symbols that a candidate shares, as ``weight`` x its size / the query's size: a
+    ``dis_max`` of one constant-score term per span."""
     size = max(structure.size, 1)
     queries = [
         {"constant_score": {"filter": {"term": {SPANS_FIELD: span}}, "boost": weight * span_size / size}}
@@ -282,6 +282,7 @@ def structure_body(
     rerank_weight: float = 0.0,
     first_stage: Sequence[str] | None = None,
     candidate_sizes: bool = False,
+    span_kinds: Sequence[str] = SPAN_KINDS,
 ) -> dict[str, Any]:
     """BM25 over the structural terms of the equations (`engine.model.structure`), optionally reranked.
 
@@ -307,6 +308,8 @@ def structure_body(
         first_stage: the terms matched first (None: all of them); needs a ``rerank_window``.
         candidate_sizes: weigh the shared sub-expressions by the larger size (the index must have `SIZE_FIELD`;
             a document without it counts as the query's size).
+        span_kinds: the two kinds of sub-expressions matched (`SPAN_KINDS`: renamed and generalised; ``("e", "g")``
+            for an index made before structure version 2, which holds spans with the letters kept).
 
     Returns:
         The search body.
@@ -323,7 +326,7 @@ def structure_body(
     if staged and rest:
         rest_match = {"rescore_query": _terms_match(structure, rest), "query_weight": 1.0, "rescore_query_weight": 1.0}
         rescores.append({"window_size": rerank_window, "query": {**rest_match, "score_mode": "total"}})
-    spans = [m for kind in ("e", "g") if (m := _span_match(structure, kind, rerank_weight)) is not None]
+    spans = [m for kind in span_kinds if (m := _span_match(structure, kind, rerank_weight)) is not None]
     if rerank_window > 0 and rerank_weight > 0 and spans:
         # The match_all clause makes every candidate match with 1 + the shared sub-expressions, so that the
         # multiplication keeps the BM25 order of the candidates that share nothing.
@@ -408,7 +411,7 @@ def ranking_searches(
     structure_window: int | None = None,
     context_vector: np.ndarray | None = None,
     first_stage: Sequence[str] | None = None,
-    sizes_indexed: bool = False,
+    rerank_fields: bool = True,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The ranked lists a query needs, as ``(name, body)``: ``structure`` (BM25 over structural terms),
     ``formula`` (kNN on the embedding), ``text`` (BM25 over the words) and ``context`` (kNN of the keywords'
@@ -428,9 +431,10 @@ def ranking_searches(
             variables, whose candidates are then matched against its pattern); None: ``window``.
         context_vector: the keywords' text embedding (None: no context list).
         first_stage: the structural terms the structural list matches first (`structure_body`; None: all).
-        sizes_indexed: the index holds each equation's size (`SIZE_FIELD`), so that a ranking with
-            ``rerank_symmetric`` weighs the shared sub-expressions by the larger of the query's and the candidate's
-            size (`structure_body`); without, they are weighed by the query's.
+        rerank_fields: the index holds what the rerank needs (mapping version 5, `RERANK_FIELDS_SINCE`): each
+            equation's size, so that a ranking with ``rerank_symmetric`` weighs the shared sub-expressions by the
+            larger of the query's and the candidate's size, and spans with renamed variables; without (False), the
+            rerank matches spans with the letters kept and weighs them by the query's size.
     """
     filters = query_filters(query)
     searches: list[tuple[str, dict[str, Any]]] = []
@@ -444,7 +448,8 @@ def ranking_searches(
             rerank_window=structure_rescore_window(ranking, depth),
             rerank_weight=ranking.rerank_weight,
             first_stage=first_stage,
-            candidate_sizes=sizes_indexed and ranking.rerank_symmetric,
+            candidate_sizes=rerank_fields and ranking.rerank_symmetric,
+            span_kinds=SPAN_KINDS if rerank_fields else ("e", "g"),
         )
         if query.formula_weight > 0:
             searches.append(("structure", ranking_only(body)))

@@ -35,7 +35,7 @@ import numpy as np
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 from elasticsearch import ConnectionError as EsConnectionError
 from eqsearch.engine.errors import EqsearchError
-from eqsearch.engine.index.mappings import SIZE_FIELD_SINCE, STRUCTURE_FIELD, VECTOR_FIELD, alias_name
+from eqsearch.engine.index.mappings import RERANK_FIELDS_SINCE, STRUCTURE_FIELD, VECTOR_FIELD, alias_name
 from eqsearch.engine.model.patterns import (
     FormulaHighlight,
     QueryPattern,
@@ -48,6 +48,7 @@ from eqsearch.engine.model.patterns import (
     variables_as_letters,
 )
 from eqsearch.engine.model.structure import (
+    QUERY_SPAN_KINDS,
     FormulaStructure,
     LayoutNode,
     layout_nodes,
@@ -264,7 +265,7 @@ class SearchService:
             structure_window=depth if pattern else None,
             context_vector=context_vector,
             first_stage=first_stage,
-            sizes_indexed=self._sizes_indexed(structure, query, warnings),
+            rerank_fields=self._rerank_fields(structure, query, warnings),
         )
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
@@ -321,19 +322,19 @@ class SearchService:
                 out[side] = [(item.doc_id, item.score) for item in linear_fusion(present, weights)]
         return out
 
-    def _sizes_indexed(self, structure: FormulaStructure | None, query: HybridQuery, warnings: list[str]) -> bool:
-        """Whether the index holds the equations' sizes, which a ranking with ``rerank_symmetric`` weighs shared
-        sub-expressions by; when it wants them from an index made before (mapping version 4 or older), a warning
-        says the rerank falls back to the query's size and how an administrator fixes it."""
-        if not (self.ranking.rerank_symmetric and structure is not None and query.formula_weight > 0):
+    def _rerank_fields(self, structure: FormulaStructure | None, query: HybridQuery, warnings: list[str]) -> bool:
+        """Whether the index holds what the structural rerank needs (mapping version 5: the equations' sizes, spans
+        with renamed variables). On an index made before, the rerank matches spans with the letters kept and weighs
+        them by the query's size, and a warning says how an administrator upgrades it."""
+        if not (self.ranking.rerank_window and structure is not None and query.formula_weight > 0):
             return False
         version = self._mapping_meta().get("mapping_version")
-        if version is None or version >= SIZE_FIELD_SINCE:
+        if version is None or version >= RERANK_FIELDS_SINCE:
             return version is not None
         warnings.append(
-            f"the structural rerank weighs shared sub-expressions by the query's size only: the index (mapping "
-            f"version {version}) predates the equations' sizes; an administrator migrates it with 'eqsearch index "
-            "migrate equations'"
+            f"the structural rerank matches sub-expressions by their letters and weighs them by the query's size "
+            f"only: the index (mapping version {version}) predates renamed variables and the equations' sizes; an "
+            "administrator migrates it with 'eqsearch index migrate equations'"
         )
         return False
 
@@ -636,7 +637,11 @@ class SearchService:
         layout = mark_variables(_layout(result.mathml, pattern.fallback_latex), pattern)
         structure = None
         if self.ranking.structure:
-            structure = pattern_structure(layout) if pattern.has_variables else structure_of_layout(layout)
+            structure = (
+                pattern_structure(layout)
+                if pattern.has_variables
+                else structure_of_layout(layout, span_kinds=QUERY_SPAN_KINDS)
+            )
         shared = None if pattern.has_variables else SharedSubexpressions(layout)
         if result.mathml is None:
             return _QueryFormula(result, None, structure, layout, pattern, shared)

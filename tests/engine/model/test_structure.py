@@ -21,7 +21,7 @@ def test_a_superscript_gives_symbols_pairs_and_generalised_pairs():
     assert structure.tokens == ("V:x", "N:2", "V:x|N:2|sup", "V:*|N:*|sup")
     assert structure.text == "V:x N:2 V:x|N:2|sup V:*|N:*|sup"
     assert structure.size == 2
-    assert sorted(span[0] for span in structure.spans) == ["e", "e", "g", "g"]  # x^2 and 2; generalised alike
+    assert sorted(span[0] for span in structure.spans) == ["g", "g", "r", "r"]  # x^2 and 2; generalised alike
     assert max(structure.spans.values()) == 2  # the whole formula is the largest span
 
 
@@ -78,14 +78,32 @@ def test_long_symbols_are_cut_so_that_the_index_keeps_them_whole():
 
 
 def test_spans_are_contiguous_runs_with_everything_attached():
-    small = structure_of_layout(parse_layout_latex("a+b"), max_span=6)
+    small = structure_of_layout(parse_layout_latex("a+b"), max_span=6, span_kinds=("e", "r", "g"))
     exact = {s for s in small.spans if s.startswith("e")}
+    renamed = {s for s in small.spans if s.startswith("r")}
     general = {s for s in small.spans if s.startswith("g")}
     assert len(exact) == 6  # a, +, b, a+, +b, a+b
+    assert len(renamed) == 5  # a and b both the first variable of their own run: two of them alike
     assert len(general) == 5  # the same with a and b both a variable: two of them alike
-    other = formula_structure(None, "x+y").spans
-    assert general <= set(other)  # x+y has the shape of a+b
+    other = structure_of_layout(parse_layout_latex("x+y"), span_kinds=("e", "r", "g")).spans
+    assert general <= set(other) and renamed <= set(other)  # x+y is a+b in other letters
     assert exact & set(other) == {s for s in exact if small.spans[s] == 1 and s in other}  # only "+" in common
     assert len(exact & set(other)) == 1
     capped = structure_of_layout(parse_layout_latex("a+b+c+d"), max_span=2)
     assert max(capped.spans.values()) == 2
+
+
+def test_renamed_spans_match_the_same_expression_in_other_letters_only_when_consistent():
+    from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, SPAN_KINDS, renamed_variables
+
+    assert renamed_variables("V:y O:+ V:x{sup:V:y}") == "V:#0 O:+ V:#1{sup:V:#0}"
+
+    def largest(a: str, b: str, kind: str) -> int:
+        one = structure_of_layout(parse_layout_latex(a), span_kinds=QUERY_SPAN_KINDS).spans
+        two = formula_structure(None, b).spans
+        return max((size for span, size in one.items() if span[0] == kind and span in two), default=0)
+
+    assert largest("a^2 + b^2 = c^2", "x^2 + y^2 = z^2", "r") == 8  # the whole formula
+    assert largest("a^2 + b^2 = c^2", "x^2 + x^2 = z^2", "r") < 8  # a and b are two, not one
+    assert largest("a^2 + b^2 = c^2", "x^2 + y^2 = z^2", "e") == 0  # an index holds no spans with letters kept
+    assert {span[0] for span in formula_structure(None, "x + 1").spans} == set(SPAN_KINDS)

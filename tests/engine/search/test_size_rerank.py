@@ -1,6 +1,7 @@
-"""The structural rerank weighed by the larger formula: the body it sends, the factor a real node computes for a
-candidate of the query's size and for a longer one holding the query, and an index made before the sizes were
-stored (a warning, and the query's size instead)."""
+"""The structural rerank weighed by the larger formula, on spans with renamed variables: the body it sends, the
+factor a real node computes for a candidate of the query's size, for the same formula in other letters and for a
+longer one holding the query, and an index made before (spans with the letters kept, no sizes: a warning, and the
+query's size instead)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 from eqsearch.engine.index.admin import IndexAdmin
 from eqsearch.engine.index.bulk import bulk_index
 from eqsearch.engine.index.documents import structure_fields
-from eqsearch.engine.index.mappings import SIZE_FIELD, IndexOptions, alias_name, index_definition
-from eqsearch.engine.model.structure import formula_structure
+from eqsearch.engine.index.mappings import SIZE_FIELD, SPANS_FIELD, IndexOptions, alias_name, index_definition
+from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, formula_structure, parse_layout, structure_of_layout
 from eqsearch.engine.search.query import HybridQuery, structure_body
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
 from eqsearch.engine.search.service import SearchService
@@ -45,11 +46,13 @@ def converter():
         yield katex
 
 
-def _fill(es_client, index: str, converter, *, sizes: bool = True) -> None:
+def _fill(es_client, index: str, converter, *, old: bool = False) -> None:
     actions = []
     for i, latex in enumerate([QUERY, LONGER, *OTHERS]):
         fields = structure_fields(converter.convert(latex).mathml, latex)
-        if not sizes:
+        if old:  # as an older eqsearch wrote them: spans with the letters kept, no size
+            layout = parse_layout(converter.convert(latex).mathml)
+            fields[SPANS_FIELD] = sorted(structure_of_layout(layout, span_kinds=("e", "g")).spans)
             fields.pop(SIZE_FIELD)
         source = {"eq_id": f"p{i}:0", "paper_id": f"p{i}", "latex": latex, **fields}
         actions.append({"_index": index, "_id": f"p{i}:0", "_source": source})
@@ -65,7 +68,7 @@ def test_a_longer_formula_holding_the_query_gets_the_share_of_its_own_size(es_cl
     unsized = {"eq_id": "old:0", "paper_id": "old", "latex": LONGER, **structure_fields(None, LONGER)}
     del unsized[SIZE_FIELD]  # a document written before sizes, in an index that has the field
     es_client.index(index=alias, id="old:0", document=unsized, refresh="wait_for")
-    structure = formula_structure(converter.convert(QUERY).mathml)
+    structure = structure_of_layout(parse_layout(converter.convert(QUERY).mathml), span_kinds=QUERY_SPAN_KINDS)
     longer = formula_structure(converter.convert(LONGER).mathml).size
     assert (structure.size, longer) == (8, 14)
 
@@ -79,6 +82,8 @@ def test_a_longer_formula_holding_the_query_gets_the_share_of_its_own_size(es_cl
     assert reranked["p0:0"] / bm25["p0:0"] == pytest.approx(1 + 0.5 * 16 / 8, rel=1e-5)
     assert reranked["p1:0"] / bm25["p1:0"] == pytest.approx(1 + 0.5 * 16 / 14, rel=1e-5)
     assert reranked["old:0"] / bm25["old:0"] == pytest.approx(1 + 0.5 * 16 / 8, rel=1e-5)  # the query's size
+    # x^2 + y^2 = z^2 is the query in other letters: the whole formula is shared once the variables are renamed
+    assert reranked["p2:0"] / bm25["p2:0"] == pytest.approx(1 + 0.5 * 16 / 8, rel=1e-5)
 
 
 @pytest.mark.es
@@ -90,7 +95,7 @@ def test_an_index_without_sizes_ranks_by_the_query_size_and_says_so(es_client, i
     old["mappings"]["_meta"]["mapping_version"] = 4
     alias = alias_name(index_name, "equations")
     es_client.indices.create(index=f"{alias}-v1", aliases={alias: {}}, **old)
-    _fill(es_client, alias, converter, sizes=False)
+    _fill(es_client, alias, converter, old=True)
     query = HybridQuery(latex=QUERY, highlight=False)
 
     def search(ranker: str):
@@ -100,5 +105,6 @@ def test_an_index_without_sizes_ranks_by_the_query_size_and_says_so(es_client, i
     fallback, previous = search(DEFAULT_RANKER), search("structure+embedding+rerank/query-size")
     assert [h.eq_id for h in fallback.hits] == [h.eq_id for h in previous.hits]
     assert [h.score for h in fallback.hits] == pytest.approx([h.score for h in previous.hits])
-    assert any("eqsearch index migrate equations" in w and "version 4" in w for w in fallback.warnings)
-    assert not any("migrate" in w for w in previous.warnings)
+    assert fallback.hits[0].eq_id == "p0:0"  # the query itself, its spans matched by their letters
+    for results in (fallback, previous):
+        assert any("eqsearch index migrate equations" in w and "version 4" in w for w in results.warnings)
