@@ -97,8 +97,8 @@ class FormulaRanking:
 
 #: Rescored candidates and weight of the sub-expression match (chosen on the development topics), the match weighed
 #: by the larger of the two formulas (a similarity, not the query's coverage: benchmarks/formula_search.md), and the
-#: structural first stage: the query's terms found in at most 5% of the equations, the full BM25 restored on the
-#: rerank window (the development figures within 0.001 of all terms, for a third less node CPU at 1M).
+#: structural first stage: the query's terms found in at most 5% of the equations, the other terms' BM25 added on the
+#: rerank window (the same scores there as all terms from the start, for a third less node CPU at 1M).
 _RERANK = {"rerank_window": 300, "rerank_weight": 0.5, "rerank_symmetric": True, "first_stage_share": 0.05}
 #: The embedding's share of the formula side when fused with the structure (chosen on the development topics).
 _EMBEDDING_SHARE = 0.1
@@ -133,16 +133,16 @@ RANKERS: dict[str, FormulaRanking] = {
         ),
         FormulaRanking(
             "structure+embedding+rerank",
-            "reranked structural BM25 and kNN, linear blend (embedding 0.1); the rerank weighs shared "
-            "sub-expressions by the larger formula; the structural list starts from the query's terms in at most 5% "
-            "of the equations",
+            "reranked structural BM25 and kNN, linear blend (embedding 0.1); the rerank matches sub-expressions up "
+            "to renamed variables, weighed by the larger formula; the structural list starts from the query's terms "
+            "in at most 5% of the equations",
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
             **_RERANK,
         ),
         FormulaRanking(
             "structure+embedding+rerank/query-size",
-            "the same with shared sub-expressions weighed by the query's size alone (the previous default)",
+            "the same with shared sub-expressions weighed by the query's size alone (as before the larger formula)",
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
             **{**_RERANK, "rerank_symmetric": False},
