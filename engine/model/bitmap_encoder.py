@@ -26,7 +26,7 @@ from eqsearch.engine.model.bitmap_render import (
     RenderResult,
     pinned_versions,
 )
-from eqsearch.engine.model.bundle import BundleError, BundleManifest
+from eqsearch.engine.model.bundle import BundleError, BundleManifest, ManifestEncoder
 
 __all__ = ["BitmapEncoder", "BitmapRenderError"]
 
@@ -35,7 +35,7 @@ class BitmapRenderError(EqsearchError):
     """A formula could not be rendered, so the bitmap encoder has no vector for it."""
 
 
-class BitmapEncoder:
+class BitmapEncoder(ManifestEncoder):
     """The bitmap CNN of an ``ecml19-cnn`` bundle, run by onnxruntime on bitmaps from `BitmapRenderer`.
 
     Args:
@@ -62,10 +62,6 @@ class BitmapEncoder:
         from eqsearch.engine.model.encoder import open_bundle_session
 
         self.manifest = manifest
-        self.kind = manifest.encoder
-        self.dim = manifest.embedding_dim
-        self.similarity = manifest.similarity
-        self.identity = manifest.identity
         self.batch_size = batch_size
         settings = manifest.raw["renderer"]
         self.render_config = RenderConfig(

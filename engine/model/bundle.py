@@ -136,6 +136,29 @@ class BundleManifest:
         return f"{self.encoder}:{self.raw['files'][MODEL_NAME]['sha256'][:16]}"
 
 
+class ManifestEncoder:
+    """What every bundle encoder says of itself, read from its manifest (the `Encoder` protocol's attributes), so
+    that each encoder class only keeps the manifest."""
+
+    manifest: BundleManifest
+
+    @property
+    def kind(self) -> str:
+        return self.manifest.encoder
+
+    @property
+    def dim(self) -> int:
+        return self.manifest.embedding_dim
+
+    @property
+    def similarity(self) -> str:
+        return self.manifest.similarity
+
+    @property
+    def identity(self) -> str:
+        return self.manifest.identity
+
+
 def vocabulary_sizes(vocabulary: Vocabulary) -> dict[str, int]:
     """The slot counts of a vocabulary as a manifest records them (``tags``, ``attributes``, ``characters``)."""
     return {"tags": vocabulary.n_tags, "attributes": vocabulary.n_attrs, "characters": vocabulary.n_chars}

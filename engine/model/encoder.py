@@ -15,6 +15,7 @@ import numpy as np
 from eqsearch.engine.model.bundle import (
     BundleError,
     BundleManifest,
+    ManifestEncoder,
     default_bundle_path,
     load_bundle_vocabulary,
     read_manifest,
@@ -99,7 +100,7 @@ def open_bundle_session(manifest: BundleManifest, *, prefer_gpu: bool = True) ->
     return session
 
 
-class GraphEncoder:
+class GraphEncoder(ManifestEncoder):
     """The KDD'20 graph network of a model bundle, run by onnxruntime.
 
     MathML goes through the bundle's vocabulary (`engine.model.featurize`), batches of graphs through the ONNX model.
@@ -115,10 +116,6 @@ class GraphEncoder:
 
     def __init__(self, manifest: BundleManifest, *, batch_size: int = 256, prefer_gpu: bool = True) -> None:
         self.manifest = manifest
-        self.kind = manifest.encoder
-        self.dim = manifest.embedding_dim
-        self.similarity = manifest.similarity
-        self.identity = manifest.identity
         self.batch_size = batch_size
         self.vocabulary = load_bundle_vocabulary(manifest)
         self.session = open_bundle_session(manifest, prefer_gpu=prefer_gpu)

@@ -468,7 +468,7 @@ def _spans(
     text_of = {False: CanonicalText(False), True: CanonicalText(True)}
     size_of: dict[int, int] = {}
     digest_of: dict[str, str] = {}
-    renamed = "r" in kinds
+    kinds_of = {False: [kind for kind in ("e", "r") if kind in kinds], True: [kind for kind in ("g",) if kind in kinds]}
 
     def size(node: LayoutNode) -> int:
         found = size_of.get(id(node))
@@ -480,7 +480,7 @@ def _spans(
         sizes = [size(n) for n in line]
         blocked = [skip is not None and _touches(n, skip) for n in line]
         for general in (False, True):
-            if (general and "g" not in kinds) or (not general and not renamed and "e" not in kinds):
+            if not kinds_of[general]:
                 continue
             texts = [text_of[general](n) for n in line]
             for start in range(len(line)):
@@ -490,12 +490,8 @@ def _spans(
                         break
                     total += sizes[end]
                     text = f"{text} {texts[end]}" if text else texts[end]
-                    variants = [("g", text)] if general else []
-                    if not general and "e" in kinds:
-                        variants.append(("e", text))
-                    if not general and renamed:
-                        variants.append(("r", renamed_variables(text)))
-                    for kind, hashed in variants:
+                    for kind in kinds_of[general]:
+                        hashed = renamed_variables(text) if kind == "r" else text
                         digest = digest_of.get(hashed)
                         if digest is None:
                             digest = digest_of[hashed] = hashlib.blake2b(
