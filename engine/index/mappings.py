@@ -34,12 +34,13 @@ IndexKind = Literal["equations", "papers", "jobs"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("equations", "papers", "jobs")
 
 #: Bump when a definition below changes; recorded in each index's ``_meta`` so `describe` can say it is stale.
-MAPPING_VERSIONS: dict[str, int] = {"equations": 5, "papers": 2, "jobs": 1}
+MAPPING_VERSIONS: dict[str, int] = {"equations": 6, "papers": 2, "jobs": 1}
 
 VECTOR_FIELD = "vector"
 #: The formula's structural terms (`engine.model.structure`): BM25 over them is the structural channel.
 STRUCTURE_FIELD = "structure"
-#: Hashes of the formula's sub-expressions, matched exactly by the structural rerank.
+#: Hashes of the formula's sub-expressions, matched exactly by the structural rerank (mapping version 6: runs of up to
+#: 64 symbols on a ladder of lengths, `engine.model.structure.SPAN_LENGTHS`; before, up to 6).
 SPANS_FIELD = "structure_spans"
 #: The formula's size in symbols (doc values only): the structural rerank weighs a shared sub-expression against the
 #: larger of the query and the candidate (mapping version 5; older indices have no such field).

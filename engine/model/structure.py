@@ -14,13 +14,14 @@ Two representations come out of it, both made by `formula_structure` for the ind
   path (``V:x|N:2|sup``: x has the superscript 2); pairs are also emitted with variables and numbers generalised
   (``V:*|N:*|sup``) so that the same shape in other letters still matches. BM25 over these is the structural
   channel.
-- ``spans``: hashes of every contiguous run of at most `MAX_SPAN` symbols of a baseline with everything attached to
-  them, each with its size in symbols, in two kinds (`SPAN_KINDS`): ``r``, exact up to a consistent renaming of the
-  variables (each run's letters renamed in order of first appearance, so ``x^2 + y^2`` = ``a^2 + b^2`` but not
-  ``a^2 + a^2``: the same expression in another field's letters), and ``g``, generalised (every letter and number
-  alike). The largest span of each kind a candidate shares with the query, relative to the larger of the two
-  formulas, is the finer structural match used to rerank the top candidates. Queries also make ``e`` spans, exact
-  with the letters kept, which indices made before structure version 2 hold instead of ``r``.
+- ``spans``: hashes of every contiguous run of a baseline with everything attached to it, of the lengths in
+  `SPAN_LENGTHS` (1 to 6 symbols, then a ladder up to 64), each with its size in symbols, in two kinds
+  (`SPAN_KINDS`): ``r``, exact up to a consistent renaming of the variables (each run's letters renamed in order of
+  first appearance, so ``x^2 + y^2`` = ``a^2 + b^2`` but not ``a^2 + a^2``: the same expression in another field's
+  letters), and ``g``, generalised (every letter and number alike). The largest span of each kind a candidate shares
+  with the query, relative to the larger of the two formulas, is the finer structural match used to rerank the top
+  candidates. Queries also make ``e`` spans, exact with the letters kept, which indices made before structure
+  version 2 hold instead of ``r``.
 
 A query may hold variables (``?a``, `engine.model.patterns`): their nodes are marked (`LayoutNode.variable`), and
 `structure_of_layout` is then told to leave out every term that touches one (a variable stands for any run of
@@ -39,8 +40,9 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 #: Bump when the tokens or spans change: recorded in the equations index, whose documents then need recomputing.
-#: Version 2: ``r`` spans (letters renamed) in place of ``e`` (letters kept).
-STRUCTURE_VERSION = 2
+#: Version 2: ``r`` spans (letters renamed) in place of ``e`` (letters kept). Version 3: spans of up to 64 symbols
+#: (`SPAN_LENGTHS`), not 6.
+STRUCTURE_VERSION = 3
 #: The span kinds an equation document holds: ``r`` exact up to renamed variables, ``g`` generalised.
 SPAN_KINDS = ("r", "g")
 #: The span kinds a query makes: those, and ``e`` (letters kept) for indices made before structure version 2.
@@ -49,8 +51,11 @@ QUERY_SPAN_KINDS = ("e", "r", "g")
 MAX_PATH = 3
 #: Longest symbol text kept in a label (Elasticsearch's whitespace tokenizer splits tokens past 255 characters).
 MAX_LABEL = 40
-#: Longest run of baseline symbols hashed as one span.
-MAX_SPAN = 6
+#: The lengths (baseline symbols) of the runs hashed as spans: every run of 1 to 6 (all that version 2 had), then a
+#: ladder that grows by half at most (8, 12, ... 64), so that a long shared run is credited at two thirds of its length
+#: or more, for far fewer spans than every length up to 64 (version 3; benchmarks/formula_search.md, "Longer shared
+#: sub-expressions").
+SPAN_LENGTHS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64)
 
 _MATHML_NS = "{http://www.w3.org/1998/Math/MathML}"
 _INVISIBLE = frozenset({"\u2061", "\u2062", "\u2063", "\u2064", "\u200b"})
@@ -460,7 +465,10 @@ def renamed_variables(text: str) -> str:
 
 
 def _spans(
-    baseline: list[LayoutNode], max_span: int, skip: Skip | None = None, kinds: Sequence[str] = SPAN_KINDS
+    baseline: list[LayoutNode],
+    lengths: Sequence[int],
+    skip: Skip | None = None,
+    kinds: Sequence[str] = SPAN_KINDS,
 ) -> dict[str, int]:
     # Every formula of the index passes here (hundreds of spans each): each node's canonical strings and size, and
     # each distinct text's digest, are made once per formula; a run's text grows by one symbol at a time.
@@ -469,6 +477,8 @@ def _spans(
     size_of: dict[int, int] = {}
     digest_of: dict[str, str] = {}
     kinds_of = {False: [kind for kind in ("e", "r") if kind in kinds], True: [kind for kind in ("g",) if kind in kinds]}
+    hashed_lengths = frozenset(lengths)
+    longest = max(lengths, default=0)
 
     def size(node: LayoutNode) -> int:
         found = size_of.get(id(node))
@@ -485,11 +495,13 @@ def _spans(
             texts = [text_of[general](n) for n in line]
             for start in range(len(line)):
                 total, text = 0, ""
-                for end in range(start, min(len(line), start + max_span)):
+                for end in range(start, min(len(line), start + longest)):
                     if blocked[end]:
                         break
                     total += sizes[end]
                     text = f"{text} {texts[end]}" if text else texts[end]
+                    if end - start + 1 not in hashed_lengths:
+                        continue
                     for kind in kinds_of[general]:
                         hashed = renamed_variables(text) if kind == "r" else text
                         digest = digest_of.get(hashed)
@@ -506,7 +518,7 @@ def _spans(
 def structure_of_layout(
     baseline: list[LayoutNode],
     max_path: int = MAX_PATH,
-    max_span: int = MAX_SPAN,
+    span_lengths: Sequence[int] = SPAN_LENGTHS,
     *,
     skip: Skip | None = None,
     span_kinds: Sequence[str] = SPAN_KINDS,
@@ -516,7 +528,7 @@ def structure_of_layout(
     Args:
         baseline: the tree's main baseline.
         max_path: longest relation path of a pair token.
-        max_span: longest run of baseline symbols hashed as a span.
+        span_lengths: the lengths, in baseline symbols, of the runs hashed as spans.
         skip: nodes no token or span may touch (a query's variables); their own symbols are left out, and the size
             counts the others only. None (the index, and queries without variables): every node counts.
         span_kinds: which kinds of spans (`SPAN_KINDS` for a document, `QUERY_SPAN_KINDS` for a query).
@@ -528,7 +540,7 @@ def structure_of_layout(
         general = (generalised_label(source), generalised_label(target))
         if general != (source, target):
             tokens.append(f"{general[0]}|{general[1]}|{path}")
-    return FormulaStructure(tuple(tokens), _spans(baseline, max_span, skip, span_kinds), size)
+    return FormulaStructure(tuple(tokens), _spans(baseline, span_lengths, skip, span_kinds), size)
 
 
 def formula_structure(mathml: str | bytes | None, latex: str | None = None) -> FormulaStructure:

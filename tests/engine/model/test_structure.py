@@ -78,7 +78,7 @@ def test_long_symbols_are_cut_so_that_the_index_keeps_them_whole():
 
 
 def test_spans_are_contiguous_runs_with_everything_attached():
-    small = structure_of_layout(parse_layout_latex("a+b"), max_span=6, span_kinds=("e", "r", "g"))
+    small = structure_of_layout(parse_layout_latex("a+b"), span_kinds=("e", "r", "g"))
     exact = {s for s in small.spans if s.startswith("e")}
     renamed = {s for s in small.spans if s.startswith("r")}
     general = {s for s in small.spans if s.startswith("g")}
@@ -89,8 +89,22 @@ def test_spans_are_contiguous_runs_with_everything_attached():
     assert general <= set(other) and renamed <= set(other)  # x+y is a+b in other letters
     assert exact & set(other) == {s for s in exact if small.spans[s] == 1 and s in other}  # only "+" in common
     assert len(exact & set(other)) == 1
-    capped = structure_of_layout(parse_layout_latex("a+b+c+d"), max_span=2)
+    capped = structure_of_layout(parse_layout_latex("a+b+c+d"), span_lengths=(1, 2))
     assert max(capped.spans.values()) == 2
+
+
+def test_span_lengths_climb_a_ladder_so_a_long_match_is_credited_whole():
+    from eqsearch.engine.model.structure import SPAN_LENGTHS
+
+    # 12 baseline symbols: a run of 12 is on the ladder, so the whole formula is one span, matched in other letters
+    query = structure_of_layout(parse_layout_latex("2a^2+b^2+c^2+d^2=e^2+f^2"))
+    other = structure_of_layout(parse_layout_latex("2p^2+q^2+r^2+s^2=t^2+u^2"))
+    assert 12 in SPAN_LENGTHS and 13 not in SPAN_LENGTHS
+    shared = set(query.spans) & set(other.spans)
+    assert max(query.spans[s] for s in shared if s.startswith("r")) == query.size == 18
+    # a run of 7 symbols is not hashed (between 6 and 8 on the ladder): the runs of 6 in a+b+c+d are
+    seven = structure_of_layout(parse_layout_latex("a+b+c+d"))
+    assert 7 not in SPAN_LENGTHS and max(seven.spans.values()) == 6
 
 
 def test_renamed_spans_match_the_same_expression_in_other_letters_only_when_consistent():
