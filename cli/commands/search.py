@@ -16,7 +16,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     search = subparsers.add_parser(
         "search",
         help="hybrid search: a LaTeX formula and/or keywords",
-        description="Formula (LaTeX -> MathML -> vector, kNN) and keywords (BM25), fused; prints the hits.",
+        description="A formula is found by its structure (BM25 over the symbols and symbol pairs of its layout tree,\n"
+        "the top 300 reranked by the sub-expressions they share with it, letters renamed) and by the model's\n"
+        "vector (kNN), blended; keywords by BM25 over the papers' text; the two sides fused (--fusion,\n"
+        "--formula-weight). ?a, ?b in a formula stand for any sub-expression, a repeated one for the same one.\n"
+        "Each hit says which channels found it. Prints the hits.",
+        epilog="examples:\n"
+        "  eqsearch search 'P(A|B)=\\frac{P(B|A)P(A)}{P(B)}' --inline exclude\n"
+        "  eqsearch search '?a^2+?b^2=?c^2' --size 20\n"
+        "  eqsearch search -k 'Ising model' --group --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     search.add_argument("latex", nargs="?", help="a formula in LaTeX (quote it)")
     search.add_argument("-k", "--keywords", help="keywords matched against titles, abstracts and context")
