@@ -243,17 +243,27 @@ def _larger_size_share(query_size: int) -> list[dict[str, Any]]:
 #: candidate in the window, so its posting list is the longest to walk for the smallest share: left out, the
 #: development figures do not move and the structural request takes ~0.5 ms less at 1M (benchmarks/formula_search.md).
 MIN_RERANK_SPAN = 2
+#: The most sub-expressions of one kind a query sends to the rerank: its largest. A formula of a few hundred symbols
+#: has thousands of spans, and Elasticsearch refuses a query of more clauses than its ``max_clause_count`` (16,384 on
+#: the local node's 1 GiB heap) outright; past this cap a very long query loses only the credit of its small spans.
+MAX_RERANK_SPANS = 2048
 
 
 def _span_match(structure: FormulaStructure, kind: str, weight: float) -> dict[str, Any] | None:
     """The largest of the query's sub-expressions of one kind (``r`` renamed, ``e`` exact, ``g`` generalised) and
     of at least `MIN_RERANK_SPAN` symbols that a candidate shares, as ``weight`` x its size / the query's size: a
-    ``dis_max`` of one constant-score term per span."""
+    ``dis_max`` of one constant-score term per span (the `MAX_RERANK_SPANS` largest)."""
     size = max(structure.size, 1)
+    spans = [
+        (span, span_size)
+        for span, span_size in structure.spans.items()
+        if span.startswith(kind) and span_size >= MIN_RERANK_SPAN
+    ]
+    if len(spans) > MAX_RERANK_SPANS:
+        spans = sorted(spans, key=lambda item: (-item[1], item[0]))[:MAX_RERANK_SPANS]
     queries = [
         {"constant_score": {"filter": {"term": {SPANS_FIELD: span}}, "boost": weight * span_size / size}}
-        for span, span_size in sorted(structure.spans.items())
-        if span.startswith(kind) and span_size >= MIN_RERANK_SPAN
+        for span, span_size in sorted(spans)
     ]
     return {"dis_max": {"queries": queries, "tie_breaker": 0.0}} if queries else None
 

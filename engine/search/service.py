@@ -686,9 +686,7 @@ class SearchService:
         missing = 0
         for (name, _), response in zip(searches, responses["responses"], strict=True):
             if "error" in response:
-                error = response["error"]
-                reason = error.get("reason") if isinstance(error, dict) else error
-                raise SearchError(f"the {name} search failed: {reason}")
+                raise _search_failed(name, response["error"])
             missing += int((response.get("_shards") or {}).get("failed") or 0)
             found = response.get("hits") or {}
             ranking = []
@@ -762,6 +760,33 @@ def _highlight(formula: _QueryFormula, mathml: str | None) -> FormulaHighlight |
 
 #: The channel each ranked list stands for, as hits report it.
 _CHANNEL_OF_LIST = {"structure": "structure", "formula": "embedding", "text": "text", "context": "context"}
+
+
+def _search_failed(name: str, error: Any) -> SearchError:
+    """The error of one ranking search of the ``_msearch``, with the shards' own reasons rather than Elasticsearch's
+    summary ("all shards failed"), and what to do when the query itself was too large."""
+    if not isinstance(error, dict):
+        return SearchError(f"the {name} search failed: {error}")
+    if _error_types(error) & {"too_many_clauses", "too_many_nested_clauses"}:
+        return SearchError(
+            f"the {name} search failed: the formula is too long to search (its query has more clauses than "
+            "Elasticsearch's indices.query.bool.max_clause_count)",
+            hint="search a part of the formula, or give the node more heap (the limit grows with it)",
+        )
+    reasons = [
+        cause["reason"] for cause in error.get("root_cause") or () if isinstance(cause, dict) and cause.get("reason")
+    ]
+    return SearchError(f"the {name} search failed: {'; '.join(reasons) or error.get('reason') or error}")
+
+
+def _error_types(error: Any) -> set[str]:
+    """Every ``type`` in an Elasticsearch error and its causes, however deep."""
+    if isinstance(error, dict):
+        own = {error["type"]} if isinstance(error.get("type"), str) else set()
+        return own.union(*(_error_types(value) for value in error.values()))
+    if isinstance(error, list):
+        return set().union(*(_error_types(value) for value in error))
+    return set()
 
 
 def _channels_of(lists: dict[str, list[tuple[str, float]]]) -> dict[str, tuple[str, ...]]:

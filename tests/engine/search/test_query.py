@@ -210,6 +210,21 @@ def test_the_rerank_multiplies_bm25_by_one_plus_the_largest_shared_subexpression
     assert "rescore" not in structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.0)
 
 
+def test_a_long_query_sends_the_rerank_its_largest_sub_expressions_only():
+    from eqsearch.engine.model import formula_structure
+    from eqsearch.engine.search.query import MAX_RERANK_SPANS, structure_body
+
+    long = "+".join(rf"\frac{{x_{{{i}}}^{{2}}}}{{y_{{{i}}}+1}}" for i in range(300))  # 600 baseline symbols
+    structure = formula_structure(None, long)
+    renamed = [size for span, size in structure.spans.items() if span.startswith("r") and size >= 2]
+    assert len(renamed) > MAX_RERANK_SPANS  # thousands of runs: past what a query may hold
+    body = structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.5)
+    sent = body["rescore"]["query"]["rescore_query"]["bool"]["should"][1]["dis_max"]["queries"]
+    assert len(sent) == MAX_RERANK_SPANS
+    kept = sorted((q["constant_score"]["boost"] * structure.size / 0.5 for q in sent), reverse=True)
+    assert [round(size) for size in kept] == sorted(renamed, reverse=True)[:MAX_RERANK_SPANS]  # the largest
+
+
 def test_the_ranker_decides_which_formula_lists_are_searched():
     from eqsearch.engine.model import formula_structure
     from eqsearch.engine.search import get_ranker

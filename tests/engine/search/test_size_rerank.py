@@ -1,7 +1,7 @@
 """The structural rerank weighed by the larger formula, on spans with renamed variables: the body it sends, the
 factor a real node computes for a candidate of the query's size, for the same formula in other letters and for a
-longer one holding the query, and an index made before (spans with the letters kept, no sizes: a warning, and the
-query's size instead)."""
+longer one holding the query, an index made before (spans with the letters kept, no sizes: a warning, and the
+query's size instead), and a query too long for one request."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from eqsearch.engine.index.mappings import SIZE_FIELD, SPANS_FIELD, IndexOptions
 from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, formula_structure, parse_layout, structure_of_layout
 from eqsearch.engine.search.query import HybridQuery, structure_body
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
-from eqsearch.engine.search.service import SearchService
+from eqsearch.engine.search.service import SearchError, SearchService
 from hashing_encoder import HashingEncoder
 
 QUERY = "a^2 + b^2 = c^2"  # 8 symbols; one baseline of 5, so the whole query is one shared sub-expression
@@ -108,3 +108,28 @@ def test_an_index_without_sizes_ranks_by_the_query_size_and_says_so(es_client, i
     assert fallback.hits[0].eq_id == "p0:0"  # the query itself, its spans matched by their letters
     for results in (fallback, previous):
         assert any("eqsearch index migrate equations" in w and "version 4" in w for w in results.warnings)
+
+
+@pytest.mark.es
+def test_a_very_long_formula_is_searched_by_its_largest_parts_or_refused_with_a_reason(
+    es_client, index_name, converter
+):
+    encoder = HashingEncoder()
+    IndexAdmin(es_client, index_name).ensure(IndexOptions(dims=encoder.dim, similarity=encoder.similarity))
+    alias = alias_name(index_name, "equations")
+    _fill(es_client, alias, converter)
+
+    def sums(n: int) -> str:
+        return "+".join(rf"\frac{{x_{{{i}}}^{{2}}}}{{y_{{{i}}}+1}}" for i in range(n))
+
+    long = sums(700)  # 1,400 baseline symbols: ~20,000 spans, more clauses than a request may hold
+    document = {"eq_id": "long:0", "paper_id": "long", "latex": long, **structure_fields(None, long)}
+    es_client.index(index=alias, id="long:0", document=document, refresh="wait_for")
+    service = SearchService(es_client, encoder, converter, index_prefix=index_name)
+    found = service.search(HybridQuery(latex=long, highlight=False))
+    assert found.hits[0].eq_id == "long:0"  # its candidates were reranked by its largest sub-expressions
+    assert "the limit is 20,000" in (found.latex_error or "")  # past KaTeX's length: read from the LaTeX, and said
+    # 12,000 symbols: the structural terms alone are more clauses than the node takes; the error says so
+    with pytest.raises(SearchError, match="too long to search") as refused:
+        service.search(HybridQuery(latex=sums(6000), highlight=False))
+    assert "search a part of the formula" in str(refused.value)
