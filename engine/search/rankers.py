@@ -133,9 +133,9 @@ RANKERS: dict[str, FormulaRanking] = {
         ),
         FormulaRanking(
             "structure+embedding+rerank",
-            "reranked structural BM25 and kNN, linear blend (embedding 0.1); the rerank matches sub-expressions up "
-            "to renamed variables, weighed by the larger formula; the structural list starts from the query's terms "
-            "in at most 5% of the equations",
+            "reranked structural BM25 and kNN, linear blend (embedding 0.1); the rerank matches sub-expressions "
+            "(runs of up to 64 symbols) up to renamed variables, weighed by the larger formula; the structural list "
+            "starts from the query's terms in at most 5% of the equations",
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
             **_RERANK,
