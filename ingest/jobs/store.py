@@ -211,6 +211,9 @@ class JobStore:
             }
         }
         try:
+            # a job that has just finished must not read as running (this process's own earlier jobs count as
+            # running, another thread's): its last record write may not be searchable yet without a refresh
+            retrying(self.client).indices.refresh(index=self.jobs_alias)
             hits = retrying(self.client).search(
                 index=self.jobs_alias, query=query, size=1000, source=["job_id", "pid", "host"]
             )
