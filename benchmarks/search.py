@@ -7,6 +7,7 @@ Run from the repository root against a running node (``eqsearch es start``); eve
     .venv/bin/python benchmarks/search.py decide --n 100000                    # similarity / index type / grouping
     .venv/bin/python benchmarks/search.py latency --n 100000 --clients 8       # p50/p95/p99, size, memory
     .venv/bin/python benchmarks/search.py replay --n 100000 --clients 8        # the same, Elasticsearch alone
+    .venv/bin/python benchmarks/search.py structure-cost --n 1000000           # the structural list's parts
     .venv/bin/python benchmarks/search.py cleanup
 
 Data: real equations, extracted from installed packages' docstrings by the real ingest job (KaTeX conversion
@@ -46,6 +47,7 @@ from eqsearch.engine.index import (
     recommended_layout,
 )
 from eqsearch.engine.index.admin import data_node_count
+from eqsearch.engine.index.mappings import STRUCTURE_FIELD
 from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.service import SearchService
 
@@ -990,11 +992,24 @@ def cmd_replay(args: argparse.Namespace) -> None:
 
 
 # -- profile ---------------------------------------------------------------------------------------------------
-def node_cpu_ms(client) -> int:
+def node_cpu_ms(client, max_wait_s: float = 2.0) -> int:
     """CPU time the Elasticsearch nodes' processes have used so far (all their threads; every node of a cluster), in
-    ms."""
-    nodes = client.nodes.stats(metric="process")["nodes"]
-    return sum(int(node["process"]["cpu"]["total_in_millis"]) for node in nodes.values())
+    ms, as of now.
+
+    A node answers its process statistics from a cache refreshed at most once a second
+    (``monitor.process.refresh_interval``), so a plain read can be up to a second old: a stage of a few seconds
+    would then be charged for work done before it began, or not for its last second. This waits until every node's
+    figure is stamped after the call (up to ``max_wait_s``, for nodes whose clocks differ from this one's); the
+    wait is idle time, which `measure_stage` discounts.
+    """
+    asked = time.time() * 1000
+    deadline = time.monotonic() + max_wait_s
+    while True:
+        nodes = client.nodes.stats(metric="process")["nodes"]
+        fresh = all(int(node["process"].get("timestamp", 0)) >= asked for node in nodes.values())
+        if fresh or time.monotonic() >= deadline:
+            return sum(int(node["process"]["cpu"]["total_in_millis"]) for node in nodes.values())
+        time.sleep(0.05)
 
 
 def shard_search_ms(client, index: str) -> dict[str, int]:
@@ -1026,12 +1041,13 @@ def measure_stage(client, index: str, run: Any, count: int, idle_ms_per_s: float
     wall = time.perf_counter() - wall0
     py = time.process_time() - py0
     cpu1, shards1 = node_cpu_ms(client), shard_search_ms(client, index)
+    window = time.perf_counter() - wall0  # the stage and the wait for a fresh node figure after it
     delta = {key: shards1[key] - shards0[key] for key in shards0}
     return {
         "wall_ms": round(wall * 1000 / count, 2),
         "p50_ms": percentiles(latencies)["p50"],
         "python_cpu_ms": round(py * 1000 / count, 2),
-        "es_cpu_ms": round((cpu1 - cpu0 - idle_ms_per_s * wall) / count, 2),
+        "es_cpu_ms": round((cpu1 - cpu0 - idle_ms_per_s * window) / count, 2),
         "shard_query_ms": round(delta["query_time_in_millis"] / count, 2),
         "shard_fetch_ms": round(delta["fetch_time_in_millis"] / count, 2),
         "shard_queries": round(delta["query_total"] / count, 2),
@@ -1210,6 +1226,84 @@ def es_profile(client, knn: list[Any], text: list[Any], fetch: list[Any], count:
             add(totals, "took (whole request)", response["took"])
         top = sorted(totals.items(), key=lambda kv: -kv[1])[:16]
         emit(measure="es-profile", request=label, queries=count, ms_per_query={k: round(v / count, 3) for k, v in top})
+
+
+def structure_parts(searches: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """One recorded ranking ``_msearch`` (header and body lines, the structural search first) as the variants that
+    `cmd_structure_cost` replays: without the structural search, its first stage alone (collecting the page's depth,
+    or the rescore window through a rescore that changes no score), with each of its rescores alone, and whole; a
+    variant the query cannot make (no structural search, a single rescore) is left out."""
+    if len(searches) < 2 or "rescore" not in searches[1]:
+        return {}
+    header, body = searches[0], searches[1]
+    rescores = body["rescore"] if isinstance(body["rescore"], list) else [body["rescore"]]
+    first = {key: value for key, value in body.items() if key != "rescore"}
+    window = max(rescore["window_size"] for rescore in rescores)
+    unchanged = {"window_size": window, "query": {"rescore_query": {"match_all": {}}, "rescore_query_weight": 0.0}}
+    parts = {
+        "lists without the structural search": searches[2:],
+        "+ structural first stage, no rescore": [header, first, *searches[2:]],
+        "+ first stage collecting the rescore window": [header, {**first, "rescore": unchanged}, *searches[2:]],
+        "+ whole structural search (as sent)": searches,
+    }
+    if len(rescores) == 2:
+        parts["+ first stage, the BM25 rescore"] = [header, {**first, "rescore": rescores[0]}, *searches[2:]]
+        parts["+ first stage, the sub-expression rescore"] = [header, {**first, "rescore": rescores[1]}, *searches[2:]]
+    return parts
+
+
+def cmd_structure_cost(args: argparse.Namespace) -> None:
+    """Where the structural list's node CPU goes: each query's ranking ``_msearch`` (as the service sends it for a
+    hybrid query) replayed sequentially without the structural search, with its first stage only, with each of its
+    two rescores alone, and whole; then the term-statistics request the first stage needs, with an empty cache.
+    Rounds alternate the variants, so that load drifts reach them alike; medians of the rounds."""
+    from eqsearch.engine.model.structure import formula_structure
+    from eqsearch.engine.search.termstats import TermStatistics
+
+    client, encoder, base, prefix, index = kept_index(args)
+    formulas, keyword_queries, converter = usable_queries(base, args.queries)
+    service_class, query_class = service_classes(args)
+    options = service_options(args, service_class)
+    recorder = RecordingClient(client)
+    service = service_class(recorder, encoder, converter, index_prefix=prefix, **options)
+    variants: dict[str, list[dict[str, Any]]] = {}
+    for latex, keywords in zip(formulas, keyword_queries, strict=True):
+        recorder.calls.clear()
+        service.search(query_class(latex=latex, keywords=keywords))
+        ranking = next(kwargs for name, kwargs in recorder.calls if name == "msearch")
+        for name, searches in structure_parts(ranking["searches"]).items():
+            variants.setdefault(name, []).append({**ranking, "searches": searches})
+    structures = [formula_structure(converter.cache[latex].mathml, latex) for latex in formulas]
+    measured: dict[str, list[dict[str, float]]] = {}
+    for _ in range(args.repeats):
+        idle = idle_rate(client)
+        for name, requests in variants.items():
+            for kwargs in requests[:20]:
+                client.msearch(**kwargs)  # warm-up
+            measured.setdefault(name, []).append(
+                measure_stage(client, index, lambda i, r=requests: client.msearch(**r[i]), len(requests), idle)
+            )
+        frequencies = TermStatistics(client.termvectors, STRUCTURE_FIELD).frequencies  # an empty cache each round
+
+        def read(i: int, frequencies: Any = frequencies) -> None:
+            frequencies(index, structures[i].tokens)
+
+        measured.setdefault("term statistics (first stage)", []).append(
+            measure_stage(client, index, read, len(structures), idle)
+        )
+    for name, rounds in measured.items():
+        emit(
+            measure="structure-cost",
+            n=args.n,
+            variant=name,
+            queries=len(variants.get(name, structures)),
+            rounds=len(rounds),
+            node_cpu_ms=round(statistics.median(r["es_cpu_ms"] for r in rounds), 2),
+            node_cpu_ms_rounds=[r["es_cpu_ms"] for r in rounds],
+            python_cpu_ms=round(statistics.median(r["python_cpu_ms"] for r in rounds), 2),
+            p50_ms=round(statistics.median(r["p50_ms"] for r in rounds), 2),
+            load=load_average(),
+        )
 
 
 def service_classes(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -1396,6 +1490,15 @@ def main() -> None:
     )
     add_service_arguments(replay)
     replay.set_defaults(handler=cmd_replay)
+    structure_cost = commands.add_parser(
+        "structure-cost",
+        help="node CPU of the structural list by part (first stage, each rescore), replayed from hybrid queries",
+    )
+    structure_cost.add_argument("--n", type=int, default=1_000_000, help="which kept latency index (1000000)")
+    structure_cost.add_argument("--queries", type=int, default=200, help="distinct hybrid queries (200)")
+    structure_cost.add_argument("--repeats", type=int, default=3, help="rounds over every variant (3)")
+    add_service_arguments(structure_cost)
+    structure_cost.set_defaults(handler=cmd_structure_cost)
     recall = commands.add_parser("recall", help="recall@10 of formula search vs exact kNN, per candidate depth")
     recall.add_argument("--n", type=int, default=1_000_000, help="which kept latency index (1000000)")
     recall.add_argument("--queries", type=int, default=200)
