@@ -47,8 +47,7 @@ from eqsearch.engine.index import (
     recommended_layout,
 )
 from eqsearch.engine.index.admin import data_node_count
-from eqsearch.engine.index.mappings import SKETCH_FIELD, STRUCTURE_FIELD
-from eqsearch.engine.model.sketch import document_sketch
+from eqsearch.engine.index.mappings import STRUCTURE_FIELD
 from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.service import SearchService
 
@@ -306,7 +305,7 @@ def base_client(args: argparse.Namespace, client: Any) -> Any:
 def base_documents(client, prefix: str, base_prefixes: list[str] | None = None) -> list[dict[str, Any]]:
     """The equations with a vector of the base deployment (``<prefix>-base``, what ``ingest`` made), or of the
     deployments ``base_prefixes`` (``--base`` ...: e.g. the make-run corpus and a kept ARQMath collection), their
-    duplicates (the same LaTeX) dropped so that the base counts distinct formulas, each with a structure sketch."""
+    duplicates (the same LaTeX) dropped so that the base counts distinct formulas."""
     docs: dict[str, dict[str, Any]] = {}
     for name in base_prefixes or [BASE_INDEX.format(prefix=prefix)]:
         admin = IndexAdmin(client, name)
@@ -316,9 +315,6 @@ def base_documents(client, prefix: str, base_prefixes: list[str] | None = None) 
         for _, source in admin.scan(index):
             if source.get("vector"):
                 docs.setdefault(" ".join(source["latex"].split()), source)
-    for source in docs.values():  # a deployment older than mapping version 7 has no sketches: made from the terms
-        if SKETCH_FIELD not in source and (sketch := document_sketch(source.get(STRUCTURE_FIELD, "").split())):
-            source[SKETCH_FIELD] = sketch
     return sorted(docs.values(), key=lambda d: d["eq_id"])
 
 
@@ -1251,7 +1247,6 @@ def structure_parts(searches: list[dict[str, Any]]) -> dict[str, list[dict[str, 
         "+ whole structural search (as sent)": searches,
     }
     if len(rescores) == 2:
-        # the first rescore: the other terms' BM25 (a rare-terms first stage) or every term's (a sketch first stage)
         parts["+ first stage, the BM25 rescore"] = [header, {**first, "rescore": rescores[0]}, *searches[2:]]
         parts["+ first stage, the sub-expression rescore"] = [header, {**first, "rescore": rescores[1]}, *searches[2:]]
     return parts

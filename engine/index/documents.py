@@ -43,12 +43,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from eqsearch.engine.index.mappings import (
     CONTEXT_VECTOR_FIELD,
     SIZE_FIELD,
-    SKETCH_FIELD,
     SPANS_FIELD,
     STRUCTURE_FIELD,
     VECTOR_FIELD,
 )
-from eqsearch.engine.model.sketch import document_sketch
 from eqsearch.engine.model.structure import formula_structure, layout_size, parse_layout_latex
 
 if TYPE_CHECKING:
@@ -319,13 +317,9 @@ def paper_documents(
 
 def structure_fields(mathml: str | None, latex: str) -> dict[str, Any]:
     """The structural fields of an equation document: its terms (from the MathML, or the LaTeX when it did not
-    convert), its sub-expression hashes, its size in symbols (`engine.model.structure`) and the sketch of its terms
-    (`engine.model.sketch`; none for a formula without terms)."""
+    convert), its sub-expression hashes and its size in symbols (`engine.model.structure`)."""
     structure = formula_structure(mathml, latex)
-    fields = {STRUCTURE_FIELD: structure.text, SPANS_FIELD: sorted(structure.spans), SIZE_FIELD: structure.size}
-    if (vector := document_sketch(structure.tokens)) is not None:
-        fields[SKETCH_FIELD] = vector
-    return fields
+    return {STRUCTURE_FIELD: structure.text, SPANS_FIELD: sorted(structure.spans), SIZE_FIELD: structure.size}
 
 
 def with_structure(document: Mapping[str, Any]) -> dict[str, Any]:

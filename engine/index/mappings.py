@@ -28,14 +28,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from eqsearch.engine.model.sketch import SKETCH_DIMS, SKETCH_VERSION
 from eqsearch.engine.model.structure import STRUCTURE_VERSION
 
 IndexKind = Literal["equations", "papers", "jobs"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("equations", "papers", "jobs")
 
 #: Bump when a definition below changes; recorded in each index's ``_meta`` so `describe` can say it is stale.
-MAPPING_VERSIONS: dict[str, int] = {"equations": 7, "papers": 2, "jobs": 1}
+MAPPING_VERSIONS: dict[str, int] = {"equations": 6, "papers": 2, "jobs": 1}
 
 VECTOR_FIELD = "vector"
 #: The formula's structural terms (`engine.model.structure`): BM25 over them is the structural channel.
@@ -49,10 +48,6 @@ SIZE_FIELD = "structure_size"
 #: The first equations mapping version whose documents hold what the structural rerank needs: `SIZE_FIELD`, and
 #: spans with the variables renamed (``r``, structure version 2) where older ones hold spans with the letters kept.
 RERANK_FIELDS_SINCE = 5
-#: The formula's structural terms hashed into one byte vector (`engine.model.sketch`): kNN on it starts the
-#: structural list of a ranker with ``sketch_first_stage`` (mapping version 7; older indices have no such field).
-SKETCH_FIELD = "structure_sketch"
-SKETCH_SINCE = 7
 #: The text encoder's vector of the words around the formula (`engine.model.text`): kNN on it is the context channel.
 CONTEXT_VECTOR_FIELD = "context_vector"
 DEFAULT_DIMS = 64
@@ -148,7 +143,6 @@ def _meta(kind: str, options: IndexOptions) -> dict[str, Any]:
         **({"context_dims": options.context_dims} if kind == "equations" else {}),
         **({"text_encoder": options.text_encoder} if options.text_encoder and kind == "equations" else {}),
         **({"structure_version": STRUCTURE_VERSION} if kind == "equations" else {}),
-        **({"sketch_version": SKETCH_VERSION} if kind == "equations" else {}),
     }
 
 
@@ -216,14 +210,6 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
                 STRUCTURE_FIELD: {"type": "text", "analyzer": "whitespace", "index_options": "freqs"},
                 SPANS_FIELD: {"type": "keyword", "doc_values": False},
                 SIZE_FIELD: {"type": "integer", "index": False},
-                SKETCH_FIELD: {
-                    "type": "dense_vector",
-                    "dims": SKETCH_DIMS,
-                    "element_type": "byte",
-                    "similarity": "cosine",
-                    "index": True,
-                    "index_options": {"type": "hnsw", "m": options.hnsw_m, "ef_construction": options.ef_construction},
-                },
                 VECTOR_FIELD: vector,
                 CONTEXT_VECTOR_FIELD: context_vector,
                 **_paper_fields(analyzer),

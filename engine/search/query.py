@@ -18,7 +18,6 @@ import numpy as np
 from eqsearch.engine.index.mappings import (
     CONTEXT_VECTOR_FIELD,
     SIZE_FIELD,
-    SKETCH_FIELD,
     SPANS_FIELD,
     STRUCTURE_FIELD,
     VECTOR_FIELD,
@@ -294,8 +293,6 @@ def structure_body(
     first_stage: Sequence[str] | None = None,
     candidate_sizes: bool = False,
     span_kinds: Sequence[str] = SPAN_KINDS,
-    sketch: Sequence[int] | None = None,
-    num_candidates_factor: int = 3,
 ) -> dict[str, Any]:
     """BM25 over the structural terms of the equations (`engine.model.structure`), optionally reranked.
 
@@ -312,10 +309,6 @@ def structure_body(
     without a first stage, for a fraction of the posting lists walked. Candidates below the window keep their
     first-stage score, which is never above the full score of any candidate in it.
 
-    With a ``sketch`` (the query's, `engine.model.sketch`), the equations are first found by kNN on their sketches:
-    the ``rerank_window`` nearest, whose cosine a first rescore replaces with their BM25 over all the terms. No
-    posting list is walked but for those candidates; an equation outside the window is not in the list.
-
     Args:
         structure: the query formula's structure (`formula_structure`).
         k: how many equations.
@@ -327,15 +320,11 @@ def structure_body(
             a document without it counts as the query's size).
         span_kinds: the two kinds of sub-expressions matched (`SPAN_KINDS`: renamed and generalised; ``("e", "g")``
             for an index made before structure version 2, which holds spans with the letters kept).
-        sketch: the query's structure sketch: start from kNN on the index's sketches (needs a ``rerank_window``;
-            ``first_stage`` is then ignored).
-        num_candidates_factor: with a ``sketch``, see `num_candidates`.
 
     Returns:
         The search body.
     """
-    sketched = sketch is not None and rerank_window > 0
-    staged = first_stage is not None and rerank_window > 0 and not sketched
+    staged = first_stage is not None and rerank_window > 0
     body: dict[str, Any] = {
         "query": {"bool": {"must": [_terms_match(structure, first_stage if staged else None)], "filter": filters}},
         "size": k,
@@ -343,21 +332,8 @@ def structure_body(
         "track_total_hits": False,
     }
     rescores: list[dict[str, Any]] = []
-    rest = [] if first_stage is None or not staged else sorted(set(structure.tokens) - set(first_stage))
-    if sketched:
-        knn: dict[str, Any] = {
-            "field": SKETCH_FIELD,
-            "query_vector": list(sketch or ()),
-            "k": rerank_window,
-            "num_candidates": num_candidates(rerank_window, num_candidates_factor),
-        }
-        if filters:
-            knn["filter"] = {"bool": {"filter": list(filters)}}
-        body["query"] = {"knn": knn}
-        # the cosine only chose the window: BM25 over every term takes its place
-        bm25 = {"rescore_query": _terms_match(structure), "query_weight": 0.0, "rescore_query_weight": 1.0}
-        rescores.append({"window_size": rerank_window, "query": {**bm25, "score_mode": "total"}})
-    elif staged and rest:
+    rest = [] if first_stage is None else sorted(set(structure.tokens) - set(first_stage))
+    if staged and rest:
         rest_match = {"rescore_query": _terms_match(structure, rest), "query_weight": 1.0, "rescore_query_weight": 1.0}
         rescores.append({"window_size": rerank_window, "query": {**rest_match, "score_mode": "total"}})
     spans = [m for kind in span_kinds if (m := _span_match(structure, kind, rerank_weight)) is not None]
@@ -446,7 +422,6 @@ def ranking_searches(
     context_vector: np.ndarray | None = None,
     first_stage: Sequence[str] | None = None,
     rerank_fields: bool = True,
-    sketch: Sequence[int] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The ranked lists a query needs, as ``(name, body)``: ``structure`` (BM25 over structural terms),
     ``formula`` (kNN on the embedding), ``text`` (BM25 over the words) and ``context`` (kNN of the keywords'
@@ -470,8 +445,6 @@ def ranking_searches(
             equation's size, so that a ranking with ``rerank_symmetric`` weighs the shared sub-expressions by the
             larger of the query's and the candidate's size, and spans with renamed variables; without (False), the
             rerank matches spans with the letters kept and weighs them by the query's size.
-        sketch: the query's structure sketch, from which the structural list starts (`structure_body`; None: from
-            its terms).
     """
     filters = query_filters(query)
     searches: list[tuple[str, dict[str, Any]]] = []
@@ -487,8 +460,6 @@ def ranking_searches(
             first_stage=first_stage,
             candidate_sizes=rerank_fields and ranking.rerank_symmetric,
             span_kinds=SPAN_KINDS if rerank_fields else ("e", "g"),
-            sketch=sketch,
-            num_candidates_factor=num_candidates_factor,
         )
         if query.formula_weight > 0:
             searches.append(("structure", ranking_only(body)))

@@ -40,10 +40,6 @@ class FormulaRanking:
         first_stage_share: the structural list first matches on the query's terms found in at most this share of
             the equations, then gives the rerank window its BM25 over all of them (0: all terms from the start;
             `engine.search.termstats`).
-        sketch_first_stage: the structural list starts from kNN on the equations' structure sketches
-            (`engine.model.sketch`), and its rescore gives the window its BM25 over every term in place of the
-            sketches' cosine (needs a ``rerank_window``; on an index without sketches, before mapping version 7,
-            it starts from the rare terms of ``first_stage_share`` instead).
         maxsim_window: the formula side's top candidates reranked by MaxSim over node vectors after fusion (Amador
             and Zanibbi; `engine.search.maxsim`; 0: no MaxSim rerank).
         maxsim_weight: MaxSim's share of the reranked score (1: MaxSim alone orders the window).
@@ -67,7 +63,6 @@ class FormulaRanking:
     rerank_symmetric: bool = False
     context: float = 0.0
     first_stage_share: float = 0.0
-    sketch_first_stage: bool = False
     maxsim_window: int = 0
     maxsim_weight: float = 0.0
     maxsim_nodes: str = "node_vectors"
@@ -93,8 +88,6 @@ class FormulaRanking:
             raise ValueError(f"ranker {self.name!r}: maxsim_nodes is node_vectors or node_states")
         if not 0 <= self.first_stage_share <= 1 or (self.first_stage_share and not self.rerank_window):
             raise ValueError(f"ranker {self.name!r}: a first stage needs a rerank window to restore the full BM25")
-        if self.sketch_first_stage and not self.rerank_window:
-            raise ValueError(f"ranker {self.name!r}: a sketch first stage needs a rerank window to give it BM25")
 
     @property
     def channels(self) -> tuple[str, ...]:
@@ -107,10 +100,6 @@ class FormulaRanking:
 #: structural first stage: the query's terms found in at most 5% of the equations, the other terms' BM25 added on the
 #: rerank window (the same scores there as all terms from the start, for a third less node CPU at 1M).
 _RERANK = {"rerank_window": 300, "rerank_weight": 0.5, "rerank_symmetric": True, "first_stage_share": 0.05}
-#: The same rerank over a structural list started from kNN on structure sketches (`engine.model.sketch`): 100
-#: candidates, which keep the development topics' first page (benchmarks/formula_search.md, "A kNN first stage on
-#: structure sketches"); the rare terms' first stage on an index without sketches.
-_SKETCH_RERANK = {**_RERANK, "rerank_window": 100, "sketch_first_stage": True}
 #: The embedding's share of the formula side when fused with the structure (chosen on the development topics).
 _EMBEDDING_SHARE = 0.1
 #: The MaxSim rerank (Amador and Zanibbi): alone over the kNN candidates as their system ranks, and as a share of the
@@ -150,14 +139,6 @@ RANKERS: dict[str, FormulaRanking] = {
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
             **_RERANK,
-        ),
-        FormulaRanking(
-            "structure+embedding+rerank/sketch",
-            "the same with the structural list started from kNN on structure sketches (hashed terms; mapping version "
-            "7), its top 100 given their BM25 over every term and reranked",
-            structure=1.0 - _EMBEDDING_SHARE,
-            embedding=_EMBEDDING_SHARE,
-            **_SKETCH_RERANK,
         ),
         FormulaRanking(
             "structure+embedding+rerank/query-size",

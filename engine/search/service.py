@@ -35,13 +35,7 @@ import numpy as np
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 from elasticsearch import ConnectionError as EsConnectionError
 from eqsearch.engine.errors import EqsearchError
-from eqsearch.engine.index.mappings import (
-    RERANK_FIELDS_SINCE,
-    SKETCH_SINCE,
-    STRUCTURE_FIELD,
-    VECTOR_FIELD,
-    alias_name,
-)
+from eqsearch.engine.index.mappings import RERANK_FIELDS_SINCE, STRUCTURE_FIELD, VECTOR_FIELD, alias_name
 from eqsearch.engine.model.patterns import (
     FormulaHighlight,
     QueryPattern,
@@ -53,7 +47,6 @@ from eqsearch.engine.model.patterns import (
     read_query_variables,
     variables_as_letters,
 )
-from eqsearch.engine.model.sketch import SKETCH_VERSION, query_sketch
 from eqsearch.engine.model.structure import (
     QUERY_SPAN_KINDS,
     FormulaStructure,
@@ -257,10 +250,9 @@ class SearchService:
         context_vector = self._context_vector(query, warnings)
         window = max(window, self.ranking.maxsim_window)  # lists as deep as the MaxSim window, which they fill
         depth = max(window, self.pattern_candidates) if pattern else window
-        sketch = self._query_sketch(structure) if query.formula_weight > 0 else None
         first_stage = (
             self._first_stage(structure, structure_rescore_window(self.ranking, depth))
-            if query.formula_weight > 0 and sketch is None
+            if query.formula_weight > 0
             else None
         )
         searches = ranking_searches(
@@ -274,14 +266,10 @@ class SearchService:
             context_vector=context_vector,
             first_stage=first_stage,
             rerank_fields=self._rerank_fields(structure, query, warnings),
-            sketch=sketch,
         )
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
         lists, paper_of, text_total, missing = self._ranked_lists(searches)
-        if sketch is not None and "structure" in lists:
-            # the nearest sketches may include equations that share no term with the query (BM25 0): no match
-            lists["structure"] = [(eq_id, score) for eq_id, score in lists["structure"] if score > 0]
         if missing:
             warnings.append(
                 f"partial results: {missing} shard searches did not answer (a node of the cluster is down or "
@@ -361,21 +349,6 @@ class SearchService:
         if frequencies is None:
             return None
         return rarest_terms(structure.tokens, frequencies, max_share=share, min_matches=window)
-
-    def _query_sketch(self, structure: FormulaStructure | None) -> list[int] | None:
-        """The query's structure sketch (`engine.model.sketch`), its terms weighed by their rarity in the index, when
-        the ranking starts the structural list from sketches and the index holds sketches made as this code makes
-        them (mapping version 7, the same `SKETCH_VERSION`); None otherwise (then the ranking's first stage of rare
-        terms, if any, applies)."""
-        if not self.ranking.sketch_first_stage or structure is None or not structure.tokens:
-            return None
-        meta = self._mapping_meta()
-        if (meta.get("mapping_version") or 0) < SKETCH_SINCE or meta.get("sketch_version") != SKETCH_VERSION:
-            return None
-        frequencies = self.term_statistics.frequencies(self.equations_alias, structure.tokens)
-        if frequencies is None:  # unreadable: every term weighs its count alone
-            return query_sketch(structure.tokens)
-        return query_sketch(structure.tokens, frequencies.shares, frequencies.documents)
 
     def _maxsim_rerank(
         self, lists: dict[str, list[tuple[str, float]]], query_nodes: np.ndarray

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from eqsearch.engine.index import (
     SIZE_FIELD,
-    SKETCH_FIELD,
     SPANS_FIELD,
     STRUCTURE_FIELD,
     VECTOR_FIELD,
@@ -21,7 +20,6 @@ from eqsearch.engine.index import (
     with_vector,
 )
 from eqsearch.engine.model import formula_structure
-from eqsearch.engine.model.sketch import document_sketch
 from eqsearch.ingest.records import Equation, InlineFormula, Issue, Paper, Section
 
 
@@ -127,13 +125,11 @@ def test_the_paper_and_equation_documents_of_a_paper():
         STRUCTURE_FIELD: "V:x N:2 V:x|N:2|sup V:*|N:*|sup",
         SPANS_FIELD: sorted(formula_structure("<math><msup><mi>x</mi><mn>2</mn></msup></math>").spans),
         SIZE_FIELD: 2,  # symbols: x and 2
-        SKETCH_FIELD: document_sketch(["V:x", "N:2", "V:x|N:2|sup", "V:*|N:*|sup"]),  # its terms, hashed
         "indexed_at": "2026-01-02T03:04:05.678+00:00",
         VECTOR_FIELD: [0.5, -0.5],
     }
     equation_fields = ["eq_id", "number", "inline", "latex", "mathml", "environment", "status", "reason", "section"]
-    equation_fields += ["section_title", "context", STRUCTURE_FIELD, SPANS_FIELD, SIZE_FIELD, SKETCH_FIELD]
-    equation_fields += ["indexed_at"]
+    equation_fields += ["section_title", "context", STRUCTURE_FIELD, SPANS_FIELD, SIZE_FIELD, "indexed_at"]
     assert list(converted) == [*SHARED, *equation_fields, VECTOR_FIELD]
     assert refused == {
         **SHARED,
@@ -152,7 +148,6 @@ def test_the_paper_and_equation_documents_of_a_paper():
         STRUCTURE_FIELD: "S:frac N:1 S:frac|N:1|num S:frac|N:*|num",
         SPANS_FIELD: sorted(formula_structure(None, r"\frac{1}{").spans),
         SIZE_FIELD: 2,
-        SKETCH_FIELD: document_sketch(formula_structure(None, r"\frac{1}{").tokens),
         "indexed_at": "2026-01-02T03:04:05.678+00:00",
     }  # no vector: found by its structure and text only
     assert list(refused) == [*SHARED, *equation_fields]
@@ -163,7 +158,6 @@ def test_with_structure_makes_the_structural_fields_anew_from_the_stored_formula
     assert with_structure(stored)[STRUCTURE_FIELD] == "V:x N:2 V:x|N:2|sup V:*|N:*|sup"
     assert with_structure({**stored, STRUCTURE_FIELD: "old"})[STRUCTURE_FIELD] != "old"
     assert with_structure(stored)[SIZE_FIELD] == 2  # a document written before sizes gets one
-    assert with_structure(stored)[SKETCH_FIELD] == document_sketch(["V:x", "N:2", "V:x|N:2|sup", "V:*|N:*|sup"])
     assert with_structure({"eq_id": "b:0", "latex": "y_1", "mathml": None})[STRUCTURE_FIELD] == (
         "V:y N:1 V:y|N:1|sub V:*|N:*|sub"
     )
@@ -266,7 +260,6 @@ def test_inline_formulas_get_documents_of_their_own_marked_inline():
         STRUCTURE_FIELD: formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").text,
         SPANS_FIELD: sorted(formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").spans),
         SIZE_FIELD: 3,
-        SKETCH_FIELD: document_sketch(formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").tokens),
         "indexed_at": "t",
         VECTOR_FIELD: [1.0, 0.0],
     }
