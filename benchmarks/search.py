@@ -1235,20 +1235,24 @@ def structure_parts(searches: list[dict[str, Any]]) -> dict[str, list[dict[str, 
     variant the query cannot make (no structural search, a single rescore) is left out."""
     if len(searches) < 2 or "rescore" not in searches[1]:
         return {}
-    header, body = searches[0], searches[1]
+    header, body, others = searches[0], searches[1], searches[2:]
     rescores = body["rescore"] if isinstance(body["rescore"], list) else [body["rescore"]]
     first = {key: value for key, value in body.items() if key != "rescore"}
     window = max(rescore["window_size"] for rescore in rescores)
     unchanged = {"window_size": window, "query": {"rescore_query": {"match_all": {}}, "rescore_query_weight": 0.0}}
+
+    def with_structure(rescore: Any = None) -> list[dict[str, Any]]:
+        return [header, first if rescore is None else {**first, "rescore": rescore}, *others]
+
     parts = {
-        "lists without the structural search": searches[2:],
-        "+ structural first stage, no rescore": [header, first, *searches[2:]],
-        "+ first stage collecting the rescore window": [header, {**first, "rescore": unchanged}, *searches[2:]],
+        "lists without the structural search": others,
+        "+ structural first stage, no rescore": with_structure(),
+        "+ first stage collecting the rescore window": with_structure(unchanged),
         "+ whole structural search (as sent)": searches,
     }
     if len(rescores) == 2:
-        parts["+ first stage, the BM25 rescore"] = [header, {**first, "rescore": rescores[0]}, *searches[2:]]
-        parts["+ first stage, the sub-expression rescore"] = [header, {**first, "rescore": rescores[1]}, *searches[2:]]
+        parts["+ first stage, the BM25 rescore"] = with_structure(rescores[0])
+        parts["+ first stage, the sub-expression rescore"] = with_structure(rescores[1])
     return parts
 
 

@@ -211,12 +211,11 @@ class JobStore:
             }
         }
         try:
-            # a job that has just finished must not read as running (this process's own earlier jobs count as
-            # running, another thread's): its last record write may not be searchable yet without a refresh
-            retrying(self.client).indices.refresh(index=self.jobs_alias)
-            hits = retrying(self.client).search(
-                index=self.jobs_alias, query=query, size=1000, source=["job_id", "pid", "host"]
-            )
+            # a job that has just finished (in this process, say) must not read as running: its last record
+            # write is not searchable until the jobs index is refreshed
+            client = retrying(self.client)
+            client.indices.refresh(index=self.jobs_alias)
+            hits = client.search(index=self.jobs_alias, query=query, size=1000, source=["job_id", "pid", "host"])
         except NotFoundError:
             return []
         return [hit["_source"] for hit in hits["hits"]["hits"]]
