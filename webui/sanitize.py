@@ -1,9 +1,10 @@
 """Allow-list sanitisers for the two kinds of markup the pages insert unescaped: MathML and search highlights.
 
-Both rebuild their output from a parsed tree, keeping only listed elements and attributes: anything else (a
-``<script>``, an ``href``, an ``on*`` handler, a ``style``, a comment, a processing instruction) is dropped, and every
-piece of text is escaped on the way out. Nothing is pattern-matched on strings, so a hostile payload cannot smuggle
-itself past with odd spelling; it can at worst appear as visible, inert text.
+The MathML sanitiser rebuilds its output from a parsed tree, keeping only listed elements and attributes: anything
+else (a ``<script>``, an ``href``, an ``on*`` handler, a ``style``, a comment, a processing instruction) is dropped,
+and every piece of text is escaped on the way out. A highlight is plain text with the highlighter's ``<em>`` marks:
+it is escaped whole and only those marks become ``<mark>``, so stored text such as ``$a<b$`` can at worst appear as
+visible, inert text.
 
 The one attribute a formula gains here is ``class="eqsearch-match"`` (`MATCH_CLASS`), set by the sanitiser itself on
 the elements a search says matched the query (pre-order element indices, `engine.model.patterns.FormulaHighlight`);
@@ -15,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from lxml import etree, html
+from lxml import etree
 from markupsafe import Markup, escape
 
 MATHML_NS = "http://www.w3.org/1998/Math/MathML"
@@ -138,40 +139,38 @@ def sanitize_mathml(mathml: str | None, marked: Collection[int] = ()) -> Markup:
     return Markup(etree.tostring(clean, encoding="unicode", method="xml"))
 
 
+#: The tags Elasticsearch's highlighter puts around matched terms (its defaults, which `engine.search.query` keeps).
+_HIGHLIGHT_TAG = re.compile(r"<(/?)em>")
+
+
 def sanitize_highlight(fragment: str | None) -> Markup:
     """A search highlight (text with ``<em>`` around matched terms) as escaped text with ``<mark>`` around them.
 
-    The fragment is parsed as HTML; ``<em>`` (and ``<mark>``) become ``<mark>``, every other element is replaced by
-    its text (``<script>`` and ``<style>`` by nothing), and all text is escaped.
+    The fragment is never parsed as markup: the stored text it quotes may hold anything (``$a<b$``, ``&``, a stray
+    ``<script>``), and all of it is shown as text. Only the highlighter's own ``<em>``/``</em>`` become ``<mark>``
+    and ``</mark>``, balanced (a closing tag with none open is dropped, one left open is closed at the end).
 
     Args:
         fragment: one highlight fragment from Elasticsearch (or any text).
 
     Returns:
-        Markup holding only text and ``<mark>`` elements.
+        Markup holding only escaped text and balanced ``<mark>`` elements.
     """
     if not fragment:
         return Markup("")
-    try:
-        root = html.fragment_fromstring(fragment, create_parent="div")
-    except (etree.ParserError, ValueError):
-        return escape(fragment)
     parts: list[str] = []
-
-    def walk(element: etree._Element, marked: bool) -> None:
-        if element.text:
-            parts.append(str(escape(element.text)))
-        for child in element:
-            name = _local(child.tag)
-            if name is not None and name not in ("script", "style"):
-                inner = name in ("em", "mark", "b", "strong")
-                if inner and not marked:
-                    parts.append("<mark>")
-                walk(child, marked or inner)
-                if inner and not marked:
-                    parts.append("</mark>")
-            if child.tail:
-                parts.append(str(escape(child.tail)))
-
-    walk(root, False)
+    open_mark = False
+    position = 0
+    for tag in _HIGHLIGHT_TAG.finditer(fragment):
+        parts.append(str(escape(fragment[position : tag.start()])))
+        position = tag.end()
+        closing = bool(tag.group(1))
+        if closing and open_mark:
+            parts.append("</mark>")
+        elif not closing and not open_mark:
+            parts.append("<mark>")
+        open_mark = not closing
+    parts.append(str(escape(fragment[position:])))
+    if open_mark:
+        parts.append("</mark>")
     return Markup("".join(parts))

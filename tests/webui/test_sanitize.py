@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import html
+import random
+import re
+
 import pytest
 from eqsearch.webui.sanitize import sanitize_highlight, sanitize_mathml
 from lxml import etree
@@ -63,15 +67,69 @@ def test_huge_formula_gives_nothing():
     assert sanitize_mathml(f"<math {M}>" + "<mi>x</mi>" * 25_000 + "</math>") == ""
 
 
-def test_highlight_keeps_only_marks():
-    fragment = 'a <em>gradient</em> &lt;img src=x onerror=alert(1)&gt; <script>alert(2)</script><b onclick="x">b</b>'
+def test_highlight_keeps_only_the_highlighters_marks():
+    fragment = 'a <em>gradient</em> &lt;img&gt; <script>alert(2)</script><b onclick="x">b</b>'
     out = sanitize_highlight(fragment)
-    assert out == "a <mark>gradient</mark> &lt;img src=x onerror=alert(1)&gt; <mark>b</mark>"
+    assert out == (
+        "a <mark>gradient</mark> &amp;lt;img&amp;gt; &lt;script&gt;alert(2)&lt;/script&gt;"
+        "&lt;b onclick=&#34;x&#34;&gt;b&lt;/b&gt;"
+    )
 
 
 def test_highlight_of_raw_hostile_text_is_inert():
     out = sanitize_highlight('<img src=x onerror="alert(1)"><em>x</em><a href="javascript:alert(1)">y</a>')
-    assert out == "<mark>x</mark>y"
+    assert out.startswith("&lt;img src=x onerror=") and "<mark>x</mark>" in out
+    assert "<img" not in out and "<a " not in out
+
+
+@pytest.mark.parametrize(
+    ("fragment", "expected"),
+    [
+        # Stored text quoting math: once parsed as HTML, these raised "Invalid tag name" (HTTP 500 on a search).
+        ("if $a<b$ then <em>univalent</em>", "if $a&lt;b$ then <mark>univalent</mark>"),
+        ("$x<y_1$ & <em>level</em> $p<q>r$", "$x&lt;y_1$ &amp; <mark>level</mark> $p&lt;q&gt;r$"),
+        ("<1> <b$ </$> <", "&lt;1&gt; &lt;b$ &lt;/$&gt; &lt;"),
+        ("&amp; &#x3c; &lt;", "&amp;amp; &amp;#x3c; &amp;lt;"),
+        # Unbalanced marks: a stray closing tag is dropped, an open one is closed, nesting collapses.
+        ("</em>a <em>b <em>c</em> d", "a <mark>b c</mark> d"),
+        ("<em>open", "<mark>open</mark>"),
+        ("<EM>upper</EM>", "&lt;EM&gt;upper&lt;/EM&gt;"),
+    ],
+)
+def test_highlight_of_text_that_looks_like_markup_is_text(fragment, expected):
+    assert sanitize_highlight(fragment) == expected
+
+
+_ALPHABET = "ab $<>/&;#=\"'{}emark\\^_\x00\u00e9\u2211\ud7ff\U0001d465\n\t"
+
+
+def _random_fragment(rng: random.Random) -> str:
+    pieces = []
+    for _ in range(rng.randint(0, 30)):
+        roll = rng.random()
+        if roll < 0.15:
+            pieces.append(rng.choice(["<em>", "</em>", "<mark>", "<script>", "</b>", "<b$", "<!--", "]]>"]))
+        else:
+            pieces.append("".join(rng.choice(_ALPHABET) for _ in range(rng.randint(1, 6))))
+    return "".join(pieces)
+
+
+def test_highlight_fuzz_never_raises_and_only_marks_are_markup():
+    """10,000 random fragments: no exception, the output parses as HTML with no element but <mark>, never nested,
+    and its text is the input's text with the highlighter's tags removed."""
+    rng = random.Random(20261127)
+    for _ in range(10_000):
+        fragment = _random_fragment(rng)
+        out = str(sanitize_highlight(fragment))
+        tags = re.findall(r"<[^>]*>", out)
+        assert set(tags) <= {"<mark>", "</mark>"}, (fragment, out)
+        depth = 0
+        for tag in tags:
+            depth += 1 if tag == "<mark>" else -1
+            assert depth in (0, 1), (fragment, out)
+        assert depth == 0, (fragment, out)
+        text = html.unescape(re.sub(r"</?mark>", "", out))
+        assert text == re.sub(r"</?em>", "", fragment), (fragment, out)
 
 
 def test_matched_elements_get_the_one_class_and_nothing_else_passes():
