@@ -46,8 +46,22 @@ $(CHROMIUM):
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "the browser tests need Chromium at $(CHROMIUM): apt-get install chromium (as root), or CHROMIUM=/path"; exit 1; fi
 
+# The OpenType MATH font the web UI serves for MathML at /fonts/math.otf (webui/ui.py; EQSEARCH_MATH_FONT names another
+# file): Latin Modern Math from Debian, pinned. Without it formulas fall back to the browser's fonts (the browser test fails).
+MATH_FONT_PACKAGE ?= fonts-lmodern=2.005-1
+MATH_FONT ?= /usr/share/texmf/fonts/opentype/public/lm-math/latinmodern-math.otf
+
+$(MATH_FONT):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing $(MATH_FONT_PACKAGE) (Latin Modern Math, the web UI's font for formulas)"; \
+	  ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(MATH_FONT_PACKAGE) >/dev/null \
+	    || echo "warning: could not install $(MATH_FONT_PACKAGE): formulas will use the browser's fonts"; \
+	else echo "warning: $(MATH_FONT) is missing: formulas will use the browser's fonts" \
+	  "(apt-get install $(MATH_FONT_PACKAGE) as root, or set EQSEARCH_MATH_FONT)"; fi
+
 NODE_PACKAGES := engine/latex/katex/node_modules/.package-lock.json engine/model/mathjax/node_modules/.package-lock.json
-setup: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)) $(NODE_PACKAGES)  ## install Python and Node dependencies
+setup: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)) $(NODE_PACKAGES) $(MATH_FONT)  ## install Python, Node and font dependencies
 
 # The demo corpus `make run` indexes: real math from Debian's documentation packages, SageMath's reference manual
 # (HTML + MathJax, with its bibliography), 25 Sphinx manuals (scipy, statsmodels, scikit-learn, ...) and the gretl

@@ -11,7 +11,16 @@ import json
 import logging
 from urllib.parse import urlsplit
 
-from eqsearch.webui.security import AdminRefused, check_csrf, log_in, log_out, require_admin, token_matches
+from eqsearch.webui.limits import AttemptLimiter
+from eqsearch.webui.security import (
+    AdminRefused,
+    TooManyAttempts,
+    check_csrf,
+    log_in,
+    log_out,
+    require_admin,
+    token_matches,
+)
 from eqsearch.webui.services import InvalidRequestError, WebServices
 from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 
@@ -58,6 +67,13 @@ def login():
     error = None
     status = 200
     if request.method == "POST":
+        limiter: AttemptLimiter = current_app.extensions["eqsearch.login_limiter"]
+        client = request.remote_addr or "unknown"
+        wait = limiter.retry_after(client)
+        if wait > 0:
+            log.warning("admin login refused (attempt limit) from %s", client)
+            raise TooManyAttempts(wait)
+        limiter.record(client)
         check_csrf()
         if token_matches(request.form.get("token")):
             target = _safe_next(request.form.get("next"))

@@ -11,7 +11,7 @@ from typing import Any
 
 from eqsearch.engine.search.results import EquationHit, SearchResults
 from eqsearch.webui.openapi import openapi_document
-from eqsearch.webui.query import QueryError, parse_query
+from eqsearch.webui.query import QueryError, parse_query, search_args_of_body
 from eqsearch.webui.sanitize import sanitize_highlight, sanitize_mathml
 from eqsearch.webui.security import require_admin
 from eqsearch.webui.services import InvalidRequestError, NotFoundError, WebServices
@@ -61,12 +61,14 @@ def equation_json(eq: dict[str, Any]) -> dict[str, Any]:
     return {**eq, "mathml": str(sanitize_mathml(eq.get("mathml"))) or None}
 
 
-@bp.get("/search")
+@bp.route("/search", methods=["GET", "POST"])
 def search():
-    """Hybrid search; parameters as on the search page (see `eqsearch.webui.query`)."""
+    """Hybrid search; parameters as on the search page (see `eqsearch.webui.query`), in the query string or, for a
+    formula too long for a URL, as a JSON object body of a POST (``{"latex": "...", "q": "...", "cat": [...]}``)."""
     config = current_app.extensions["eqsearch.config"]
     try:
-        query = parse_query(request.args, page_size=config.page_size, group_by_paper=False)
+        args = search_args_of_body(request.get_json(silent=True)) if request.method == "POST" else request.args
+        query = parse_query(args, page_size=config.page_size, group_by_paper=False)
     except QueryError as error:
         raise InvalidRequestError(str(error)) from None
     if not (query.has_formula or query.has_keywords):

@@ -9,8 +9,9 @@ from typing import Any
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.es.config import EsConfig
 from eqsearch.webui.config import WebConfig
+from eqsearch.webui.limits import AttemptLimiter
 from eqsearch.webui.sanitize import sanitize_highlight, sanitize_mathml
-from eqsearch.webui.security import AdminRefused, csrf_token
+from eqsearch.webui.security import AdminRefused, TooManyAttempts, csrf_token
 from eqsearch.webui.services import (
     BackendUnavailableError,
     InvalidRequestError,
@@ -18,7 +19,7 @@ from eqsearch.webui.services import (
     NotIndexedError,
     init_app,
 )
-from flask import Flask, Response, jsonify, render_template, request
+from flask import Flask, Response, jsonify, make_response, render_template, request
 from werkzeug.exceptions import HTTPException
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ def create_app(test_config: Mapping[str, object] | None = None) -> Flask:
     for key in [k for k in app.config if k == "ES_CONFIG" or k.endswith(("TOKEN", "PASSWORD", "API_KEY"))]:
         app.config.pop(key)
     app.extensions["eqsearch.config"] = config
+    app.extensions["eqsearch.login_limiter"] = AttemptLimiter(config.login_attempts, config.login_window_s)
     # An encoder object may be handed in (tests, embedding apps); otherwise the model bundle is loaded on first use.
     init_app(app, config, encoder=app.config.pop("ENCODER", None))
 
@@ -160,7 +162,12 @@ def _register_error_pages(app: Flask) -> None:
             from flask import redirect, url_for
 
             return redirect(url_for("admin.login", next=request.full_path if request.method == "GET" else None))
-        return error_response(error.status, error.code, error.message)
+        response, status = error_response(error.status, error.code, error.message)
+        if isinstance(error, TooManyAttempts):
+            response = make_response(response, status)
+            response.headers["Retry-After"] = str(error.retry_after_s)
+            return response
+        return response, status
 
     @app.errorhandler(HTTPException)
     def _http(error: HTTPException):

@@ -9,6 +9,9 @@ from pathlib import Path
 
 from eqsearch.engine.es.config import EsConfig
 
+#: Latin Modern Math as Debian's fonts-lmodern installs it (the Makefile pins the package).
+DEFAULT_MATH_FONT = Path("/usr/share/texmf/fonts/opentype/public/lm-math/latinmodern-math.otf")
+
 
 @dataclass(frozen=True)
 class WebConfig:
@@ -26,6 +29,9 @@ class WebConfig:
         model_bundle: the model bundle for formula embeddings (None: the one shipped with eqsearch).
         ingest_root: when set, ingest jobs may only read paths under this folder.
         secure_cookies: send the session cookie over HTTPS only.
+        math_font: the OpenType MATH font served for formulas (``make setup`` installs Debian's Latin Modern Math).
+        login_attempts: admin login tries one client may make per `login_window_s` (0: unlimited).
+        login_window_s: the login limit's window in seconds.
     """
 
     es: EsConfig = field(default_factory=EsConfig)
@@ -38,10 +44,18 @@ class WebConfig:
     model_bundle: Path | None = None
     ingest_root: Path | None = None
     secure_cookies: bool = False
+    math_font: Path = DEFAULT_MATH_FONT
+    login_attempts: int = 5
+    login_window_s: int = 300
 
     def __post_init__(self) -> None:
         if not 1 <= self.page_size <= 100:
             raise ValueError(f"page_size must lie in 1..100, got {self.page_size}")
+        if self.login_attempts < 0 or self.login_window_s < 1:
+            raise ValueError(
+                "EQSEARCH_LOGIN_ATTEMPTS must be 0 or more and EQSEARCH_LOGIN_WINDOW_S 1 or more, got "
+                f"{self.login_attempts} and {self.login_window_s}"
+            )
         if self.admin_token is not None and len(self.admin_token) < 12:
             raise ValueError(
                 "EQSEARCH_ADMIN_TOKEN is too short: use at least 12 characters (e.g. `openssl rand -hex 24`)"
@@ -85,6 +99,9 @@ class WebConfig:
             "katex_workers": number("KATEX_WORKERS", 1),
             "model_bundle": path("MODEL_BUNDLE"),
             "ingest_root": path("INGEST_ROOT"),
+            "math_font": path("MATH_FONT") or DEFAULT_MATH_FONT,
+            "login_attempts": number("LOGIN_ATTEMPTS", 5),
+            "login_window_s": number("LOGIN_WINDOW_S", 300),
             "secure_cookies": str(values.get("SECURE_COOKIES", "false")).lower() in {"1", "true", "yes"},
         }
         if secret:

@@ -101,6 +101,38 @@ def parse_query(args: MultiDict[str, str], *, page_size: int, group_by_paper: bo
     )
 
 
+#: The parameters `parse_query` reads; a JSON body may hold these and no others.
+PARAMETERS = ("latex", "q", "w", "cat", "from", "to", "paper", "fusion", "inline", "page", "size", "group", "highlight")
+
+
+def search_args_of_body(body: object) -> MultiDict[str, str]:
+    """The parameters of a JSON search body (``POST /api/search``) as `parse_query` reads them.
+
+    Values may be strings, numbers or booleans; ``cat`` may also be a list of strings.
+
+    Raises:
+        QueryError: the body is not a JSON object, names an unknown parameter or holds a value of another type.
+    """
+    if not isinstance(body, dict):
+        raise QueryError('send a JSON object such as {"latex": "x^2", "q": "words"} (Content-Type: application/json)')
+    unknown = sorted(set(body) - set(PARAMETERS))
+    if unknown:
+        raise QueryError(f"unknown parameter {unknown[0][:40]!r}; the search takes {', '.join(PARAMETERS)}")
+    args: MultiDict[str, str] = MultiDict()
+    for name, value in body.items():
+        values = value if name == "cat" and isinstance(value, list) else [value]
+        for item in values:
+            if item is None:
+                continue
+            if isinstance(item, bool):
+                args.add(name, "true" if item else "false")
+            elif isinstance(item, str | int | float):
+                args.add(name, str(item))
+            else:
+                raise QueryError(f"'{name}' must be a string or a number, got a JSON {type(item).__name__}")
+    return args
+
+
 def query_params(query: HybridQuery, **changes: Any) -> dict[str, Any]:
     """The query-string parameters that reproduce `query` (defaults left out), with `changes` applied."""
     params: dict[str, Any] = {

@@ -8,7 +8,8 @@ visible, inert text.
 
 The one attribute a formula gains here is ``class="eqsearch-match"`` (`MATCH_CLASS`), set by the sanitiser itself on
 the elements a search says matched the query (pre-order element indices, `engine.model.patterns.FormulaHighlight`);
-a ``class`` in the input is dropped like any attribute outside the list.
+a ``class`` in the input is dropped like any attribute outside the list. A ``mathvariant`` that MathML Core does not
+draw (``\\mathbb{R}``'s ``double-struck``) is written as the styled Unicode letters instead (`mathvariants`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from eqsearch.webui.mathvariants import STYLES, styled
 from lxml import etree
 from markupsafe import Markup, escape
 
@@ -53,6 +55,9 @@ _SAFE_VALUE = re.compile(r"^[A-Za-z0-9#.%+\- ]{0,200}$")
 # The math content of a formula: at most this many elements (KaTeX output of a page-long equation is ~5,000).
 MAX_ELEMENTS = 20_000
 
+#: Token elements whose ``mathvariant`` is written as styled Unicode letters (`eqsearch.webui.mathvariants`).
+_STYLED_ELEMENTS = frozenset({"mi", "mn"})
+
 _PARSER = etree.XMLParser(
     resolve_entities=False, no_network=True, remove_comments=True, remove_pis=True, strip_cdata=True, huge_tree=False
 )
@@ -89,6 +94,10 @@ def _copy_math(
         if source in marked:
             element.set("class", MATCH_CLASS)
         element.text = source.text
+        variant = element.get("mathvariant")
+        if name in _STYLED_ELEMENTS and variant in STYLES and not len(source):
+            element.text = styled(source.text or "", variant)  # MathML Core draws no mathvariant but normal
+            del element.attrib["mathvariant"]
         for child in source:
             _copy_math(child, element, budget, marked)
             if child.tail and len(element):
@@ -104,13 +113,14 @@ def _copy_math(
     return None
 
 
-def sanitize_mathml(mathml: str | None, marked: Collection[int] = ()) -> Markup:
+def sanitize_mathml(mathml: str | None, marked: Collection[int] = (), *, inline: bool = False) -> Markup:
     """A formula's MathML reduced to the allow-list, safe to insert into a page.
 
     Args:
         mathml: a ``<math>`` element as KaTeX writes it (or anything else: it is parsed, never trusted).
         marked: pre-order indices of the input's elements (``<math>`` = 0, elements only, as
             `engine.model.structure.mathml_elements` counts them) to mark with ``class="eqsearch-match"``.
+        inline: set in the running text (``display="inline"``), as a context's formulas are.
 
     Returns:
         The cleaned ``<math>`` markup; empty markup when the input is empty, is not well-formed, has no ``<math>``
@@ -136,6 +146,8 @@ def sanitize_mathml(mathml: str | None, marked: Collection[int] = ()) -> Markup:
     if clean is None:
         return Markup("")
     clean.tail = None
+    if inline:
+        clean.set("display", "inline")
     return Markup(etree.tostring(clean, encoding="unicode", method="xml"))
 
 

@@ -11,6 +11,7 @@ request authenticated by a Bearer header carries no ambient credential, so it ne
 from __future__ import annotations
 
 import hmac
+import math
 import secrets
 
 from eqsearch.webui.config import WebConfig
@@ -35,6 +36,22 @@ class AdminRefused(Exception):
         self.status = status
         self.code = code
         self.message = message
+
+
+class TooManyAttempts(AdminRefused):
+    """A client has used up its admin login tries for now (429, with ``Retry-After``).
+
+    Args:
+        retry_after_s: seconds until it may try again.
+    """
+
+    def __init__(self, retry_after_s: float) -> None:
+        self.retry_after_s = max(1, math.ceil(retry_after_s))
+        super().__init__(
+            429,
+            "too_many_attempts",
+            f"Too many login attempts from this address; try again in {self.retry_after_s} seconds.",
+        )
 
 
 def web_config() -> WebConfig:

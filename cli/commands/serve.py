@@ -60,7 +60,8 @@ def gunicorn_options(host: str, port: int, workers: int | None = None) -> dict[s
     return {
         "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
         "workers": workers or usable_cores(),
-        "worker_class": "gthread",
+        # gthread, answering requests it cannot read (an over-long URL) in the API's JSON error format
+        "worker_class": "eqsearch.webui.gunicorn_worker.JsonErrorWorker",
         "threads": THREADS,
         "preload_app": True,
         "timeout": WORKER_TIMEOUT,

@@ -17,7 +17,8 @@ from eqsearch.commands.serve import gunicorn_options
 
 def test_production_settings_are_threaded_workers_sized_to_the_cores():
     options = gunicorn_options("127.0.0.1", 5000)
-    assert options["bind"] == "127.0.0.1:5000" and options["worker_class"] == "gthread"
+    assert options["bind"] == "127.0.0.1:5000"
+    assert options["worker_class"] == "eqsearch.webui.gunicorn_worker.JsonErrorWorker"  # gthread, errors in JSON
     assert options["workers"] >= 1 and options["preload_app"] is True
     assert gunicorn_options("::1", 8000, workers=3)["bind"] == "[::1]:8000"
 
@@ -47,9 +48,43 @@ def test_gunicorn_workers_answer_the_api(es_config, index_name):
             except OSError:
                 time.sleep(0.5)
         assert len(answers) == 10 and all(status == 200 for status, _ in answers), answers
+        refusals = _refusals_in_json(f"http://127.0.0.1:{port}")
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         output, _ = server.communicate(timeout=30)
     assert "with gunicorn, 2 workers" in output
     assert "development server" not in output and "WARNING" not in output
     assert output.count("Booting worker") == 2
+    # a 5,000-row array: too long for a URL (gunicorn's request-line limit), too long a formula by POST, and a body
+    # over the app's limit: each answered in the API's JSON error format
+    assert refusals["get"][0] == 414 and refusals["get"][1]["code"] == "request_line_too_long"
+    assert "POST /api/search" in refusals["get"][1]["message"]
+    assert refusals["post"] == (400, refusals["post"][1]) and "the limit is 4,000" in refusals["post"][1]["message"]
+    assert refusals["body"][0] == 413 and refusals["body"][1]["code"] == "request_entity_too_large"
+
+
+def _refusals_in_json(base: str) -> dict[str, tuple[int, dict]]:
+    """Status and JSON error of an over-long GET, an over-long formula by POST and an over-large POST body."""
+    import urllib.error
+    from urllib.parse import quote
+
+    def array(rows: int) -> str:
+        return r"\begin{pmatrix}" + r" \\ ".join(f"{i} & {i + 1}" for i in range(rows)) + r"\end{pmatrix}"
+
+    def post(latex: str) -> urllib.request.Request:
+        body = json.dumps({"latex": latex}).encode()
+        return urllib.request.Request(f"{base}/api/search", data=body, headers={"Content-Type": "application/json"})
+
+    requests = {
+        "get": urllib.request.Request(f"{base}/api/search?latex={quote(array(5000))}"),
+        "post": post(array(2000)),  # ~29,000 characters: under the body limit, over the formula limit
+        "body": post(array(5000)),  # ~73,000 characters: over the 64 KiB body limit
+    }
+    out = {}
+    for name, request in requests.items():
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                out[name] = (response.status, json.load(response))
+        except urllib.error.HTTPError as error:
+            out[name] = (error.code, json.load(error)["error"])
+    return out

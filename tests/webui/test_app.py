@@ -128,6 +128,60 @@ def test_no_secret_in_config_pages_or_repr(monkeypatch):
     assert ADMIN_TOKEN.encode() not in client.get("/").data
 
 
+def test_admin_login_attempts_are_limited_per_client_and_window():
+    app = dead_app(LOGIN_ATTEMPTS=3, LOGIN_WINDOW_S=60)
+    now = [1000.0]
+    app.extensions["eqsearch.login_limiter"].clock = lambda: now[0]
+    client = app.test_client()
+    client.environ_base["REMOTE_ADDR"] = "203.0.113.7"
+    client.get("/admin/login")
+    for _ in range(3):
+        wrong = client.post("/admin/login", data={"token": "wrong-token-123", "csrf_token": csrf_of(client)})
+        assert wrong.status_code == 401
+    # the fourth try within the window is refused, even with the right token, before the token is looked at
+    refused = client.post("/admin/login", data={"token": ADMIN_TOKEN, "csrf_token": csrf_of(client)})
+    assert refused.status_code == 429 and refused.headers["Retry-After"] == "60"
+    assert b"Too many login attempts" in refused.data
+    as_json = client.post(
+        "/admin/login",
+        data={"token": ADMIN_TOKEN, "csrf_token": csrf_of(client)},
+        headers={"Accept": "application/json"},
+    )
+    assert as_json.status_code == 429 and as_json.get_json()["error"]["code"] == "too_many_attempts"
+    # another client is not held back by this one's tries
+    other = app.test_client()
+    other.environ_base["REMOTE_ADDR"] = "198.51.100.2"
+    login(other)
+    # once the first tries leave the window, the client may try again
+    now[0] += 61
+    login(client)
+
+
+def test_search_by_post_with_a_json_body_is_checked_like_the_query_string():
+    client = dead_app().test_client()
+    unknown = client.post("/api/search", json={"latex": "x^2", "colour": "red"})
+    assert unknown.status_code == 400 and "unknown parameter 'colour'" in unknown.get_json()["error"]["message"]
+    not_object = client.post("/api/search", json=["x^2"])
+    assert not_object.status_code == 400 and "JSON object" in not_object.get_json()["error"]["message"]
+    nested = client.post("/api/search", json={"latex": {"a": 1}})
+    assert nested.status_code == 400 and "'latex' must be a string" in nested.get_json()["error"]["message"]
+    too_long = client.post("/api/search", json={"latex": "x+" * 2500})
+    assert too_long.status_code == 400 and "the limit is 4,000" in too_long.get_json()["error"]["message"]
+    too_large = client.post("/api/search", json={"latex": "x" * 70_000})
+    assert too_large.status_code == 413 and too_large.get_json()["error"]["code"] == "request_entity_too_large"
+
+
+def test_the_math_font_is_served_when_installed(tmp_path):
+    font = tmp_path / "math.otf"
+    font.write_bytes(b"OTTO" + b"\0" * 60)
+    served = dead_app(MATH_FONT=str(font)).test_client().get("/fonts/math.otf")
+    assert served.status_code == 200 and served.mimetype == "font/otf" and served.data.startswith(b"OTTO")
+    missing = dead_app(MATH_FONT=str(tmp_path / "none.otf")).test_client().get("/fonts/math.otf")
+    assert missing.status_code == 404
+    css = dead_app().test_client().get("/static/eqsearch.css").get_data(as_text=True)
+    assert "@font-face" in css and "../fonts/math.otf" in css
+
+
 def test_login_redirects_only_within_the_site():
     client = dead_app().test_client()
     client.get("/admin/login")
@@ -476,3 +530,34 @@ def test_a_query_with_variables_returns_the_matches_with_their_parts_marked(clie
     assert "eqsearch-match" not in (unmarked["hits"][0]["mathml"] or "")
     patterned = client.get("/api/search", query_string={"latex": r"\sum_{?i=1}^{?n} ?a_{?i}^2", "highlight": "0"})
     assert {hit["eq_id"] for hit in patterned.get_json()["hits"]} == set(hits)  # the pattern still decides
+
+
+@pytest.mark.es
+def test_post_and_get_searches_answer_alike(client):
+    params = {"latex": r"\sum_{i=1}^n x_i^2", "q": "squares", "cat": "math.CA"}
+    got = client.get("/api/search", query_string=params).get_json()
+    posted = client.post("/api/search", json={**params, "cat": ["math.CA"]}).get_json()
+    assert [h["eq_id"] for h in posted["hits"]] == [h["eq_id"] for h in got["hits"]] and got["hits"]
+
+
+@pytest.mark.es
+def test_the_balance_means_formula_only_and_words_only_at_its_ends(client):
+    def channels(w):
+        params = {"latex": r"x_{k+1} = x_k - \eta \nabla f(x_k)", "q": "iteration gradient", "w": w}
+        hits = client.get("/api/search", query_string=params).get_json()["hits"]
+        assert hits
+        return {name for hit in hits for name in hit["channels"]}
+
+    assert "text" not in channels("1") and "context" not in channels("1")
+    assert channels("0") <= {"text", "context"}
+    assert {"structure", "text"} <= channels("0.5")
+
+
+@pytest.mark.es
+def test_cards_say_where_each_paper_comes_from_and_count_honestly(client):
+    page = client.get("/", query_string={"q": "gradient descent"}).get_data(as_text=True)
+    assert '<span class="collection" title="collection">arXiv</span>' in page
+    assert 'href="https://arxiv.org/abs/2001.00001' in page
+    assert "papers matched" in page and "matching equations shown" in page
+    paper = client.get("/papers/2001.00001").get_data(as_text=True)
+    assert 'class="original" href="https://arxiv.org/abs/2001.00001' in paper

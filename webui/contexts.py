@@ -1,0 +1,108 @@
+"""A hit's context with its math drawn: ``$b_j$`` in the stored words becomes a formula, sanitised as formulas are.
+
+Contexts are stored as plain text in which inline math stays LaTeX between dollars and other display equations
+read ``[math]`` (ingest keeps only the words around each formula). On the page each ``$...$`` is converted by
+KaTeX (`ContextMath`, one batch per page, cached) and sanitised like any formula; a formula KaTeX refuses stays
+its LaTeX, as code; ``[math]`` becomes a small marker that says "a display equation stood here"; the words are
+escaped with the highlighter's marks kept (`sanitize_highlight`).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from eqsearch.webui.sanitize import sanitize_highlight, sanitize_mathml
+from markupsafe import Markup, escape
+
+if TYPE_CHECKING:
+    from eqsearch.engine.latex.converter import KatexConverter
+
+#: Inline math (``$...$``, at most 300 characters: longer is a stray dollar) or a display's placeholder.
+_PIECE = re.compile(r"\$([^$]{1,300})\$|\[math\]")
+_HIGHLIGHT_TAG = re.compile(r"</?em>")
+#: Characters of a stored context shown when the search returned no highlight of it.
+CONTEXT_CHARS = 240
+#: Converted formulas kept per process.
+CACHE_SIZE = 4096
+DISPLAY_MARKER = Markup('<span class="display-marker" title="a display equation stood here">[display]</span>')
+
+
+def inline_formulas(fragments: Iterable[str]) -> list[str]:
+    """The LaTeX of each ``$...$`` in the fragments (highlight marks removed), once each, in order."""
+    found: dict[str, None] = {}
+    for fragment in fragments:
+        for piece in _PIECE.finditer(fragment or ""):
+            if piece.group(1) is not None:
+                found.setdefault(_HIGHLIGHT_TAG.sub("", piece.group(1)).strip(), None)
+    return [latex for latex in found if latex]
+
+
+def render_context(fragment: str | None, mathml_of: Mapping[str, str | None]) -> Markup:
+    """One context fragment as markup: words escaped (highlight marks as ``<mark>``), math drawn.
+
+    Args:
+        fragment: a highlight fragment or a stored context.
+        mathml_of: LaTeX -> its MathML, or None where KaTeX refused it (missing: shown as LaTeX).
+    """
+    if not fragment:
+        return Markup("")
+    parts: list[str] = []
+    position = 0
+    for piece in _PIECE.finditer(fragment):
+        parts.append(str(sanitize_highlight(fragment[position : piece.start()])))
+        position = piece.end()
+        if piece.group(1) is None:
+            parts.append(str(DISPLAY_MARKER))
+            continue
+        latex = _HIGHLIGHT_TAG.sub("", piece.group(1)).strip()
+        clean = sanitize_mathml(mathml_of.get(latex), inline=True)
+        if clean:
+            parts.append(f'<span class="formula inline-formula">{clean}</span>')
+        else:
+            parts.append(f'<code class="formula-source">{escape(latex)}</code>')
+    parts.append(str(sanitize_highlight(fragment[position:])))
+    return Markup("".join(parts))
+
+
+def context_snippet(context: str, chars: int = CONTEXT_CHARS) -> str:
+    """The start of a stored context, cut at a word boundary outside any ``$...$``, with `` ...`` when cut."""
+    if len(context) <= chars:
+        return context
+    cut = context[:chars]
+    if cut.count("$") % 2:  # inside a formula: cut before it
+        cut = cut[: cut.rfind("$")]
+    return cut.rsplit(" ", 1)[0] + " ..."
+
+
+class ContextMath:
+    """Inline formulas of contexts -> MathML through KaTeX, in one batch per page, remembered per process.
+
+    Args:
+        converter: the app's KaTeX converter.
+        size: formulas remembered.
+    """
+
+    def __init__(self, converter: KatexConverter, size: int = CACHE_SIZE) -> None:
+        self.converter = converter
+        self.size = size
+        self._known: OrderedDict[str, str | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def mathml_of(self, formulas: Iterable[str]) -> dict[str, str | None]:
+        """LaTeX -> MathML (None where KaTeX refused it) for each of `formulas`."""
+        wanted = list(dict.fromkeys(formulas))
+        with self._lock:
+            missing = [latex for latex in wanted if latex not in self._known]
+        if missing:
+            results = self.converter.convert_many([(latex, "equation") for latex in missing])
+            with self._lock:
+                for latex, result in zip(missing, results, strict=True):
+                    self._known[latex] = result.mathml
+                while len(self._known) > self.size:
+                    self._known.popitem(last=False)
+        with self._lock:
+            return {latex: self._known.get(latex) for latex in wanted}
