@@ -30,6 +30,7 @@ from eqsearch.engine.model.patterns import mark_variables, match_pattern, read_q
 from eqsearch.engine.model.structure import layout_nodes, parse_layout, parse_layout_latex
 from eqsearch.engine.search import HybridQuery, SearchService
 from eqsearch.engine.search.query import ranking_searches
+from eqsearch.engine.search.requests import ranked_lists
 
 PATTERNS = [
     r"?a^2 + ?b^2 = ?c^2",
@@ -70,8 +71,10 @@ def main() -> None:
             literal_ms = _median_ms(service, literal, args.passes)
             # the pool as the service reads it: the structural list, pattern_candidates deep, and the kNN list
             pattern = read_query_variables(latex)
-            formula = service._formula(pattern)
-            lists = service._ranked_lists(
+            formula = service.formulas.get(pattern)
+            lists = ranked_lists(
+                client,
+                service.equations_alias,
                 ranking_searches(
                     HybridQuery(latex=latex),
                     formula.vector,
@@ -80,9 +83,9 @@ def main() -> None:
                     structure=formula.structure,
                     ranking=service.ranking,
                     structure_window=service.pattern_candidates,
-                )
-            )[0]
-            pool = list(dict.fromkeys(i for name in ("structure", "formula") for i, _ in lists.get(name, ())))
+                ),
+            ).lists
+            pool = list(dict.fromkeys(i for name in ("structure", "embedding") for i, _ in lists.get(name, ())))
             layout = mark_variables(formula.layout, pattern)
             symbols = sorted({node.label for node in layout_nodes(layout) if node.variable is None})
             filters = [{"terms": {"eq_id": pool}}, *({"term": {STRUCTURE_FIELD: s}} for s in symbols)]

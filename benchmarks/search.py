@@ -1141,7 +1141,7 @@ def cmd_profile(args: argparse.Namespace) -> None:
         both.append(ranking)
         fetch.append(page)
     stages = {
-        "encode (python only)": lambda i: service._encode(mathml[i]),
+        "encode (python only)": lambda i: service.formulas.encode(mathml[i]),
         "knn ranking": lambda i: client.msearch(**knn[i]),
         "bm25 ranking": lambda i: client.msearch(**text[i]),
         "msearch knn+bm25": lambda i: client.msearch(**both[i]),
@@ -1361,7 +1361,7 @@ def cmd_recall(args: argparse.Namespace) -> None:
     row_of = {document_eq_id(entry): entry["i"] for entry in docs}
     formulas, keyword_queries, converter = usable_queries(base, args.queries)
     reference = SearchService(client, encoder, converter, index_prefix=prefix)
-    query_vectors = np.array([reference._encode(converter.cache[f].mathml) for f in formulas])
+    query_vectors = np.array([reference.formulas.encode(converter.cache[f].mathml) for f in formulas])
     truth = exact_top(vectors, query_vectors, 10, getattr(encoder, "similarity", "max_inner_product"))
     first_pages: list[list[str]] | None = None
     for depth in args.depths:

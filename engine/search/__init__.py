@@ -2,8 +2,9 @@
 pages of hits.
 
 `query` holds `HybridQuery` and the request bodies it becomes, `rankers` the registered ways of ranking the formula
-side, `fusion` the rank fusion, `results` the hits and pages, and `service` the `SearchService` that sends the
-requests and puts the rest together.
+side, `fusion` the rank fusion, `results` the hits and pages, and `service` the `SearchService` whose `search` runs
+the steps of the other modules in order (`query_formula`, `index_meta`, `requests`, `pattern_filter`, `maxsim`,
+`highlight`; `errors` and `views` beside them).
 """
 
 from eqsearch.engine.search.fusion import Fused, linear_fusion, reciprocal_rank_fusion

@@ -3,6 +3,11 @@
 Both work on any licence and any distribution (the server's ``rrf``/``linear`` retrievers need the rank-rrf module
 and a licence). Inputs are ranked lists of ``(doc_id, score)``, best first; outputs are `Fused` items, best first,
 ties broken by document id so that the order is deterministic.
+
+A hybrid query has two *sides*, each blended from its ranked lists first (`blend_sides`): the ``formula`` side from
+the ``structure`` list (BM25 on the structural terms, reranked) and the ``embedding`` list (kNN on the formula
+vectors), the ``text`` side from the ``text`` list (BM25 on the words) and the ``context`` list (kNN of the
+keywords' embedding on the context vectors).
 """
 
 from __future__ import annotations
@@ -96,3 +101,23 @@ def linear_fusion(rankings: Mapping[str, Ranking], weights: Mapping[str, float])
         total = sum(weights.get(name, 0.0) * normalised[name].get(doc_id, 0.0) for name in rankings)
         fused.append(Fused(doc_id, total, by_list, ranks[doc_id]))
     return _sorted(fused)
+
+
+def blend_sides(
+    lists: Mapping[str, Ranking], sides: Mapping[str, Mapping[str, float]]
+) -> dict[str, list[tuple[str, float]]]:
+    """Each side's lists blended into one ranking (`linear_fusion` with the side's weights); a side with one list
+    takes it as it is, a side with none is left out.
+
+    Args:
+        lists: list name -> ranked ``(doc_id, score)``.
+        sides: side name -> {list name -> weight}.
+    """
+    out: dict[str, list[tuple[str, float]]] = {}
+    for side, weights in sides.items():
+        present = {name: lists[name] for name in weights if name in lists}
+        if len(present) == 1:
+            out[side] = list(next(iter(present.values())))
+        elif present:
+            out[side] = [(item.doc_id, item.score) for item in linear_fusion(present, weights)]
+    return out

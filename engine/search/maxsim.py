@@ -12,7 +12,8 @@ their normalised MaxSim score are blended by ``weight`` (1: MaxSim alone), and t
 whose order is kept. Elasticsearch's multi-vector field needs an Enterprise licence, so the candidates' node vectors
 are computed here, from their stored MathML, and cached by equation id (`NodeVectorCache`):
 ``benchmarks/formula_search.md`` ("Amador & Zanibbi's MaxSim rerank") measures that against storing them per
-equation. Pure functions on numpy arrays, plus the cache; the service (`engine.search.service`) does the requests.
+equation. Pure functions on numpy arrays, the cache, and the search's step (`rerank_formula_side`, with
+`candidate_node_vectors` reading the candidates' MathML in one request).
 """
 
 from __future__ import annotations
@@ -20,10 +21,22 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-__all__ = ["NodeVectorCache", "maxsim_rerank", "maxsim_scores", "unit_rows"]
+if TYPE_CHECKING:
+    from elasticsearch import Elasticsearch
+    from eqsearch.engine.model.nodes import NodeEncoder
+
+__all__ = [
+    "NodeVectorCache",
+    "candidate_node_vectors",
+    "maxsim_rerank",
+    "maxsim_scores",
+    "rerank_formula_side",
+    "unit_rows",
+]
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -156,3 +169,45 @@ class NodeVectorCache:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+
+
+def rerank_formula_side(
+    ranking: list[tuple[str, float]],
+    query_nodes: np.ndarray,
+    cache: NodeVectorCache,
+    *,
+    window: int,
+    weight: float,
+    symmetric: bool,
+) -> list[tuple[str, float]]:
+    """The formula side's top ``window`` reranked by MaxSim of the query's node vectors against the candidates'
+    (from the cache, which computes the missing ones); the rest keeps its order."""
+    if not ranking or window <= 0:
+        return ranking
+    ids = [eq_id for eq_id, _ in ranking[:window]]
+    nodes = cache.get(ids)
+    scores = maxsim_scores(query_nodes, [nodes.get(eq_id, np.zeros((0, 1))) for eq_id in ids], symmetric=symmetric)
+    maxsim = {eq_id: float(score) for eq_id, score in zip(ids, scores, strict=True)}
+    return maxsim_rerank(ranking, maxsim, window=len(ids), weight=weight)
+
+
+def candidate_node_vectors(
+    client: Elasticsearch, index: str, node_encoder: NodeEncoder, eq_ids: list[str]
+) -> dict[str, np.ndarray]:
+    """The node vectors of stored equations, from their MathML fetched in one request (those without MathML, or
+    whose MathML does not featurize, are left out)."""
+    from eqsearch.engine.model.featurize import MathMLError
+    from eqsearch.engine.search.requests import fetch_sources
+
+    sources = fetch_sources(client, index, {"terms": {"eq_id": eq_ids}}, len(eq_ids), ["eq_id", "mathml"])
+    found = [(s["eq_id"], s["mathml"]) for s in sources if s.get("mathml")]
+    try:
+        vectors = node_encoder.encode([mathml for _, mathml in found])
+    except MathMLError:  # one bad document: encode the others one by one
+        vectors = []
+        for _, mathml in found:
+            try:
+                vectors.extend(node_encoder.encode([mathml]))
+            except MathMLError:
+                vectors.append(np.zeros((0, node_encoder.dim), dtype=np.float32))
+    return {eq_id: v for (eq_id, _), v in zip(found, vectors, strict=True) if len(v)}

@@ -23,6 +23,7 @@ from eqsearch.engine.index.mappings import (
     VECTOR_FIELD,
 )
 from eqsearch.engine.model.structure import SPAN_KINDS, FormulaStructure
+from eqsearch.engine.search.plugin import structure_rescore
 from eqsearch.engine.search.rankers import FormulaRanking
 
 __all__ = [
@@ -45,7 +46,7 @@ __all__ = [
     "ranking_only",
     "ranking_searches",
     "structure_body",
-    "structure_rescore_window",
+    "structure_rerank_window",
     "text_body",
 ]
 
@@ -249,11 +250,9 @@ MIN_RERANK_SPAN = 2
 MAX_RERANK_SPANS = 2048
 
 
-def _span_match(structure: FormulaStructure, kind: str, weight: float) -> dict[str, Any] | None:
-    """The largest of the query's sub-expressions of one kind (``r`` renamed, ``e`` exact, ``g`` generalised) and
-    of at least `MIN_RERANK_SPAN` symbols that a candidate shares, as ``weight`` x its size / the query's size: a
-    ``dis_max`` of one constant-score term per span (the `MAX_RERANK_SPANS` largest)."""
-    size = max(structure.size, 1)
+def _rerank_spans(structure: FormulaStructure, kind: str) -> list[tuple[str, int]]:
+    """The query's sub-expressions of one kind (``r`` renamed, ``e`` exact, ``g`` generalised) the rerank looks
+    for, as (hash, size): those of at least `MIN_RERANK_SPAN` symbols, the `MAX_RERANK_SPANS` largest."""
     spans = [
         (span, span_size)
         for span, span_size in structure.spans.items()
@@ -261,9 +260,16 @@ def _span_match(structure: FormulaStructure, kind: str, weight: float) -> dict[s
     ]
     if len(spans) > MAX_RERANK_SPANS:
         spans = sorted(spans, key=lambda item: (-item[1], item[0]))[:MAX_RERANK_SPANS]
+    return sorted(spans)
+
+
+def _span_match(structure: FormulaStructure, kind: str, weight: float) -> dict[str, Any] | None:
+    """The largest of the query's sub-expressions of one kind (`_rerank_spans`) that a candidate shares, as
+    ``weight`` x its size / the query's size: a ``dis_max`` of one constant-score term per span."""
+    size = max(structure.size, 1)
     queries = [
         {"constant_score": {"filter": {"term": {SPANS_FIELD: span}}, "boost": weight * span_size / size}}
-        for span, span_size in sorted(spans)
+        for span, span_size in _rerank_spans(structure, kind)
     ]
     return {"dis_max": {"queries": queries, "tie_breaker": 0.0}} if queries else None
 
@@ -293,6 +299,7 @@ def structure_body(
     first_stage: Sequence[str] | None = None,
     candidate_sizes: bool = False,
     span_kinds: Sequence[str] = SPAN_KINDS,
+    plugin: bool = False,
 ) -> dict[str, Any]:
     """BM25 over the structural terms of the equations (`engine.model.structure`), optionally reranked.
 
@@ -320,6 +327,9 @@ def structure_body(
             a document without it counts as the query's size).
         span_kinds: the two kinds of sub-expressions matched (`SPAN_KINDS`: renamed and generalised; ``("e", "g")``
             for an index made before structure version 2, which holds spans with the letters kept).
+        plugin: the cluster has eqsearch's plugin on every node (`engine.search.plugin`): the sub-expression
+            rescore is its ``eqsearch_structure`` rescorer, the same scores from a list of spans instead of a query
+            of one clause per span.
 
     Returns:
         The search body.
@@ -336,7 +346,19 @@ def structure_body(
     if staged and rest:
         rest_match = {"rescore_query": _terms_match(structure, rest), "query_weight": 1.0, "rescore_query_weight": 1.0}
         rescores.append({"window_size": rerank_window, "query": {**rest_match, "score_mode": "total"}})
-    spans = [m for kind in span_kinds if (m := _span_match(structure, kind, rerank_weight)) is not None]
+    if plugin:
+        selected = [span for kind in span_kinds for span in _rerank_spans(structure, kind)]
+        if rerank_window > 0 and rerank_weight > 0 and selected:
+            rescores.append(
+                structure_rescore(
+                    selected,
+                    query_size=max(structure.size, 1),
+                    weight=rerank_weight,
+                    window=rerank_window,
+                    candidate_sizes=candidate_sizes,
+                )
+            )
+    spans = [] if plugin else [m for kind in span_kinds if (m := _span_match(structure, kind, rerank_weight))]
     if rerank_window > 0 and rerank_weight > 0 and spans:
         # The match_all clause makes every candidate match with 1 + the shared sub-expressions, so that the
         # multiplication keeps the BM25 order of the candidates that share nothing.
@@ -404,8 +426,8 @@ def ranking_only(body: dict[str, Any]) -> dict[str, Any]:
     return {**light, "stored_fields": "_none_", "docvalue_fields": list(RANKING_FIELDS)}
 
 
-def structure_rescore_window(ranking: FormulaRanking, depth: int) -> int:
-    """How many structural candidates the rescore covers: the ranking's rerank window, or the list's ``depth`` when
+def structure_rerank_window(ranking: FormulaRanking, depth: int) -> int:
+    """How many structural candidates the rerank covers: the ranking's rerank window, or the list's ``depth`` when
     that is deeper, so that a deep evaluation reranks what it reads (0: the ranking has no rerank)."""
     return max(ranking.rerank_window, depth) if ranking.rerank_window else 0
 
@@ -422,9 +444,10 @@ def ranking_searches(
     context_vector: np.ndarray | None = None,
     first_stage: Sequence[str] | None = None,
     rerank_fields: bool = True,
+    plugin: bool = False,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The ranked lists a query needs, as ``(name, body)``: ``structure`` (BM25 over structural terms),
-    ``formula`` (kNN on the embedding), ``text`` (BM25 over the words) and ``context`` (kNN of the keywords'
+    ``embedding`` (kNN on the formula vectors), ``text`` (BM25 over the words) and ``context`` (kNN of the keywords'
     embedding on the equations' context vectors), as many as apply.
 
     A list is left out when its side is missing (no structure, no vector, no keywords), when ``ranking`` gives its
@@ -445,6 +468,7 @@ def ranking_searches(
             equation's size, so that a ranking with ``rerank_symmetric`` weighs the shared sub-expressions by the
             larger of the query's and the candidate's size, and spans with renamed variables; without (False), the
             rerank matches spans with the letters kept and weighs them by the query's size.
+        plugin: every node has eqsearch's plugin: the structural rerank is its rescorer (`structure_body`).
     """
     filters = query_filters(query)
     searches: list[tuple[str, dict[str, Any]]] = []
@@ -455,17 +479,18 @@ def ranking_searches(
             structure,
             depth,
             filters,
-            rerank_window=structure_rescore_window(ranking, depth),
+            rerank_window=structure_rerank_window(ranking, depth),
             rerank_weight=ranking.rerank_weight,
             first_stage=first_stage,
             candidate_sizes=rerank_fields and ranking.rerank_symmetric,
             span_kinds=SPAN_KINDS if rerank_fields else ("e", "g"),
+            plugin=plugin,
         )
         if query.formula_weight > 0:
             searches.append(("structure", ranking_only(body)))
     if vector is not None and use_embedding and query.formula_weight > 0:
         body = knn_body(vector, window, filters, num_candidates_factor=num_candidates_factor)
-        searches.append(("formula", ranking_only(body)))
+        searches.append(("embedding", ranking_only(body)))
     if query.has_keywords and query.formula_weight < 1:
         if ranking is None or ranking.context < 1:
             searches.append(("text", ranking_only(text_body(query.keywords or "", window, filters))))

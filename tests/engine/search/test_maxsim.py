@@ -104,13 +104,7 @@ def test_the_maxsim_rankers_run_end_to_end_through_the_production_path(es_client
         assert service.node_encoder is not None and service.node_encoder.dim == 512  # the node states
         reranked: list[list[tuple[str, float]]] = []
         inner = service._maxsim_rerank
-        service._maxsim_rerank = lambda lists, nodes: (
-            reranked.append(inner(lists, nodes)["formula"])
-            or {
-                **lists,
-                "formula": reranked[-1],
-            }
-        )
+        service._maxsim_rerank = lambda ranking, nodes: reranked.append(inner(ranking, nodes)) or reranked[-1]
         results = service.search(HybridQuery(latex=r"\frac{x^2 + x + c}{x^2 + 2x + c}", size=5))
         assert {hit.paper_id for hit in results.hits[:2]} == {"1", "2"}
         assert reranked and all(score >= 1.0 for _, score in reranked[0][: ranking.maxsim_window])

@@ -57,9 +57,9 @@ def test_the_inline_filter_keeps_or_drops_the_inline_formulas():
 def test_filters_are_knn_pre_filters_and_bm25_filters():
     bodies = searches(ALL_FILTERS)
     filters = query_filters(ALL_FILTERS)
-    knn = bodies["formula"]["query"]["knn"]
+    knn = bodies["embedding"]["query"]["knn"]
     assert knn["filter"] == {"bool": {"filter": filters}}  # inside knn: a pre-filter, not a post-filter
-    assert "post_filter" not in bodies["formula"]
+    assert "post_filter" not in bodies["embedding"]
     text = bodies["text"]["query"]["bool"]
     assert text["filter"] == filters
     assert text["must"] == [{"multi_match": {"query": "energy", "fields": list(TEXT_FIELDS), "type": "best_fields"}}]
@@ -108,12 +108,12 @@ def test_ranking_searches_read_doc_values_only():
 
 
 def test_formula_only_keyword_only_and_weights_choose_the_lists():
-    assert set(searches(HybridQuery(latex="x^2"))) == {"formula"}
+    assert set(searches(HybridQuery(latex="x^2"))) == {"embedding"}
     assert set(searches(HybridQuery(keywords="energy"), vector=None)) == {"text"}
-    assert set(searches(HybridQuery(latex="x^2", keywords="energy"))) == {"formula", "text"}
+    assert set(searches(HybridQuery(latex="x^2", keywords="energy"))) == {"embedding", "text"}
     # a formula that did not convert (no vector) leaves the keywords alone
     assert set(searches(HybridQuery(latex=r"\frac{", keywords="energy"), vector=None)) == {"text"}
-    assert set(searches(HybridQuery(latex="x^2", keywords="energy", formula_weight=1.0))) == {"formula"}
+    assert set(searches(HybridQuery(latex="x^2", keywords="energy", formula_weight=1.0))) == {"embedding"}
     assert set(searches(HybridQuery(latex="x^2", keywords="energy", formula_weight=0.0))) == {"text"}
     assert searches(HybridQuery(keywords="   "), vector=None) == {}  # blank keywords: no list at all
     assert searches(HybridQuery(), vector=None) == {}
@@ -121,8 +121,8 @@ def test_formula_only_keyword_only_and_weights_choose_the_lists():
 
 def test_every_list_is_as_deep_as_the_window():
     bodies = searches(HybridQuery(latex="x^2", keywords="energy"), window=70)
-    assert bodies["formula"]["size"] == 70 and bodies["formula"]["query"]["knn"]["k"] == 70
-    assert bodies["formula"]["query"]["knn"]["num_candidates"] == 420
+    assert bodies["embedding"]["size"] == 70 and bodies["embedding"]["query"]["knn"]["k"] == 70
+    assert bodies["embedding"]["query"]["knn"]["num_candidates"] == 420
     assert bodies["text"]["size"] == 70
 
 
@@ -242,9 +242,9 @@ def test_the_ranker_decides_which_formula_lists_are_searched():
     def names(ranker: str) -> list[str]:
         return list(searches(ranker))
 
-    assert names("embedding") == ["formula"]
+    assert names("embedding") == ["embedding"]
     assert names("structure") == ["structure"]
-    assert names("structure+embedding+rerank") == ["structure", "formula"]
+    assert names("structure+embedding+rerank") == ["structure", "embedding"]
     reranked = dict(
         ranking_searches(
             query,

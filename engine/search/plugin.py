@@ -1,0 +1,148 @@
+"""eqsearch's Elasticsearch plugin as the search sees it: is it on every node, and the rescore it is sent.
+
+With the plugin (``es-plugin/``, installed by ``eqsearch es start``), the structural rerank is one
+``eqsearch_structure`` rescorer: the query's sub-expressions as a list of span hashes and sizes, scored inside the
+node against each candidate's spans and size, where without it the same scores take a ``function_score`` over a
+``dis_max`` of one ``constant_score`` term clause per span (`engine.search.query.structure_body`). The plugin computes
+exactly those scores (``tests/es_plugin/`` compares them on a real node), so the ranking is the same either way.
+
+A cluster may lack the plugin (a hosted cluster, another version, a node added later): `detect_plugin` asks
+``_nodes/plugins`` once, and the engine uses the plugin only when every node has a compatible version of it; otherwise
+it sends the plain requests, and `PluginSupport.note` says why in one line (``eqsearch es check``, the admin page).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eqsearch.engine.index.mappings import SIZE_FIELD, SPANS_FIELD
+
+__all__ = [
+    "PLUGIN_MAJOR",
+    "PLUGIN_NAME",
+    "STRUCTURE_RESCORER",
+    "PluginSupport",
+    "detect_plugin",
+    "plugin_support",
+    "structure_rescore",
+]
+
+#: The plugin's name on the nodes (``es-plugin/plugin-descriptor.properties``).
+PLUGIN_NAME = "eqsearch"
+#: The plugin versions whose requests this engine speaks (``es-plugin/VERSION``'s major).
+PLUGIN_MAJOR = 1
+#: The rescorer's name in a search body's ``rescore``.
+STRUCTURE_RESCORER = "eqsearch_structure"
+
+
+@dataclass(frozen=True)
+class PluginSupport:
+    """Whether the searches may use the plugin, and one line that says so.
+
+    Args:
+        available: every node has a compatible version of the plugin.
+        nodes: the cluster's nodes (0: unknown).
+        with_plugin: how many of them have a compatible version.
+        note: one line for ``eqsearch es check`` and the admin page.
+    """
+
+    available: bool
+    nodes: int
+    with_plugin: int
+    note: str
+
+
+def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
+    """What a ``GET _nodes/plugins`` answer says about the plugin (a pure function of the answer).
+
+    A mixed cluster (some nodes with it, some without, or another major version) uses the plain requests: a search
+    whose shards land on a node without the rescorer would fail there.
+    """
+    nodes = nodes_info.get("nodes") or {}
+    compatible = 0
+    versions: set[str] = set()
+    for node in nodes.values():
+        for plugin in node.get("plugins") or []:
+            if plugin.get("name") != PLUGIN_NAME:
+                continue
+            version = str(plugin.get("version", ""))
+            versions.add(version)
+            if version.split(".")[0] == str(PLUGIN_MAJOR):
+                compatible += 1
+    total = len(nodes)
+    if total and compatible == total:
+        return PluginSupport(
+            True, total, compatible, f"eqsearch plugin {', '.join(sorted(versions))} on every node: native rerank"
+        )
+    if compatible or versions:
+        return PluginSupport(
+            False,
+            total,
+            compatible,
+            f"mixed cluster: {compatible} of {total} nodes have a compatible eqsearch plugin "
+            f"(versions seen: {', '.join(sorted(versions)) or 'none'}); searches use the plain requests",
+        )
+    return PluginSupport(
+        False,
+        total,
+        0,
+        "no eqsearch plugin on this cluster: searches use the plain requests "
+        "(the managed node gets it from 'eqsearch es start'; see es-plugin/)",
+    )
+
+
+def detect_plugin(client: Any) -> PluginSupport:
+    """Ask the cluster (``_nodes/plugins``) whether every node has the plugin.
+
+    A cluster that does not answer that request (a hosted cluster without the ``monitor`` privilege) counts as one
+    without the plugin, and the note says so.
+    """
+    from elasticsearch import ApiError, TransportError
+
+    try:
+        # the node's name keeps a node without any plugin in the answer
+        answer = client.nodes.info(
+            metric="plugins", filter_path="nodes.*.name,nodes.*.plugins.name,nodes.*.plugins.version"
+        )
+    except (ApiError, TransportError) as error:
+        return PluginSupport(
+            False, 0, 0, f"could not list the cluster's plugins ({error}): searches use the plain requests"
+        )
+    body = answer.body if hasattr(answer, "body") else answer
+    return plugin_support(body)
+
+
+def structure_rescore(
+    spans: Sequence[tuple[str, int]],
+    *,
+    query_size: int,
+    weight: float,
+    window: int,
+    candidate_sizes: bool,
+) -> dict[str, Any]:
+    """The ``rescore`` entry of the plugin's structural rerank.
+
+    Args:
+        spans: the query's sub-expressions to match, as (hash, size in symbols), each hash led by its kind letter;
+            the rescorer credits each candidate with the largest of each kind it holds (the same selection the
+            plain request's ``dis_max`` clauses hold, `engine.search.query`).
+        query_size: the query's size in symbols (at least 1).
+        weight: the weight of the match (``FormulaRanking.rerank_weight``).
+        window: candidates rescored.
+        candidate_sizes: weigh a shared sub-expression by the larger of the query's and the candidate's size.
+    """
+    ordered = sorted(spans)
+    return {
+        "window_size": window,
+        STRUCTURE_RESCORER: {
+            "spans": [span for span, _ in ordered],
+            "sizes": [size for _, size in ordered],
+            "query_size": query_size,
+            "weight": weight,
+            "candidate_sizes": candidate_sizes,
+            "spans_field": SPANS_FIELD,
+            "size_field": SIZE_FIELD,
+        },
+    }

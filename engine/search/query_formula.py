@@ -1,0 +1,178 @@
+"""A query's formula made ready for the ranked lists once, and kept: conversion, vector, structure, layout tree.
+
+Converting a formula with KaTeX and encoding it costs milliseconds; the next page of a search, or a formula many
+people look up, should cost neither. `QueryFormulas` prepares a `QueryFormula` from the query's LaTeX (with its
+query variables read, `engine.model.patterns`) and keeps the most recent ones that converted.
+
+A formula with variables converts with placeholders (`QueryPattern.katex_latex`); its structure leaves the
+variables out, and its vector is that of the formula with each variable read as a letter.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from eqsearch.engine.model.patterns import (
+    QueryPattern,
+    SharedSubexpressions,
+    mark_variables,
+    pattern_structure,
+    variables_as_letters,
+)
+from eqsearch.engine.model.structure import (
+    QUERY_SPAN_KINDS,
+    FormulaStructure,
+    LayoutNode,
+    parse_layout,
+    parse_layout_latex,
+    structure_of_layout,
+)
+from eqsearch.engine.search.rankers import FormulaRanking
+
+if TYPE_CHECKING:
+    from eqsearch.engine.latex.converter import ConversionResult
+    from eqsearch.engine.model.encoder import Encoder
+    from eqsearch.engine.model.nodes import NodeEncoder
+
+__all__ = ["QueryFormula", "QueryFormulas", "layout_of"]
+
+
+@dataclass(frozen=True)
+class QueryFormula:
+    """A query formula made ready: its conversion, vector, structural terms, layout tree (variables marked; what
+    hits are matched against) and variables.
+
+    Args:
+        result: KaTeX's conversion (``mathml`` None when the LaTeX did not parse).
+        vector: the embedding (None without MathML or when the ranking has no embedding).
+        structure: the structural terms and sub-expressions (None when the ranking has no structure).
+        layout: the layout tree, from the MathML, else from the LaTeX.
+        pattern: the query's variables.
+        shared: the query's sub-expressions, for hits' highlights (queries without variables only).
+        nodes: the node vectors of the MaxSim rerank (`engine.search.maxsim`), when the ranking has one.
+    """
+
+    result: ConversionResult
+    vector: np.ndarray | None
+    structure: FormulaStructure | None
+    layout: list[LayoutNode]
+    pattern: QueryPattern
+    shared: SharedSubexpressions | None
+    nodes: np.ndarray | None = None
+
+    @property
+    def latex_error(self) -> str | None:
+        """The converter's message when the LaTeX did not convert."""
+        if self.result.mathml is not None:
+            return None
+        return self.result.message or f"the LaTeX could not be converted ({self.result.reason})"
+
+    @property
+    def approximation(self) -> str | None:
+        """The converter's note when the formula converted only approximately."""
+        if self.result.mathml is not None and self.result.status == "approximate" and self.result.message:
+            return f"the formula was converted approximately: {self.result.message}"
+        return None
+
+
+class QueryFormulas:
+    """Prepares query formulas and keeps the last ``size`` (least recently used dropped first; 0 keeps none).
+
+    Args:
+        converter: LaTeX -> MathML (``convert(latex, environment, macros) -> ConversionResult``).
+        encoder: MathML -> vectors.
+        ranking: which channels the formula feeds (no vector without an embedding weight, no structure without a
+            structure weight, no node vectors without a MaxSim window).
+        node_encoder: the node vectors of the MaxSim rerank (None: none).
+        normalise: whether query vectors are normalised (the index compares by cosine or dot product); asked at
+            each preparation, since a migration may change it.
+        size: how many prepared formulas to keep.
+    """
+
+    def __init__(
+        self,
+        converter: Any,
+        encoder: Encoder,
+        ranking: FormulaRanking,
+        *,
+        node_encoder: NodeEncoder | None,
+        normalise: Callable[[], bool],
+        size: int,
+    ) -> None:
+        self.converter = converter
+        self.encoder = encoder
+        self.ranking = ranking
+        self.node_encoder = node_encoder
+        self.normalise = normalise
+        self.size = size
+        self._kept: OrderedDict[str, QueryFormula] = OrderedDict()
+        self._lock = threading.Lock()  # web servers search from several threads
+
+    def clear(self) -> None:
+        """Forget every prepared formula (their vectors were normalised for another index)."""
+        with self._lock:
+            self._kept.clear()
+
+    def get(self, pattern: QueryPattern) -> QueryFormula:
+        """The prepared formula of a query's LaTeX (its variables read), from the cache if there."""
+        latex = pattern.latex
+        with self._lock:
+            kept = self._kept.get(latex)
+            if kept is not None:
+                self._kept.move_to_end(latex)
+                return kept
+        formula = self.prepare(pattern)
+        if self.size > 0 and formula.result.mathml is not None:
+            with self._lock:
+                self._kept[latex] = formula
+                while len(self._kept) > self.size:
+                    self._kept.popitem(last=False)
+        return formula
+
+    def prepare(self, pattern: QueryPattern) -> QueryFormula:
+        """Convert, read the structure of the same layout tree that `formula_structure` reads (MathML, else the
+        LaTeX), encode."""
+        result = self.converter.convert(pattern.katex_latex, "equation", ())
+        layout = mark_variables(layout_of(result.mathml, pattern.fallback_latex), pattern)
+        structure = None
+        if self.ranking.structure:
+            structure = (
+                pattern_structure(layout)
+                if pattern.has_variables
+                else structure_of_layout(layout, span_kinds=QUERY_SPAN_KINDS)
+            )
+        shared = None if pattern.has_variables else SharedSubexpressions(layout)
+        if result.mathml is None:
+            return QueryFormula(result, None, structure, layout, pattern, shared)
+        as_letters = variables_as_letters(result.mathml, pattern)
+        vector = self.encode(as_letters) if self.ranking.embedding else None
+        if vector is not None:
+            vector.flags.writeable = False  # shared by every search of this formula
+        nodes = None
+        if self.node_encoder is not None and self.ranking.maxsim_window > 0:
+            nodes = self.node_encoder.encode([as_letters])[0]
+            nodes.flags.writeable = False
+        return QueryFormula(result, vector, structure, layout, pattern, shared, nodes)
+
+    def encode(self, mathml: str) -> np.ndarray:
+        """One formula's vector, normalised when the index compares by cosine or dot product."""
+        vector = np.asarray(self.encoder.encode([mathml])[0], dtype=np.float32)
+        if self.normalise():
+            norm = float(np.linalg.norm(vector))
+            vector = vector / norm if norm > 0 else vector
+        return vector
+
+
+def layout_of(mathml: str | None, latex: str | None, *, positions: bool = False) -> list[LayoutNode]:
+    """A formula's layout tree as `formula_structure` reads it: from the MathML, else from the LaTeX."""
+    if mathml:
+        try:
+            return parse_layout(mathml, positions=positions)
+        except ValueError:
+            pass
+    return parse_layout_latex(latex or "")

@@ -1,0 +1,100 @@
+"""The search's requests to Elasticsearch: functions of a client, an index and a body (`engine.search.query`).
+
+`ranked_lists` sends every ranked list of a query as one ``_msearch`` that returns ranked ids only, `fetch_page`
+the page's equations with highlights, `fetch_sources` a few fields of given equations (what the pattern filter and
+the MaxSim rerank read of their candidates). Only what the client reads comes back (``filter_path``): less for the
+node to serialise and for the client to parse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from elasticsearch import Elasticsearch
+from eqsearch.engine.search.errors import call, list_failed
+from eqsearch.engine.search.query import page_body
+
+__all__ = ["RankedLists", "fetch_page", "fetch_sources", "ranked_lists"]
+
+_RANKING_RESPONSE_FIELDS = [
+    "responses.status",  # keeps every response in the array: a filtered-out empty one would shift the others
+    "responses.hits.hits._score",
+    "responses.hits.hits.fields",
+    "responses.hits.total.value",
+    "responses._shards.failed",
+    "responses._shards.total",
+    "responses.error",
+]
+_PAGE_RESPONSE_FIELDS = ["hits.hits._id", "hits.hits._source", "hits.hits.highlight"]
+
+
+@dataclass
+class RankedLists:
+    """What the ranking searches found.
+
+    Args:
+        lists: list name (``structure``, ``embedding``, ``text``, ``context``) -> ranked ``(eq_id, score)``.
+        paper_of: eq_id -> paper_id of every candidate.
+        text_total: how many equations the words matched (the text list's hit count, counted up to
+            `engine.search.query.TEXT_COUNT_LIMIT`; 0 without keywords).
+        missing_shards: how many shard searches failed (a cluster that lost a node answers from the shards it
+            still has).
+    """
+
+    lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    paper_of: dict[str, str] = field(default_factory=dict)
+    text_total: int = 0
+    missing_shards: int = 0
+
+
+def ranked_lists(client: Elasticsearch, index: str, searches: Sequence[tuple[str, dict[str, Any]]]) -> RankedLists:
+    """Runs the ranking searches (``(list name, body)``, bodies made `ranking_only`) as one ``_msearch``.
+
+    Raises:
+        SearchError: a search failed (with its shards' reasons), or Elasticsearch refused or did not answer.
+    """
+    lines: list[dict[str, Any]] = []
+    for _, body in searches:
+        lines.extend([{"index": index}, body])
+    responses = call(client.msearch, searches=lines, filter_path=_RANKING_RESPONSE_FIELDS)
+    found = RankedLists()
+    for (name, _), response in zip(searches, responses["responses"], strict=True):
+        if "error" in response:
+            raise list_failed(name, response["error"])
+        found.missing_shards += int((response.get("_shards") or {}).get("failed") or 0)
+        hits = response.get("hits") or {}
+        ranking = []
+        for hit in hits.get("hits") or ():
+            fields = hit["fields"]
+            eq_id = fields["eq_id"][0]
+            ranking.append((eq_id, float(hit["_score"] or 0.0)))
+            found.paper_of[eq_id] = (fields.get("paper_id") or [""])[0]
+        found.lists[name] = ranking
+        if name == "text":
+            found.text_total = int((hits.get("total") or {}).get("value", len(ranking)))
+    return found
+
+
+def fetch_page(client: Elasticsearch, index: str, eq_ids: Sequence[str], keywords: str | None) -> dict[str, Any]:
+    """Sources (vectors excluded) and, with keywords, highlights of the page's equations, in one request; by
+    ``eq_id`` (an equation deleted since the ranking is simply absent)."""
+    if not eq_ids:
+        return {}
+    response = call(client.search, index=index, body=page_body(eq_ids, keywords), filter_path=_PAGE_RESPONSE_FIELDS)
+    hits = (response.get("hits") or {}).get("hits") or []
+    return {hit["_source"]["eq_id"]: hit for hit in hits}
+
+
+def fetch_sources(
+    client: Elasticsearch, index: str, query: dict[str, Any], size: int, fields: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The ``fields`` of the sources of up to ``size`` equations matching ``query``, in one request."""
+    response = call(
+        client.search,
+        index=index,
+        body={"query": query, "size": size, "_source": {"includes": list(fields)}, "track_total_hits": False},
+        filter_path=["hits.hits._source"],
+    )
+    return [hit["_source"] for hit in (response.get("hits") or {}).get("hits") or ()]
