@@ -10,7 +10,13 @@ import time
 
 from eqsearch.engine.index.documents import inline_indexable
 from eqsearch.engine.latex.packages import KNOWN_PACKAGES
-from eqsearch.engine.latex.scan import document_body, read_argument, read_optional, strip_comments
+from eqsearch.engine.latex.scan import (
+    document_body,
+    read_argument,
+    read_optional,
+    strip_comments,
+    verbatim_environments,
+)
 from eqsearch.ingest.citations import (
     bib_files,
     citations_from_bib,
@@ -19,10 +25,11 @@ from eqsearch.ingest.citations import (
     split_bibitems,
 )
 from eqsearch.ingest.config import ExtractConfig
+from eqsearch.ingest.displaycheck import NO_DISPLAYS_FOUND, count_display_openers
 from eqsearch.ingest.displaymacros import expand_display_macros
 from eqsearch.ingest.errors import DocumentTooLargeError, TimeBudgetError
-from eqsearch.ingest.files import MemoryFiles, SourceFiles, decode_text
-from eqsearch.ingest.includes import expand_document, find_documents
+from eqsearch.ingest.files import MemoryFiles, SourceFiles, decode_text, is_tex_name
+from eqsearch.ingest.includes import expand_document, find_documents, read_tex
 from eqsearch.ingest.macros import DocumentMacros, extract_macros
 from eqsearch.ingest.mathenv import DisplayMath, InlineMath, labels_in, scan_math
 from eqsearch.ingest.plaintext import first_words, last_words, latex_to_text, title_text
@@ -75,15 +82,39 @@ def extract_latex_paper(
     names = [main_file] if main_file else find_documents(files, preferred_stem=stem)
     paper.main_file = names[0]
     budget = config.max_document_chars
+    texts: list[str] = []
     for index, name in enumerate(names):
         try:
-            budget -= _extract_document(paper, files, name, len(paper.documents), config, deadline, budget)
+            texts.append(_extract_document(paper, files, name, len(paper.documents), config, deadline, budget))
+            budget -= len(texts[-1])
         except DocumentTooLargeError as error:
             if index == 0:
                 raise
             # a further document over what is left of the size limit: the paper keeps what it has
             paper.warn("document_too_large", f"{name} was not read: {error.message}")
+    if not paper.equations():
+        _check_no_displays(paper, files, texts if main_file else None)
     return paper
+
+
+def _check_no_displays(paper: Paper, files: SourceFiles, texts: list[str] | None) -> None:
+    """Warn (`NO_DISPLAYS_FOUND`, with the count) when a paper with no display comes from a source that holds some:
+    every LaTeX file of the source counted together, or only ``texts`` (the documents read) when the source is one
+    main file of a larger tree."""
+    where = "the documents read"
+    if texts is None:
+        names = [n for n in files.names() if is_tex_name(n)]
+        verbatim = verbatim_environments("")
+        texts = [t for t in (read_tex(files, n, verbatim, []) for n in names) if t is not None]
+        where = f"its {len(texts)} LaTeX file{'s' if len(texts) != 1 else ''}"
+    count = count_display_openers("\n".join(texts))
+    if count:
+        paper.warn(
+            NO_DISPLAYS_FOUND,
+            f"no display equation was extracted, but {where} open {count} display{'s' if count != 1 else ''} "
+            f"(environments, \\[, $$ or display shortcuts); main file taken: {paper.main_file}",
+            count=count,
+        )
 
 
 def _extract_document(
@@ -94,8 +125,8 @@ def _extract_document(
     config: ExtractConfig,
     deadline: float | None,
     budget: int,
-) -> int:
-    """Add one top-level document's sections, equations and inline formulas to ``paper``; its expanded size."""
+) -> str:
+    """Add one top-level document's sections, equations and inline formulas to ``paper``; its expanded text."""
     doc = expand_document(files, name, max_depth=config.max_include_depth, max_chars=max(1, budget), deadline=deadline)
     paper.warnings.extend(doc.issues)
     preamble, body, body_offset = document_body(doc.text)
@@ -147,7 +178,7 @@ def _extract_document(
     if index == 0:
         _front_matter(paper, doc.text)
     _citations(paper, files, doc.text, name, main=index == 0)
-    return len(doc.text)
+    return doc.text
 
 
 def _masked(body: str, spans: list[tuple[int, int]], body_offset: int) -> str:

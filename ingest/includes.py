@@ -18,16 +18,11 @@ from eqsearch.engine.latex.scan import (
 from eqsearch.ingest.errors import DocumentTooLargeError, NoMainFileError, TimeBudgetError
 from eqsearch.ingest.files import SourceFiles, decode_text, is_tex_name, normalize_member
 from eqsearch.ingest.records import Issue
+from eqsearch.ingest.toplevel import IncludeGraph, candidates, include_pattern, is_input_name, tex_facts
 
 _DOCUMENTCLASS = re.compile(r"\\document(?:class|style)\b")
 _BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
-_INCLUDE = re.compile(
-    r"\\(?P<cmd>input|include|subfile|subfileinclude)\s*\{(?P<file>[^{}]*)\}"
-    r"|\\input\s+(?P<bare>[^\s{}\\%]+)"
-    r"|\\(?P<icmd>import|subimport|inputfrom|subinputfrom|includefrom|subincludefrom)\*?\s*"
-    r"\{(?P<dir>[^{}]*)\}\s*\{(?P<ifile>[^{}]*)\}"
-)
-_INPUT_SUFFIXES = (".tex", ".bbl", ".ltx", ".Rnw", ".rnw", ".txt", ".tikz", ".pstex_t", ".sty", ".def")
+_END_DOCUMENT = re.compile(r"\\end\s*\{document\}")
 # A user command that inputs its argument (``\newcommand{\fileinclude}[1]{... \include{#1} ...}``).
 _INCLUDE_WRAPPER = re.compile(
     r"\\(?:(?:re|provide)?newcommand\*?\s*\{?\s*\\([A-Za-z@]+)\s*\}?\s*\[\s*1\s*\]|[gex]?def\s*\\([A-Za-z@]+)\s*#1)\s*\{"
@@ -79,13 +74,14 @@ def find_documents(files: SourceFiles, preferred_stem: str | None = None) -> lis
 
     arXiv compiles every top-level file of a submission (or those its ``00README`` declares ``toplevel``) and
     assembles the results into the paper's one PDF, so a manuscript and a supplement compiled on their own are both
-    the paper. The main document is the ``toplevelfile`` first named in ``00README.XXX`` / ``00README.json``, else
-    among the files with both ``\\documentclass`` and ``\\begin{document}`` outside comments that no other file
-    inputs: a conventional name (``main.tex``, ``ms.tex``, the paper id), then the one with most inputs and
-    sections, then the largest; then any file with ``\\begin{document}``; then a lone ``.tex`` fragment. The other
-    documents are the remaining declared top-level files, or else every other file with ``\\begin{document}``
-    outside comments that no file inputs, in name order (arXiv assembles in name order; the main text comes first
-    here so that its equation numbers do not move when a supplement is added).
+    the paper. The main document is the ``toplevelfile`` first named in ``00README.XXX`` / ``00README.json``;
+    else the documents are decided by the include graph (`eqsearch.ingest.toplevel.IncludeGraph`): a file another
+    inputs is never one, whatever it holds (a preamble file with the ``\\documentclass``, a ``subfiles`` chapter),
+    and a file is one when it or what it inputs has a ``\\begin{document}``. The main one among them: with a class
+    and a ``\\begin{document}`` (with its inputs), a conventional name (``main.tex``, ``ms.tex``, the paper id),
+    the shallowest, the one with most inputs and sections, the largest. With no document at all, a lone ``.tex``
+    fragment (the largest) is read. The other documents follow in name order (arXiv assembles in name order; the
+    main text comes first here so that its equation numbers do not move when a supplement is added).
 
     Raises:
         NoMainFileError: no LaTeX file at all.
@@ -99,35 +95,28 @@ def find_documents(files: SourceFiles, preferred_stem: str | None = None) -> lis
         raise NoMainFileError(
             f"no .tex file among {len(names)} files ({', '.join(names[:5])}{'...' if len(names) > 5 else ''})"
         )
-    scored: list[tuple[tuple[int, ...], str]] = []
-    included: set[str] = set()
+    texts: dict[str, str] = {}
     for name in tex_names:
         text = read_tex(files, name, verbatim_environments(""), [])
-        if text is None:
-            continue
-        has_class = bool(_DOCUMENTCLASS.search(text))
-        has_begin = bool(_BEGIN_DOCUMENT.search(text))
-        base = posixpath.dirname(name)
-        for m in _INCLUDE.finditer(text):
-            target = m.group("file") or m.group("bare") or m.group("ifile")
-            for candidate in _candidates(posixpath.join(base, (m.group("dir") or "").strip()), target.strip()):
-                included.add(candidate)
+        if text is not None:
+            texts[name] = text
+    if not texts:
+        raise NoMainFileError("every .tex file is binary or unreadable")
+    wrappers = tuple(dict.fromkeys(w for text in texts.values() for w in include_wrappers(text)))
+    pattern = include_pattern(wrappers)
+    graph = IncludeGraph({name: tex_facts(name, text, pattern) for name, text in texts.items()})
+    documents = graph.documents() or [max(texts, key=lambda n: (len(texts[n]), [-ord(c) for c in n]))]
+
+    def rank(name: str) -> tuple[object, ...]:
+        has_class, has_begin, structure = graph.summary(name)
         stem = posixpath.splitext(posixpath.basename(name))[0]
         preferred = posixpath.basename(name) in _PREFERRED_NAMES or (
             preferred_stem is not None and stem == preferred_stem
         )
-        structure = len(_INCLUDE.findall(text)) + text.count("\\section")
-        depth = -name.count("/")
-        scored.append(
-            ((int(has_class and has_begin), int(has_begin), 0, int(preferred), depth, structure, len(text)), name)
-        )
-    if not scored:
-        raise NoMainFileError("every .tex file is binary or unreadable")
-    scored = [((s[0], s[1], int(name not in included), *s[3:]), name) for s, name in scored]
-    scored.sort(key=lambda item: (item[0], [-ord(c) for c in item[1]]), reverse=True)
-    main = scored[0][1]
-    others = sorted(name for s, name in scored[1:] if s[1] and s[2])  # \begin{document}, input by no file
-    return [main, *others]
+        return (int(has_class and has_begin), int(preferred), -name.count("/"), structure, len(texts[name]))
+
+    main = max(documents, key=lambda name: (rank(name), [-ord(c) for c in name]))
+    return [main, *sorted(set(documents) - {main})]
 
 
 def _readme_toplevels(files: SourceFiles, names: list[str]) -> list[str]:
@@ -150,19 +139,6 @@ def _readme_toplevels(files: SourceFiles, names: list[str]) -> list[str]:
             if len(parts) >= 2 and parts[1] == "toplevelfile" and parts[0] in names:
                 found.append(parts[0])
     return list(dict.fromkeys(found))
-
-
-def _candidates(base: str, target: str) -> list[str]:
-    target = target.strip().strip('"')
-    if not target:
-        return []
-    joined = normalize_member(posixpath.join(base, target))
-    if joined is None:
-        return []
-    out = [joined]
-    if not posixpath.splitext(joined)[1] or not joined.endswith((".tex", ".bbl", ".ltx", ".Rnw", ".rnw")):
-        out.insert(0, joined + ".tex")
-    return out
 
 
 def expand_document(
@@ -216,10 +192,8 @@ def _expand(
     raw_main = files.read(main_file) or b""
     verbatim = verbatim_environments(decode_text(raw_main)[0] or "")
     total = [0]
-    pattern = _INCLUDE
-    if wrappers:
-        names = "|".join(re.escape(w) for w in wrappers)
-        pattern = re.compile(_INCLUDE.pattern + r"|\\(?P<wcmd>" + names + r")(?![A-Za-z@])\s*\{(?P<wfile>[^{}]*)\}")
+    pattern = include_pattern(wrappers)
+    has_class = [False]  # whether the text read so far holds the document's \documentclass
 
     def expand(name: str, base: str, stack: tuple[str, ...], is_child: bool) -> str:
         if deadline is not None and time.monotonic() > deadline:
@@ -228,7 +202,11 @@ def _expand(
         if text is None:
             return ""
         if is_child and _is_standalone(text):
-            text = document_body(text)[1]  # a subfiles child: its own preamble is not the document's
+            if has_class[0]:
+                text = document_body(text)[1]  # a subfiles child: its own preamble is not the document's
+            else:  # the document's preamble kept in a file of its own: it is the document's, up to its end
+                end = _END_DOCUMENT.search(text)
+                text = text if end is None else text[: end.start()]
         total[0] += len(text)
         if total[0] > max_chars:
             raise DocumentTooLargeError(
@@ -238,16 +216,16 @@ def _expand(
         parts: list[str] = []
         pos = 0
         for m in pattern.finditer(text):
-            if wrappers and m.group("wcmd") and _defines(text, m.start()):
+            if m.group("wcmd") and _defines(text, m.start()):
                 continue  # the wrapper's own definition, not a use
-            if "#" in (m.group("file") or m.group("bare") or m.group("ifile") or ""):
+            if "#" in (m.group("file") or m.group("bare") or m.group("ifile") or m.group("wfile") or ""):
                 continue  # \\input{#1} in a macro body: an input wrapper's definition, left as it is
+            if not has_class[0] and _DOCUMENTCLASS.search(text, pos, m.start()):
+                has_class[0] = True
             parts.append(text[pos : m.start()])
             pos = m.end()
-            command = m.group("cmd") or m.group("icmd") or (m.group("wcmd") if wrappers else None) or "input"
-            target = (m.group("file") or m.group("bare") or m.group("ifile") or "").strip()
-            if wrappers and m.group("wfile") is not None:
-                target = m.group("wfile").strip()
+            command = m.group("cmd") or m.group("icmd") or m.group("wcmd") or "input"
+            target = (m.group("file") or m.group("bare") or m.group("ifile") or m.group("wfile") or "").strip()
             if command in ("import", "inputfrom", "includefrom"):
                 child_base = (
                     normalize_member(posixpath.join(posixpath.dirname(main_file), m.group("dir").strip())) or ""
@@ -272,6 +250,8 @@ def _expand(
                 )
                 continue
             parts.append("\n" + expand(found, child_base, (*stack, found), True) + "\n")
+        if not has_class[0] and _DOCUMENTCLASS.search(text, pos):
+            has_class[0] = True
         parts.append(text[pos:])
         return "".join(parts)
 
@@ -297,8 +277,7 @@ def _defines(text: str, start: int) -> bool:
 
 def _resolve(files: SourceFiles, base: str, target: str, current_dir: str) -> str | None:
     for folder in dict.fromkeys((base, current_dir, "")):
-        for candidate in _candidates(folder, target):
-            readable = candidate.endswith(_INPUT_SUFFIXES) or "." not in posixpath.basename(candidate)
-            if readable and files.read(candidate) is not None:
+        for candidate in candidates(folder, target):
+            if is_input_name(candidate) and files.read(candidate) is not None:
                 return candidate
     return None

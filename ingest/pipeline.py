@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from eqsearch.ingest.config import ExtractConfig
+from eqsearch.ingest.displaycheck import NO_DISPLAYS_FOUND
 from eqsearch.ingest.errors import IngestError
 from eqsearch.ingest.metadata import apply_metadata
 from eqsearch.ingest.records import STATUS_DIAGRAM, STATUS_EXTRACTED, STATUS_FAILED, Issue, Paper
@@ -203,6 +204,8 @@ class RunStats:
     stage_seconds: Counter[str] = field(default_factory=Counter)
     wall_seconds: float = 0.0
     workers: int = 0
+    # papers that came out with no display while their source holds some: each named, never only counted
+    displays_missing: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, paper: Paper) -> None:
         self.documents += 1
@@ -211,6 +214,11 @@ class RunStats:
         else:
             self.documents_ok += 1
         self.warnings.update(w.reason for w in paper.warnings)
+        for warning in paper.warnings:
+            if warning.reason == NO_DISPLAYS_FOUND:
+                self.displays_missing.append(
+                    {"paper": paper.id, "source": paper.source, "displays": warning.count, "message": warning.message}
+                )
         self.citations += len(paper.citations)
         for formula in paper.inline_formulas():
             self.inline_formulas += 1
@@ -241,6 +249,11 @@ class RunStats:
             "documents_ok": self.documents_ok,
             "documents_failed": dict(self.documents_failed.most_common()),
             "warnings": dict(self.warnings.most_common()),
+            "displays_missing": {
+                "papers": len(self.displays_missing),
+                "displays": sum(item["displays"] or 0 for item in self.displays_missing),
+                "by_paper": self.displays_missing,
+            },
             "equations_found": self.equations_found,
             "equations_status": dict(self.equations_status.most_common()),
             "equations_failed": dict(self.equations_failed.most_common()),

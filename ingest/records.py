@@ -30,9 +30,13 @@ class Issue:
 
     reason: str
     message: str
+    count: int | None = None  # how many things it is about, where that is the point (displays not extracted)
 
-    def to_json(self) -> dict[str, str]:
-        return {"reason": self.reason, "message": self.message}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"reason": self.reason, "message": self.message}
+        if self.count is not None:
+            out["count"] = self.count
+        return out
 
 
 @dataclass
@@ -233,8 +237,8 @@ class Paper:
         """All equations in document order."""
         return [eq for section in self.sections for eq in section.equations]
 
-    def warn(self, reason: str, message: str) -> None:
-        self.warnings.append(Issue(reason, message))
+    def warn(self, reason: str, message: str, count: int | None = None) -> None:
+        self.warnings.append(Issue(reason, message, count))
 
     def inline_formulas(self) -> list[InlineFormula]:
         """All inline formulas in document order."""

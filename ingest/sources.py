@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eqsearch.engine.latex.scan import strip_comments, strip_sweave
 from eqsearch.ingest.archive import unpack_source
 from eqsearch.ingest.citations import arxiv_id_from_filename
 from eqsearch.ingest.config import ExtractConfig
@@ -27,14 +28,16 @@ from eqsearch.ingest.extract import extract_latex_paper
 from eqsearch.ingest.files import FolderFiles, MemoryFiles, decode_text, is_tex_name, normalize_member
 from eqsearch.ingest.htmlmath import DISPLAY_MARKERS, HTML_SUFFIXES, extract_html_paper, page_document_id, parse_html
 from eqsearch.ingest.records import Paper
+from eqsearch.ingest.toplevel import IncludeGraph, TexFacts, tex_facts
 
 if TYPE_CHECKING:
     from lxml import etree
 
 KINDS = ("auto", "arxiv", "latex", "docstrings", "papers", "html")
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".gz", ".zip")
-_MAIN_CANDIDATE = re.compile(rb"^[^%\n]*\\begin\s*\{document\}", re.MULTILINE)
-_INCLUDE_TARGET = re.compile(rb"\\(?:input|include|subfile)\s*\{([^{}]+)\}")
+_DOCUMENT_OR_INPUT = re.compile(
+    rb"\\(?:begin\s*\{document\}|document(?:class|style)|input|include|subfile|import|subimport)"
+)
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,8 @@ class DocumentTask:
         kind: ``archive`` (one source file), ``bulk`` (a member of an arXiv bulk tar), ``folder`` (one paper's
             folder), ``tex`` (one LaTeX file and its siblings), ``tree`` (a main file inside a LaTeX tree),
             ``python`` (a module, on disk or inside a wheel), ``paper`` (one line of a papers JSONL), ``html`` (a
-            page of an HTML documentation tree with display math).
+            page of an HTML documentation tree with display math), ``empty`` (a source in which discovery found no
+            document: it is recorded as failed, with reason ``no_document``).
         path: the file or folder.
         source: how the document is named in records and resumes (unique per document).
         paper_id: the id the paper gets.
@@ -88,10 +92,12 @@ def discover(paths: list[str], kind: str = "auto", max_tree_files: int = 200_000
         path = Path(raw)
         if not path.exists():
             raise SourceNotFoundError(f"{raw} does not exist", hint="give a file, a folder or py:PACKAGE")
-        if path.is_dir():
-            yield from _folder(path, kind, max_tree_files)
-        else:
-            yield from _file(path, kind)
+        found = False
+        for task in _folder(path, kind, max_tree_files) if path.is_dir() else _file(path, kind):
+            found = True
+            yield task
+        if not found:  # a source with no document in it is a failed document with its reason, never nothing
+            yield DocumentTask("empty", str(path), str(path), path.name)
 
 
 def _python_package(name: str) -> Iterator[DocumentTask]:
@@ -268,10 +274,9 @@ def _tree(root: Path, max_files: int, top_level_only: bool = False) -> Iterator[
 
 
 def _tree_relative(root: Path, start: Path, max_files: int, top_level_only: bool = False) -> Iterator[DocumentTask]:
-    """Main files of a LaTeX tree (``\\begin{document}`` outside comments, not included by another main file), then
-    the HTML pages of the tree that may hold display math."""
-    candidates: list[str] = []
-    included: set[str] = set()
+    """Main files of a LaTeX tree (the documents of its include graph: `eqsearch.ingest.toplevel.IncludeGraph`),
+    then the HTML pages of the tree that may hold display math."""
+    facts: dict[str, TexFacts] = {}
     pages: list[str] = []
     seen = 0
     for dirpath, dirnames, filenames in os.walk(start):
@@ -290,31 +295,39 @@ def _tree_relative(root: Path, start: Path, max_files: int, top_level_only: bool
             if not is_tex_name(filename):
                 continue
             full = Path(dirpath, filename)
-            try:
-                if full.stat().st_size > 16 * 1024 * 1024:
-                    continue
-                data = full.read_bytes()
-            except OSError:
-                continue
             rel = full.relative_to(root).as_posix()
-            if _MAIN_CANDIDATE.search(data):
-                candidates.append(rel)
-            folder = Path(rel).parent.as_posix()
-            for m in _INCLUDE_TARGET.finditer(data):
-                target = (m.group(1).decode("utf-8", "replace")).strip()
-                joined = os.path.normpath(os.path.join(folder, target)).replace(os.sep, "/")
-                included.update((joined, joined + ".tex"))
+            facts[rel] = _tree_facts(full, rel)
     label = root.name
     stems: set[str] = set()
     # Sweave vignettes: X.Rnw first, so that the X.tex woven from it (shipped beside it) is not a second X
-    for rel in sorted(candidates, key=lambda r: (not r.lower().endswith(".rnw"), r)):
+    for rel in sorted(IncludeGraph(facts).documents(), key=lambda r: (not r.lower().endswith(".rnw"), r)):
         stem = rel.rsplit(".", 1)[0]
-        if rel in included or stem in stems:
-            continue  # an input of another main file, or a second main file with the same id (X.tex and X.latex)
+        if stem in stems:
+            continue  # a second main file with the same id (X.tex and X.latex)
         stems.add(stem)
         yield DocumentTask("tree", str(root), f"{root}/{rel}", f"{label}/{stem}", member=rel)
     for rel in pages:
         yield DocumentTask("html", str(root), f"{root}/{rel}", page_document_id(label, rel), member=rel)
+
+
+def _tree_facts(full: Path, rel: str) -> TexFacts:
+    """The include-graph facts of one file of a tree; a file that names no document command nor input is read no
+    further than its bytes (most files of a documentation tree)."""
+    empty = TexFacts(rel, False, False, None, (), 0, 0)
+    try:
+        if full.stat().st_size > 16 * 1024 * 1024:
+            return empty
+        data = full.read_bytes()
+    except OSError:
+        return empty
+    if not _DOCUMENT_OR_INPUT.search(data):
+        return empty
+    text, _ = decode_text(data)
+    if text is None:
+        return empty
+    if rel.lower().endswith(".rnw"):
+        text = strip_sweave(text)
+    return tex_facts(rel, strip_comments(text))
 
 
 def _html_page(root: Path, full: Path) -> str | None:
@@ -362,6 +375,12 @@ def load_paper(task: DocumentTask, config: ExtractConfig, deadline: float | None
         paper = _load_html(task, config)
         paper.timings["read_extract"] = time.perf_counter() - started
         return paper
+    if task.kind == "empty":
+        raise IngestError(
+            f"{task.source}: no document found (no LaTeX file with \\begin{{document}} nor any other file that "
+            "eqsearch reads: archive, wheel, papers JSONL, HTML page with display math)",
+            reason="no_document",
+        )
     main_file = None
     warnings = []
     if task.kind in ("archive", "bulk"):

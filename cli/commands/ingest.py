@@ -158,6 +158,14 @@ def _extract(args: argparse.Namespace) -> int:
         print(f"  failed  {reason}: {count}")
     for reason, count in summary["warnings"].items():
         print(f"  warning {reason}: {count}")
+    missing = summary["displays_missing"]
+    if missing["papers"]:
+        print(
+            f"  {missing['papers']} paper(s) came out with no display equation while their sources hold "
+            f"{missing['displays']}:"
+        )
+        for item in missing["by_paper"][:20]:
+            print(f"    {item['paper']}: {item['displays']} displays in {item['source']}")
     print(f"equations: {stats.equations_found} found")
     print(f"inline formulas: {stats.inline_formulas} found, {stats.inline_converted} converted")
     for status, count in summary["equations_status"].items():
@@ -309,6 +317,11 @@ def _run_job(args: argparse.Namespace, converter: object, extract: object) -> in
         print(f"  {count:>8,}  {reason}")
     for failure in report.failures[:5]:
         print(f"  failed: {failure.doc_id}: {failure.error_type}: {failure.reason[:160]}")
+    if counts.get("papers_displays_missing"):
+        print(f"  warning: {counts['papers_displays_missing']:,} papers came out with no display equation while their "
+              f"sources hold {counts['displays_missing']:,}")  # fmt: skip
+        for line in report.warnings[:10]:
+            print(f"    {line[:200]}")
     return 0 if counts["documents_failed"] == 0 else 4
 
 

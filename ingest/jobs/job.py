@@ -54,6 +54,7 @@ from eqsearch.engine.index import (
 )
 from eqsearch.engine.model import Encoder, TextEncoder, load_text_encoder
 from eqsearch.ingest.config import ExtractConfig
+from eqsearch.ingest.displaycheck import NO_DISPLAYS_FOUND
 from eqsearch.ingest.jobs.errors import IngestJobError
 from eqsearch.ingest.jobs.pruner import PaperWrites, StalePruner
 from eqsearch.ingest.jobs.store import (
@@ -168,6 +169,7 @@ class IngestJob:
         self.job_id = config.effective_job_id
         self.admin = IndexAdmin(client, config.index_prefix, shards=config.shards, replicas=config.replicas)
         self.tally = JobTally()
+        self.warnings: list[str] = []  # the papers of this run that lost their displays, for the summary
         self.writer = MigrationAwareWriter(
             client,
             self.admin,
@@ -323,6 +325,7 @@ class IngestJob:
             failures=list(self.tally.failures),
             papers_total=self.tally.papers_total,
             resumed_from=resumed_from,
+            warnings=list(self.warnings),
             seconds=time.perf_counter() - began,
         )
 
@@ -400,6 +403,12 @@ class IngestJob:
         """Bulk actions for one paper (its paper document first), with its counts and errors by reason."""
         counts: Counter[str] = Counter(papers=1)
         errors: Counter[str] = Counter()
+        for warning in paper.warnings:
+            if warning.reason == NO_DISPLAYS_FOUND:  # a paper that lost its displays: never silent
+                counts["papers_displays_missing"] += 1
+                counts["displays_missing"] += warning.count or 0
+                errors[f"warning:{warning.reason}"] += 1
+                self.warnings.append(f"{paper.id}: {warning.message}")
         if paper.status == "failed" or paper.error is not None:
             counts["papers_failed"] += 1
             errors[f"extract:{paper.error.reason if paper.error else 'failed'}"] += 1

@@ -51,6 +51,8 @@ COUNT_NAMES = (
     "inline_with_vector",
     "inline_skipped",
     "inline_unconverted",
+    "papers_displays_missing",
+    "displays_missing",
 )
 
 
@@ -89,6 +91,8 @@ class JobReport:
         papers_total: papers the sources hold.
         resumed_from: papers already done when this run started.
         seconds: wall time of this run.
+        warnings: one line per paper of this run whose source holds displays that none came out of
+            (``warning:no_displays_found`` in ``errors_by_reason``, ``displays_missing`` in ``counts``).
     """
 
     job_id: str
@@ -99,6 +103,7 @@ class JobReport:
     papers_total: int
     resumed_from: int
     seconds: float
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def equations_per_second(self) -> float:

@@ -376,3 +376,26 @@ def test_context_vectors_are_an_option_that_a_deployment_keeps_once_chosen(es_cl
     assert later.text_encoder is None
     later.run()
     assert later.text_encoder is not None and with_context() == report.counts["equations_indexed"]
+
+
+def test_a_paper_that_lost_its_displays_is_a_warning_in_the_job_record(es_client, index_name, tmp_path):
+    (tmp_path / "lost").mkdir()
+    (tmp_path / "lost" / "main.tex").write_bytes(
+        rb"\documentclass{article}\def\bea{\begin{eqnarray}}\def\eea{\end{eqnarray}}\begin{document}Words.\end{document}"
+    )
+    # an appendix no document inputs holds four displays
+    (tmp_path / "lost" / "appendix.tex").write_bytes(
+        rb"\bea a &=& b \eea \begin{align*} c \end{align*} \[ e \] $$ f $$"
+    )
+    config = IngestJobConfig(sources=(str(tmp_path / "lost"),), index_prefix=index_name, kind="arxiv")
+    report = IngestJob(es_client, HashingEncoder(), config).run()  # extracted and converted with real KaTeX
+    assert report.state == "finished" and report.counts["papers"] == 1
+    assert (report.counts["papers_displays_missing"], report.counts["displays_missing"]) == (1, 4)
+    assert report.errors_by_reason == {"warning:no_displays_found": 1}
+    assert len(report.warnings) == 1 and report.warnings[0].startswith("lost: no display equation was extracted")
+    record = es_client.get(index=f"{index_name}-jobs", id=report.job_id)["_source"]
+    assert record["counts"]["displays_missing"] == 4
+    assert record["errors_by_reason"] == {"warning:no_displays_found": 1}
+    # a resumed job's totals come from the checkpoints: the warning is counted once, not lost
+    again = IngestJob(es_client, HashingEncoder(), config).run()
+    assert again.counts == report.counts and again.errors_by_reason == report.errors_by_reason
