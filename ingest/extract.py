@@ -29,6 +29,7 @@ from eqsearch.ingest.displaycheck import NO_DISPLAYS_FOUND, count_display_opener
 from eqsearch.ingest.displaymacros import expand_display_macros
 from eqsearch.ingest.errors import DocumentTooLargeError, TimeBudgetError
 from eqsearch.ingest.files import MemoryFiles, SourceFiles, decode_text, is_tex_name
+from eqsearch.ingest.frontmatter import read_front_matter, untitled
 from eqsearch.ingest.includes import expand_document, find_documents, read_tex
 from eqsearch.ingest.macros import DocumentMacros, extract_macros
 from eqsearch.ingest.mathenv import DisplayMath, InlineMath, labels_in, scan_math
@@ -38,7 +39,6 @@ from eqsearch.ingest.records import STATUS_FAILED, Equation, InlineFormula, Pape
 SECTION_LEVELS = {"part": 0, "chapter": 1, "section": 2, "subsection": 3, "subsubsection": 4}
 _HEADING = re.compile(r"\\(part|chapter|section|subsection|subsubsection)(\*?)(?![A-Za-z@])")
 _USEPACKAGE = re.compile(r"\\(?:usepackage|RequirePackage)\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}")
-_ABSTRACT_ENV = re.compile(r"\\begin\s*\{abstract\}(.*?)\\end\s*\{abstract\}", re.DOTALL)
 _SNIPPET = 1000  # characters of a failed body kept for diagnosis
 _PACKAGE_DEPTH = 4  # local packages loading local packages
 
@@ -94,6 +94,8 @@ def extract_latex_paper(
             paper.warn("document_too_large", f"{name} was not read: {error.message}")
     if not paper.equations():
         _check_no_displays(paper, files, texts if main_file else None)
+    if not paper.title:  # never empty: a placeholder that says so, from the source's and main file's names
+        paper.title = untitled(paper.main_file, source)
     return paper
 
 
@@ -139,8 +141,8 @@ def _extract_document(
     body = _masked(body, macros.spans, body_offset)
     body = expand_display_macros(body, macros.display, max_chars=max(1, budget))
 
-    title = _command_argument(doc.text, "title")
-    document = PaperDocument(index=index, file=name, title=None if title is None else title_text(title))
+    front = read_front_matter(doc.text, macros.definitions())
+    document = PaperDocument(index=index, file=name, title=front.title)
     if index == 0:
         paper.macros = macros.definitions()
     else:
@@ -176,7 +178,7 @@ def _extract_document(
     _inline_formulas(body, kept, inline, sections, starts, body_offset, len(paper.inline_formulas()), config)
 
     if index == 0:
-        _front_matter(paper, doc.text)
+        paper.title, paper.abstract, paper.authors = front.title, front.abstract, front.authors
     _citations(paper, files, doc.text, name, main=index == 0)
     return doc.text
 
@@ -406,37 +408,6 @@ def _local_packages(files: SourceFiles, preamble: str, main_dir: str) -> list[st
 
     load(preamble, 0)
     return texts
-
-
-def _command_argument(text: str, command: str) -> str | None:
-    m = re.search(r"\\" + command + r"(?![A-Za-z@])\s*", text)
-    if m is None:
-        return None
-    _, pos = read_optional(text, m.end())
-    arg = read_argument(text, pos)
-    return None if arg is None or not arg[0].strip() else arg[0]
-
-
-def _front_matter(paper: Paper, text: str) -> None:
-    title = _command_argument(text, "title")
-    if title is not None:
-        paper.title = title_text(title)
-    abstract = _ABSTRACT_ENV.search(text)
-    raw_abstract = abstract.group(1) if abstract else _command_argument(text, "abstract")
-    if raw_abstract:
-        paper.abstract = latex_to_text(raw_abstract)
-    authors: list[str] = []
-    for m in re.finditer(r"\\author(?![A-Za-z@])", text):
-        _, pos = read_optional(text, m.end())
-        arg = read_argument(text, pos)
-        if arg is None:
-            continue
-        for name in re.split(r"\\and(?![A-Za-z])|\\AND(?![A-Za-z])", arg[0]):
-            first_line = re.split(r"\\\\|\\thanks|\\footnote|\\inst\b|\\affil|\$", name)[0]
-            cleaned = latex_to_text(first_line).strip(" ,;\n")
-            if cleaned:
-                authors.append(cleaned)
-    paper.authors = authors
 
 
 def _citations(paper: Paper, files: SourceFiles, text: str, name: str, *, main: bool) -> None:

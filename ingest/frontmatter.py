@@ -1,0 +1,166 @@
+"""A LaTeX document's title, authors and abstract, read the way journal classes write them.
+
+Titles come from ``\\title`` (``\\title[short]{long}``: the long one; the last one set wins, as in LaTeX) or the
+classes' own commands (ICML's ``\\icmltitle``, MDPI's ``\\Title``, INFORMS' ``\\TITLE``); abstracts from the
+``abstract`` environment or an ``\\abstract{...}`` command (JHEP, Springer). The document's user macros are expanded
+in them first, so ``\\title{\\papertitle}`` gives the title. Authors are names only: the affiliation marks, notes and
+addresses journal classes put inside ``\\author`` are dropped (MNRAS' ``$^{1}$`` and address lines, AAS'
+``\\altaffilmark``, JMLR's ``\\name``/``\\email``/``\\addr``, NeurIPS' ``\\And`` blocks, ``\\thanks``, ``\\inst``,
+ORCID links), and the rest is split on ``\\and``, commas and "and", so that a list never carries empty names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from eqsearch.engine.latex.macros import KatexMacros, MacroDef, MacroExpansionError, expand_macros
+from eqsearch.engine.latex.scan import read_argument, read_optional, skip_space
+from eqsearch.ingest.plaintext import latex_to_text, title_text
+
+__all__ = ["FrontMatter", "read_front_matter", "untitled"]
+
+_TITLE_COMMANDS = ("title", "icmltitle", "Title", "TITLE")
+_AUTHOR_COMMANDS = ("author", "icmlauthor", "Author", "AUTHOR")
+_ABSTRACT_ENV = re.compile(r"\\begin\s*\{(abstract\*?|Abstract)\}(.*?)\\end\s*\{\1\}", re.DOTALL)
+_ABSTRACT_COMMANDS = ("abstract", "Abstract", "ABSTRACT")
+# Inside \author: notes and marks whose argument goes with them (an affiliation, an address, an e-mail)
+_NOTES = re.compile(
+    r"\\(?:thanks|footnote|footnotetext|inst|altaffilmark|altaffiliation|affil|affiliation|affilmark|address|email|"
+    r"ead|orcid|orcidlink|orcidID|textsuperscript|IEEEauthorrefmark|fnref|corref|tnoteref|thanksref|homepage|"
+    r"addr|ORCID|authornote|icmlaffiliation|icmlcorrespondingauthor|mailto|note|IEEEauthorblockA)(?![A-Za-z@])\*?"
+)
+_MARKS = re.compile(r"\\(?:footnotemark|fnmark|samethanks|IEEEmembership)(?![A-Za-z@])\*?\s*(?:\[[^\]]*\])?")
+_SUPERSCRIPT = re.compile(r"\$\s*\^\s*(?:\{[^{}$]*\}|[^{}$\s])\s*\$|\^\s*\{[^{}]*\}|\$\s*\{?\s*\}?\s*\$")
+_NAME_START = re.compile(r"\\name(?![A-Za-z@])")
+_BLOCK_SPLIT = re.compile(r"\\(?:and|AND|And)(?![A-Za-z@])")
+_LINE_BREAK = re.compile(r"\\\\\*?(?:\s*\[[^\]]*\])?|\\newline(?![A-Za-z@])|\\par(?![A-Za-z@])")
+_NAME_SPLIT = re.compile(r"\s*(?:,|;|&|\band\b|\bund\b)\s*")
+_SUFFIXES = {"jr", "sr", "ii", "iii", "iv"}
+_NOT_A_NAME = re.compile(r"@|https?:|www\.|^\W*$|^\d[\d\s,.*†‡§]*$")
+_AFFILIATION_WORDS = re.compile(
+    r"\b(?:University|Universit[àäé]|Institute|Institut|Department|Dept\.?|Laboratory|Observatory|College|School|"
+    r"Center|Centre|Faculty|Academy|Division|Max Planck|CNRS|Inc\.|Ltd|Corporation|Google|Microsoft|Research)\b"
+)
+_EXPANSIONS = 2000
+
+
+class FrontMatter:
+    """What a document's front matter gives.
+
+    Attributes:
+        title: the title as one line of plain text, or None when the document has none.
+        abstract: the abstract as plain text, or None.
+        authors: the authors' names, in order, none empty.
+    """
+
+    def __init__(self, title: str | None, abstract: str | None, authors: list[str]) -> None:
+        self.title = title
+        self.abstract = abstract
+        self.authors = authors
+
+
+def read_front_matter(text: str, macros: Sequence[MacroDef] = ()) -> FrontMatter:
+    """Title, abstract and authors of a document's text (comments removed, inputs expanded).
+
+    Args:
+        text: the document's whole text.
+        macros: the document's user macros, expanded in what is read.
+    """
+    expand = _expander(macros)
+    title = None
+    for command in _TITLE_COMMANDS:
+        found = [title_text(expand(arg)) for arg in command_arguments(text, command)]
+        found = [t for t in found if t]
+        if found:
+            title = found[-1]  # the last \title set is the one \maketitle prints
+            break
+    abstract_match = _ABSTRACT_ENV.search(text)
+    raw_abstract = abstract_match.group(2) if abstract_match else None
+    if raw_abstract is None or not raw_abstract.strip():
+        raw_abstract = next((a for c in _ABSTRACT_COMMANDS for a in command_arguments(text, c) if a.strip()), None)
+    abstract = latex_to_text(expand(raw_abstract)) if raw_abstract else None
+    authors: list[str] = []
+    for command in _AUTHOR_COMMANDS:
+        for arg in command_arguments(text, command):
+            authors.extend(author_names(expand(arg)))
+        if authors:
+            break
+    return FrontMatter(title or None, abstract or None, list(dict.fromkeys(authors)))
+
+
+def untitled(main_file: str | None, source: str) -> str:
+    """The placeholder title of a document without one: its source's and main file's names, never empty."""
+    name = source.rstrip("/").rsplit("/", 1)[-1] or source
+    return f"Untitled ({name}: {main_file})" if main_file else f"Untitled ({name})"
+
+
+def command_arguments(text: str, command: str) -> list[str]:
+    """The mandatory argument of every ``\\command`` (``\\command*``, after an optional ``[...]``) in ``text``;
+    a use inside a definition of the command itself (``\\renewcommand{\\title}``) is skipped."""
+    out: list[str] = []
+    for m in re.finditer(r"\\" + command + r"(?![A-Za-z@])\*?\s*", text):
+        before = text[max(0, m.start() - 16) : m.start()]
+        if re.search(r"\\(?:re|provide)?newcommand\*?\s*\{?\s*\Z|\\[gex]?def\s*\Z|\\let\s*\Z", before):
+            continue
+        _, pos = read_optional(text, m.end())
+        arg = read_argument(text, pos)
+        if arg is not None and "#" not in arg[0]:
+            out.append(arg[0])
+    return out
+
+
+def author_names(argument: str) -> list[str]:
+    """The names of one ``\\author`` argument: notes and marks dropped, blocks and lists split, no empty name."""
+    jmlr = _NAME_START.search(argument) is not None  # JMLR: \name First Last \email ... \addr ... per author
+    blocks = _NAME_START.split(argument)[1:] if jmlr else _BLOCK_SPLIT.split(argument)
+    names: list[str] = []
+    for block in blocks:
+        text = _SUPERSCRIPT.sub(" ", _MARKS.sub(" ", _drop_notes(block)))
+        first_line = next((line for line in _LINE_BREAK.split(text) if latex_to_text(line).strip(" ,;")), "")
+        for piece in _NAME_SPLIT.split(latex_to_text(first_line).replace("\n", " ")):
+            name = " ".join(piece.replace("$", " ").split()).strip(" ,;.*†‡§")
+            if not name or _NOT_A_NAME.search(name) or _AFFILIATION_WORDS.search(name):
+                continue
+            if name.lower().rstrip(".") in _SUFFIXES and names:
+                names[-1] = f"{names[-1]}, {name}"
+                continue
+            names.append(name)
+    return names
+
+
+def _drop_notes(block: str) -> str:
+    """One author's block without the notes of `_NOTES` and their arguments (an optional one, then a brace group;
+    JMLR's ``\\email`` and ``\\addr`` without braces take the rest of the block)."""
+    out: list[str] = []
+    pos = 0
+    for m in _NOTES.finditer(block):
+        if m.start() < pos:
+            continue
+        out.append(block[pos : m.start()] + " ")
+        _, end = read_optional(block, m.end())
+        end = skip_space(block, end)
+        if end < len(block) and block[end] == "{":
+            arg = read_argument(block, end)
+            pos = len(block) if arg is None else arg[1]
+        elif m.group(0).startswith(("\\email", "\\addr")):
+            pos = len(block)
+        else:
+            arg = read_argument(block, end)
+            pos = end if arg is None else arg[1]
+    out.append(block[pos:])
+    return "".join(out)
+
+
+def _expander(macros: Sequence[MacroDef]) -> Callable[[str], str]:
+    table = KatexMacros(expanded={m.name: m for m in macros if m.name.startswith("\\") and not m.delimiters})
+
+    def expand(text: str) -> str:
+        if not table.expanded:
+            return text
+        try:
+            return expand_macros(text, table, max_expansions=_EXPANSIONS, max_length=max(4 * len(text), 20_000))
+        except MacroExpansionError:
+            return text
+
+    return expand
