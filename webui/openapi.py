@@ -191,8 +191,36 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                     "responses": {
                         "200": _json("#/components/schemas/SearchResults", "One page of results."),
                         **_ERRORS,
+                        "414": _json("#/components/schemas/Error", "The URL is too long: send the search by POST."),
                     },
-                }
+                },
+                "post": {
+                    "summary": "Hybrid search with the parameters in a JSON body (for formulas too long for a URL)",
+                    "requestBody": {
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "description": "The GET parameters by name; `cat` may be a list of strings.",
+                                    "properties": {
+                                        p["name"]: (
+                                            {"oneOf": [p["schema"], {"type": "array", "items": {"type": "string"}}]}
+                                            if p["name"] == "cat"
+                                            else p["schema"]
+                                        )
+                                        for p in search_params
+                                    },
+                                    "additionalProperties": False,
+                                }
+                            }
+                        }
+                    },
+                    "responses": {
+                        "200": _json("#/components/schemas/SearchResults", "One page of results."),
+                        **_ERRORS,
+                        "413": _json("#/components/schemas/Error", "The body is larger than 64 KiB."),
+                    },
+                },
             },
             "/api/equations/{eq_id}": {
                 "get": {

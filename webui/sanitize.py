@@ -9,7 +9,8 @@ visible, inert text.
 The one attribute a formula gains here is ``class="eqsearch-match"`` (`MATCH_CLASS`), set by the sanitiser itself on
 the elements a search says matched the query (pre-order element indices, `engine.model.patterns.FormulaHighlight`);
 a ``class`` in the input is dropped like any attribute outside the list. A ``mathvariant`` that MathML Core does not
-draw (``\\mathbb{R}``'s ``double-struck``) is written as the styled Unicode letters instead (`mathvariants`).
+draw (``\\mathbb{R}``'s ``double-struck``) is written as the styled Unicode letters instead (`mathvariants`), and
+spacing, accents and primes are set as TeX sets them (`typeset`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 from collections.abc import Collection
 
 from eqsearch.webui.mathvariants import STYLES, styled
+from eqsearch.webui.typeset import typeset_like_tex
 from lxml import etree
 from markupsafe import Markup, escape
 
@@ -146,6 +148,7 @@ def sanitize_mathml(mathml: str | None, marked: Collection[int] = (), *, inline:
     if clean is None:
         return Markup("")
     clean.tail = None
+    typeset_like_tex(clean)
     if inline:
         clean.set("display", "inline")
     return Markup(etree.tostring(clean, encoding="unicode", method="xml"))

@@ -1,6 +1,7 @@
 """Fixtures of the web tests: an app over a real index built by a real ingest job, a live server, a browser.
 
-The corpus (`corpus/papers.jsonl`: four papers, one of them hostile; `corpus/latex/`: one LaTeX paper) goes through the
+The corpus (`corpus/papers.jsonl`: four papers, one of them hostile; `corpus/latex/`: one LaTeX paper; and for the
+rendering, provenance and card tests `corpus/showcase.jsonl`: four documents of four kinds) goes through the
 same ingest job the admin pages start (`ingest.jobs.job.IngestJob`): KaTeX converts it, Elasticsearch indexes it under a
 prefix of its own, deleted afterwards. The formula encoder is the tests' `HashingEncoder` (tests/hashing_encoder.py), a
 stand-in for the model with the same `Encoder` protocol, so that exact rankings do not move when the shipped bundle is
@@ -118,6 +119,25 @@ def live_server(indexed_app: Flask) -> Iterator[LiveServer]:
     server = LiveServer(indexed_app)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def showcase_server(es_config, es_client) -> Iterator[LiveServer]:
+    """The app over `corpus/showcase.jsonl` (its own prefix) on a loopback port: a paper on Bayes' theorem (arXiv-style
+    id, version 2), a statsmodels-like regression page with inline formulas that only its words match, a
+    scikit-learn-like Gaussian process page and scipy.stats docstrings; a dozen typical formulas in all."""
+    prefix = f"eqsearch-test-show-{uuid.uuid4().hex[:8]}"
+    app = make_app(es_config, prefix)
+    services = app.extensions["eqsearch.services"]
+    job = services.start_job(str(CORPUS / "showcase.jsonl"), wait=True)
+    assert job["state"] == "finished", job
+    server = LiveServer(app)
+    try:
+        yield server
+    finally:
+        server.stop()
+        services.close()
+        drop_prefix(es_client, prefix)
 
 
 @pytest.fixture(scope="session")

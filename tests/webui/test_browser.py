@@ -225,3 +225,152 @@ def test_a_dead_backend_shows_a_503_page(page):
         screenshot(page, "17-backend-down")
     finally:
         server.stop()
+
+
+# -- rendering, provenance, cards and errors on the showcase corpus (conftest.showcase_server) ----------------------
+
+#: Geometry of the first hat accent over a letter and of the first fence before a fraction, in ems of the formula.
+MEASURE_MATH = """() => {
+  const em = parseFloat(getComputedStyle(document.querySelector('math')).fontSize);
+  const box = e => e.getBoundingClientRect();
+  const out = {};
+  const mover = [...document.querySelectorAll('mover[accent=true]')].find(m => m.children[0].localName === 'mi');
+  if (mover) {
+    const b = box(mover.children[0]), a = box(mover.children[1]);
+    out.accent = {gap: (b.top - a.bottom) / em, offset: Math.abs((a.left + a.right) - (b.left + b.right)) / 2 / em,
+                  width: a.width / em, base: b.width / em};
+  }
+  const fence = [...document.querySelectorAll('mo[fence=true]')].find(mo => mo.nextElementSibling
+      && mo.nextElementSibling.localName === 'mfrac');
+  if (fence) out.fence = {height: box(fence).height / em, fraction: box(fence.nextElementSibling).height / em};
+  const letter = [...document.querySelectorAll('mi')].find(mi => mi.textContent === 'x');
+  if (letter) out.line = box(letter).height / em;
+  const name = [...document.querySelectorAll('mi')].find(mi => ['var', 'log', 'exp'].includes(mi.textContent));
+  if (name) out.name = {style: getComputedStyle(name).fontStyle, transform: getComputedStyle(name).textTransform};
+  return out;
+}"""
+
+
+def math_font_status(page) -> list[str]:
+    page.evaluate("document.fonts.ready.then(() => true)")
+    return page.evaluate("[...document.fonts].filter(f => f.family.includes('eqsearch math')).map(f => f.status)")
+
+
+def test_formulas_render_like_a_textbook(showcase_server, page):
+    page.goto(showcase_server.url + "/papers/python-statsmodels-doc/regression")
+    assert math_font_status(page) == ["loaded"]  # Latin Modern Math, served by the app
+    regression = page.evaluate(MEASURE_MATH)
+    # the hat of \hat{y} sits on its letter: touching it, centred on it, no wider than a letter and a half
+    assert -0.1 <= regression["accent"]["gap"] <= 0.1, regression
+    assert regression["accent"]["offset"] <= 0.15, regression
+    assert regression["accent"]["width"] <= 1.5 * regression["accent"]["base"] + 0.1, regression
+    assert regression["name"] == {"style": "normal", "transform": "none"}, regression  # var, upright
+    screenshot(page, "10-formulas-regression")
+    page.goto(showcase_server.url + "/papers/python-sklearn-doc/modules/gaussian_process")
+    assert math_font_status(page) == ["loaded"]
+    kernel = page.evaluate(MEASURE_MATH)
+    # \left( ... \frac ... \right) stretches around the fraction: far taller than one line of letters
+    assert kernel["fence"]["height"] >= max(1.5 * kernel["line"], 0.9 * kernel["fence"]["fraction"]), kernel
+    screenshot(page, "11-formulas-gaussian-process")
+    for paper, name in [("2105.01234", "12-formulas-bayes"), ("py:scipy.stats", "13-formulas-scipy-stats")]:
+        page.goto(f"{showcase_server.url}/papers/{paper}")
+        assert math_font_status(page) == ["loaded"]
+        screenshot(page, name)
+
+
+def search(page, server, **params) -> None:
+    from urllib.parse import urlencode
+
+    page.goto(f"{server.url}/?{urlencode(params)}")
+    page.wait_for_selector(".paper-group")
+    math_font_status(page)
+
+
+def test_every_card_says_where_it_comes_from(showcase_server, page):
+    search(page, showcase_server, latex=r"P(A|B)=\frac{P(B|A)P(A)}{P(B)}")
+    screenshot(page, "14-query-bayes")
+    first = page.locator(".paper-group").first
+    assert "Bayesian updating" in first.locator("h2").inner_text()
+    assert first.locator(".source .collection").inner_text() == "arXiv"
+    link = first.locator(".source a.origin")
+    assert link.inner_text() == "2105.01234v2" and link.get_attribute("href") == "https://arxiv.org/abs/2105.01234v2"
+    assert "2021" in first.locator(".source").inner_text()
+    cards = page.locator(".paper-group")
+    for i in range(cards.count()):
+        assert cards.nth(i).locator(".source .collection").inner_text().strip(), i
+    collections = {cards.nth(i).locator(".source .collection").inner_text() for i in range(cards.count())}
+    assert {"arXiv", "python-statsmodels-doc", "Python docstrings"} <= collections, collections
+    page.click(".paper-group >> nth=0 >> h2 a")
+    assert page.locator("a.original").get_attribute("href") == "https://arxiv.org/abs/2105.01234v2"
+
+
+def test_cards_show_their_best_equations_and_leave_out_words_only_inline_formulas(showcase_server, page):
+    search(page, showcase_server, latex=r"\sum_{i=1}^n (y_i - \hat{y}_i)^2", q="least squares regression")
+    screenshot(page, "15-query-least-squares")
+    card = page.locator(".paper-group[data-paper='python-statsmodels-doc/regression']")
+    assert card.locator(".hit").count() == 3
+    more = card.locator("a.more")
+    assert re.fullmatch(r"\d+ more from this paper", more.inner_text()), more.inner_text()
+    for i in range(card.locator(".hit").count()):  # no inline formula that only the words found
+        hit = card.locator(".hit").nth(i)
+        channels = hit.get_attribute("data-channels").split()
+        assert "inline" not in hit.inner_text() or {"structure", "embedding"} & set(channels)
+    summary = page.locator(".summary").inner_text()
+    shown = page.locator(".hit").count()
+    assert f"{shown} of their" in summary and "matching equations shown" in summary, summary
+    hidden = int(more.inner_text().split()[0])
+    more.click()
+    page.wait_for_selector(".paper-group")
+    assert "paper=python-statsmodels-doc" in page.url
+    assert page.locator(".paper-group").count() == 1 and page.locator(".hit").count() >= 3 + hidden
+
+    search(page, showcase_server, q="least squares regression")
+    card = page.locator(".paper-group[data-paper='python-statsmodels-doc/regression']")
+    assert card.locator(".hit .badge.inline").count() == 0  # h_{ii}, X_{\sim k}: found by the words alone
+    words_only = card.locator("a.words-only")
+    assert re.fullmatch(r"\d+ inline formulas? matched by words only", words_only.inner_text())
+    words_only.click()
+    page.wait_for_selector(".paper-group")
+    assert page.locator(".hit .badge.inline").count() >= 1  # asked for: shown
+
+
+def test_contexts_draw_their_math(showcase_server, page):
+    search(page, showcase_server, q="Gaussian process kernel")
+    screenshot(page, "16-query-gaussian-process")
+    contexts = page.locator(".context")
+    assert contexts.count() >= 1
+    texts = [contexts.nth(i).inner_text() for i in range(contexts.count())]
+    assert not any("$" in text for text in texts), texts
+    assert page.locator(".context math").count() >= 1
+    search(page, showcase_server, latex=r"P(B) = \sum_i P(B|A_i) P(A_i)")
+    context = page.locator(".hit[data-eq='2105.01234v2:1'] .context")
+    assert context.locator("math").count() >= 1  # A_1, \dots, A_k
+    assert context.locator(".display-marker").count() == 1 and "[math]" not in context.inner_text()
+
+
+def test_api_errors_are_json_for_long_formulas_by_get_and_post(showcase_server, page):
+    # (a URL over the server's request-line limit: gunicorn's answer in JSON is tested in tests/cli/test_serve.py)
+    page.goto(showcase_server.url + "/")
+    answers = page.evaluate(
+        """async () => {
+      const rows = n => '\\\\begin{pmatrix}' + Array.from({length: n}, (_, i) => `${i} & ${i + 1}`).join(' \\\\\\\\ ')
+                        + '\\\\end{pmatrix}';
+      const post = body => fetch('/api/search', {method: 'POST', headers: {'Content-Type': 'application/json'},
+                                                 body: JSON.stringify(body)});
+      const out = {};
+      for (const [name, request] of [
+          ['get', fetch('/api/search?latex=' + encodeURIComponent(rows(1000)))],
+          ['post', post({latex: rows(2000)})], ['body', post({latex: rows(5000)})],
+          ['ok', post({latex: 'P(A|B)=\\\\frac{P(B|A)P(A)}{P(B)}', q: 'posterior'})]]) {
+        const response = await request;
+        out[name] = [response.status, response.headers.get('content-type'), await response.json()];
+      }
+      return out;
+    }"""
+    )
+    for name, status, code in [("get", 400, "invalid_request"), ("post", 400, "invalid_request"),
+                               ("body", 413, "request_entity_too_large")]:  # fmt: skip
+        got, kind, body = answers[name]
+        assert (got, kind, body["error"]["code"]) == (status, "application/json", code), (name, answers[name])
+    assert "the limit is 4,000" in answers["post"][2]["error"]["message"]
+    assert answers["ok"][0] == 200 and answers["ok"][2]["hits"][0]["paper_id"] == "2105.01234"

@@ -1,0 +1,36 @@
+"""KaTeX's MathML adjusted to draw like TeX in MathML Core (`eqsearch.webui.typeset`), on KaTeX's real output."""
+
+from __future__ import annotations
+
+import pytest
+from eqsearch.engine.latex.converter import KatexConfig, KatexConverter
+from eqsearch.webui.sanitize import sanitize_mathml
+
+
+@pytest.fixture(scope="module")
+def typeset():
+    converter = KatexConverter(KatexConfig(workers=1))
+    yield lambda latex: str(sanitize_mathml(converter.convert(latex).mathml))
+    converter.close()
+
+
+def test_hat_is_an_accent_that_does_not_stretch_but_widehat_does(typeset):
+    assert '<mover accent="true"><mi>y</mi><mo stretchy="false">^</mo></mover>' in typeset(r"\hat{y}_i")
+    assert '<mo stretchy="true">^</mo>' in typeset(r"\widehat{xy}")
+
+
+def test_delimiter_bars_have_no_relation_spacing_but_mid_keeps_it(typeset):
+    assert typeset(r"\lvert K \rvert").count('lspace="0em" rspace="0em"') == 2
+    assert 'lspace="0em"' not in typeset(r"P(A \mid B)")
+
+
+def test_operator_names_get_tex_thin_spaces(typeset):
+    assert '<mo rspace="0.1667em">\u2061</mo><mi>p</mi>' in typeset(r"\log p")
+    assert "<mo>\u2061</mo><mo" in typeset(r"\exp(x)")  # none before a parenthesis
+    assert '<mspace width="0.1667em"/><mi>exp</mi>' in typeset(r"\sigma^2 \exp(x)")
+
+
+def test_primes_sit_beside_their_letter(typeset):
+    out = typeset(r"x' + f''(x) + y^{\prime 2}")
+    assert "<mrow><mi>x</mi><mo" in out and "<mrow><mi>f</mi><mrow><mo" in out
+    assert "<msup><mi>y</mi>" in out  # a prime with an exponent stays a superscript
