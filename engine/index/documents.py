@@ -2,34 +2,10 @@
 
 The ingest job writes these documents, the cited-by recount updates them by id, a re-encoding migration replaces
 their vectors and the search benchmark replicates them: all through this module, so that a field or an id is
-decided in one place (the mappings that accept them are in `mappings`).
-
-Ids are deterministic: a paper's key is its id plus ``v<source version>`` when the version is known, an equation's
-id is ``<paper key>:<number>`` (its position among the paper's equations), an inline formula's ``<paper key>:i<number>``
-(its position among the paper's inline formulas). Running a job again, or resuming one, therefore overwrites
-documents instead of duplicating them; a paper document's id is the bare paper id, so a new version replaces the old
-one.
-
-Inline formulas (``$...$`` in the running text) become equation documents too, marked ``inline: true``, when they
-have at least `MIN_INLINE_SYMBOLS` symbols (`inline_indexable`): a lone ``$x$``, ``$n$`` or ``$1$`` (a third of a
-paper's inline formulas, and two symbols such as ``$N_e$`` or ``$r^2$`` another sixth: figures in
-``benchmarks/ingest.md``, "Inline formulas") names a variable or a value rather than states anything, would be
-the best structural match of any query holding that symbol, and would make the index several times larger. The
-paper document counts the inline documents (``inline_count``) and keeps their numbers (``inline_numbers``), so
-that every writer can enumerate all of a paper's ids (`stored_equation_ids`).
-
-The engine never imports ``eqsearch.ingest`` (ingest builds on the engine), so the documents are built from
-whatever has the attributes of `PaperRecord`, `SectionRecord` and `EquationRecord` (``typing.Protocol`` classes
-that ingest's ``Paper``, ``Section`` and ``Equation`` satisfy as they are). A protocol rather than plain values:
-a document reads a dozen attributes of a paper and nine of each equation, which as parameters would be long lists
-repeated at every call; and the ingest job hands over the records it already has. Writers that only have stored
-documents or ids (the recount, the benchmark) use the plain-value functions `paper_key`, `equation_id` and
-`inline_id`.
-
-The context vector (``context_vector``, the context channel) is the text encoder's embedding of `context_text`: the
-section's title and the words around the formula. It is added to finished documents (`with_context_vectors`), a
-paper's or a migration page's at once, since the encoder is fastest on a batch; a formula with no words around it
-gets none (a zero vector has no cosine).
+decided in one place (the mappings that accept them are in `mappings`). Ids are deterministic (``<paper key>:<n>``,
+``<paper key>:i<n>`` for an inline formula), so a job run again overwrites instead of duplicating; inline formulas
+of fewer than `MIN_INLINE_SYMBOLS` symbols are not indexed; papers are read through protocols (`PaperRecord`, ...)
+because the engine never imports ingest. The reasons and figures: ``docs/decisions/document-shape.md``.
 """
 
 from __future__ import annotations

@@ -3,24 +3,9 @@
 Every index is versioned (``<prefix>-equations-v3``) and reached through an alias (``<prefix>-equations``);
 `engine.index.admin` creates them and `engine.index.migration` moves an alias to a new version. A definition is a
 pure function of an `IndexOptions`, so a migration to a new mapping is "change this file, run ``eqsearch index
-migrate equations``". The documents these mappings accept are built in `engine.index.documents`.
-
-The vector field and document layout, decided on measurements (figures and how they were taken:
-``benchmarks/search.md``, "Mapping decision" and the updates after it):
-
-* the similarity is the model bundle's (its manifest's ``similarity``), recorded with the encoder's identity in the
-  index's ``_meta``. On replicated near-duplicates with a stand-in encoder ``max_inner_product`` won; on the shipped
-  model's real vectors cosine had the same recall@10 at lower latency, and it ranks better on every quality measure
-  of that model (``benchmarks/encoder.md``): the shipped bundle says ``cosine``.
-* ``hnsw`` (float) over ``int8_hnsw``: int8 lost much recall and was not faster; it saves off-heap memory, which
-  matters only for indices of many millions of equations: revisit there, with the trained model's vectors.
-* one document per equation (grouped client-side from an over-requested fused list, or with ``collapse`` on
-  ``paper_id`` where one ranked list is grouped server-side) over papers with nested equations: nested kNN with
-  inner_hits was slower, and nested means reindexing a whole paper to change one equation and cannot fuse per
-  equation with BM25 on that equation's context.
-* text fields keep the default postings (no ``index_options: offsets``): offsets let the highlighter skip
-  re-analysing the text, but a page fetch with highlights then cost the node more CPU (the unified highlighter
-  walks every query term's postings per hit), for a larger index.
+migrate equations``". The documents these mappings accept are built in `engine.index.documents`. Why the vector
+field and the layout are as they are (the bundle's similarity, float ``hnsw``, one document per equation, default
+postings), with the figures: ``docs/decisions/equation-index-layout.md``.
 """
 
 from __future__ import annotations
