@@ -10,6 +10,9 @@ instead. Measured on the screenshots of the browser tests (Chromium, Latin Moder
   thick space inside each bar. Such a bar gets none (``\\mid``, written without ``stretchy``, keeps its spacing).
 - ``\\log p`` is ``<mi>log</mi><mo>⁡</mo><mi>p</mi>``, and the invisible function application has no spacing: it read
   ``logp``, ``σ²exp``. TeX puts a thin space between an operator name and an ordinary symbol on either side.
+- ``var(X)`` typed without ``\\operatorname`` is three italic letters ``v a r``; a researcher reads it as the name
+  it is. A run of single letters that spells one of `OPERATOR_NAMES`, with no letter beside it, becomes one upright
+  ``<mi>``, as ``\\operatorname{var}`` would be.
 - ``x'`` is ``<msup><mi>x</mi><mo>′</mo></msup>``, but a Unicode prime is already a superscript glyph: raised twice,
   it floated off its letter. A superscript that is only primes (``f''``) is set beside its base.
 
@@ -28,6 +31,11 @@ _BARS = frozenset({"\u2223", "\u2225", "|", "\u2016"})
 _PRIMES = frozenset({"\u2032", "\u2033", "\u2034", "\u2057"})
 _OPENING = frozenset("([{\u27e8\u2016|\u2225\u2223\u230a\u2308")
 _THIN = "0.1667em"
+#: Names written as plain letters that are set upright (none of them is a plausible product of variables).
+OPERATOR_NAMES = frozenset(
+    {"var", "Var", "cov", "Cov", "corr", "Corr", "diag", "rank", "sgn", "sign", "softmax", "argmax", "argmin",
+     "erf", "erfc", "logit", "trace", "supp", "dist", "span", "proj", "vec", "grad", "div", "curl"}
+)  # fmt: skip
 
 
 def _local(element: etree._Element) -> str:
@@ -36,6 +44,8 @@ def _local(element: etree._Element) -> str:
 
 def typeset_like_tex(root: etree._Element) -> None:
     """Adjust a sanitised ``<math>`` tree in place (see the module docstring)."""
+    for row in list(root.iter(f"{{{MATHML_NS}}}mrow")):
+        _join_operator_names(row)
     for element in list(root.iter()):
         name = _local(element)
         if name == "mover" and element.get("accent") == "true" and len(element) == 2:
@@ -68,6 +78,32 @@ def _space_operator_name(apply: etree._Element) -> None:
         space = etree.Element(f"{{{MATHML_NS}}}mspace")
         space.set("width", _THIN)
         name.addprevious(space)
+
+
+def _letter(element: etree._Element | None) -> str | None:
+    """The letter of a single-letter italic ``<mi>`` (no ``mathvariant``), else None."""
+    if element is None or element.tag != _MI or len(element) or element.get("mathvariant"):
+        return None
+    text = element.text or ""
+    return text if len(text) == 1 and text.isalpha() else None
+
+
+def _join_operator_names(row: etree._Element) -> None:
+    children = list(row)
+    start = 0
+    while start < len(children):
+        end = start
+        while end < len(children) and _letter(children[end]) is not None:
+            end += 1
+        word = "".join(_letter(child) or "" for child in children[start:end])
+        if word in OPERATOR_NAMES:
+            name = children[start]
+            name.text = word
+            if any(child.get("class") for child in children[start:end]):  # a match mark covers the whole name
+                name.set("class", next(child.get("class") for child in children[start:end] if child.get("class")))
+            for child in children[start + 1 : end]:
+                row.remove(child)
+        start = end + 1
 
 
 def _only_primes(script: etree._Element) -> bool:

@@ -34,3 +34,15 @@ def test_primes_sit_beside_their_letter(typeset):
     out = typeset(r"x' + f''(x) + y^{\prime 2}")
     assert "<mrow><mi>x</mi><mo" in out and "<mrow><mi>f</mi><mrow><mo" in out
     assert "<msup><mi>y</mi>" in out  # a prime with an exponent stays a superscript
+
+
+def test_operator_names_typed_as_letters_are_set_upright(typeset):
+    assert "<mi>var</mi><mo" in typeset(r"var(X) = E[X^2]")
+    assert "<mi>cov</mi>" in typeset(r"cov(x, y)")
+    assert "<mi>a</mi><mi>v</mi><mi>a</mi><mi>r</mi>" in typeset("avar")  # a longer word is left alone
+
+
+def test_a_match_mark_on_a_letter_marks_the_joined_name():
+    mathml = "<math><mrow><mi>v</mi><mi>a</mi><mi>r</mi><mo>(</mo><mi>x</mi><mo>)</mo></mrow></math>"
+    assert '<mi class="eqsearch-match">var</mi><mo>(</mo>' in str(sanitize_mathml(mathml, marked=[3]))  # the "a"
+    assert "<mi>v</mi>" in str(sanitize_mathml(mathml.replace("<mo>(</mo>", "<mi>x</mi>")))  # "varx": no name
