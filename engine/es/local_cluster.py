@@ -181,6 +181,8 @@ class LocalCluster:
             self._write_record(formed=formed)
             self.members = self._members(formed=formed)
             java = find_java(self.config.java_home)
+            if all(member.read_pid() is None for member in self.members):  # every member loads the same plugins
+                self.installer.plugin = self.installer.install_plugin(java)
             launched: list[tuple[LocalNode, Any]] = []
             try:
                 for member in self.members:

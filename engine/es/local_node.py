@@ -50,6 +50,7 @@ from eqsearch.engine.es.distribution import (
     unpack,
 )
 from eqsearch.engine.es.java import JavaRuntime, find_java
+from eqsearch.engine.es.plugin import PluginBuildError, PluginInstall, ensure_plugin
 from eqsearch.engine.es.processes import is_elasticsearch_process, pid_alive, port_open, tail
 
 __all__ = ["CLUSTER_NAME", "ClusterMember", "LocalNode", "NodeStatus", "PortInUseError", "pid_alive"]
@@ -143,6 +144,8 @@ class LocalNode:
         self.version = distribution.version
         self.member = member
         self.install_home = member.install_home if member else self.home
+        #: What the last `start` or `install_plugin` did about eqsearch's plugin (None: nothing yet).
+        self.plugin: PluginInstall | None = None
 
     # -- paths -------------------------------------------------------------------------------------------------
     @property
@@ -211,6 +214,30 @@ class LocalNode:
             )
             unpack(archive, self.dist_dir, self.version)
             return self.dist_dir
+
+    def install_plugin(self, java: JavaRuntime | None = None, *, strict: bool = False) -> PluginInstall:
+        """Build eqsearch's plugin (``es-plugin/``) for this distribution and install it, unless it is there already.
+
+        A node loads its plugins when it starts, so `start` calls this before launching; with
+        ``LocalNodeConfig.plugin`` off it does nothing.
+
+        Args:
+            java: the runtime that runs ``elasticsearch-plugin`` (found here when not given).
+            strict: raise when the plugin cannot be built; otherwise the node runs without it and the returned note
+                says why (the engine then sends every cluster's requests).
+
+        Raises:
+            PluginBuildError: ``strict`` and no JDK 21+ compiler, or the install failed.
+        """
+        if not self.config.plugin:
+            return PluginInstall(False, False, "the eqsearch plugin is turned off (EQSEARCH_ES_PLUGIN=0)")
+        java = java or find_java(self.config.java_home)
+        try:
+            return ensure_plugin(self.dist_dir, java.home, self.version, self.install_home / "plugin-build")
+        except PluginBuildError as error:
+            if strict:
+                raise
+            return PluginInstall(False, False, f"{error} ({error.hint})" if error.hint else str(error))
 
     # -- start / stop ------------------------------------------------------------------------------------------
     def read_pid(self) -> int | None:
@@ -309,6 +336,8 @@ class LocalNode:
         if not self.is_installed():
             self.install(progress)
         with self._lock():
+            if self.read_pid() is None:
+                self.plugin = self.install_plugin()
             launcher = self.launch()
             pid = self.await_launch(launcher) if launcher is not None else self.read_pid()
             if pid is None:  # it stopped just now

@@ -24,6 +24,7 @@ __all__ = [
     "PLUGIN_NAME",
     "STRUCTURE_RESCORER",
     "PluginSupport",
+    "PluginUse",
     "detect_plugin",
     "plugin_support",
     "structure_rescore",
@@ -89,7 +90,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
         total,
         0,
         "no eqsearch plugin on this cluster: searches use the plain requests "
-        "(the managed node gets it from 'eqsearch es start'; see es-plugin/)",
+        "(a managed node gets it when 'eqsearch es start' starts it; see es-plugin/)",
     )
 
 
@@ -112,6 +113,50 @@ def detect_plugin(client: Any) -> PluginSupport:
         )
     body = answer.body if hasattr(answer, "body") else answer
     return plugin_support(body)
+
+
+class PluginUse:
+    """Whether a search service sends the plugin's requests: asked of the cluster once, at the first search.
+
+    A search that a node refuses because it does not know the rescorer (a node without the plugin joined since) turns
+    the plugin off for this service (`refused`): the service then sends that search again with the plain requests.
+
+    Args:
+        client: the cluster's client.
+        wanted: None: use the plugin when every node has it (`detect_plugin`); False: never; True: always (the
+            caller knows every node has it).
+    """
+
+    def __init__(self, client: Any, wanted: bool | None = None) -> None:
+        self.client = client
+        self.wanted = wanted
+        self._support: PluginSupport | None = None
+
+    @property
+    def support(self) -> PluginSupport:
+        """What the cluster said (asked now if it was not yet)."""
+        if self._support is None:
+            if self.wanted is None:
+                self._support = detect_plugin(self.client)
+            else:
+                state = "on" if self.wanted else "off"
+                self._support = PluginSupport(bool(self.wanted), 0, 0, f"the eqsearch plugin is turned {state}")
+        return self._support
+
+    @property
+    def active(self) -> bool:
+        """Whether the searches use the plugin now."""
+        return self.support.available
+
+    def refused(self, error: Exception) -> bool:
+        """Whether ``error`` is a node refusing the plugin's rescorer while it was in use; if so, the plugin is off
+        from now on (the caller sends the search again)."""
+        if not self.active or STRUCTURE_RESCORER not in str(error):
+            return False
+        self._support = PluginSupport(
+            False, 0, 0, f"a node refused the eqsearch plugin's rescorer ({error}); searches use the plain requests"
+        )
+        return True
 
 
 def structure_rescore(

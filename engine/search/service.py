@@ -34,6 +34,7 @@ from eqsearch.engine.search.highlight import formula_highlight
 from eqsearch.engine.search.index_meta import META_SECONDS, IndexMeta
 from eqsearch.engine.search.maxsim import NodeVectorCache, candidate_node_vectors, rerank_formula_side
 from eqsearch.engine.search.pattern_filter import FORMULA_LISTS, pattern_matches
+from eqsearch.engine.search.plugin import PluginUse
 from eqsearch.engine.search.query import (
     MAX_RESULT_WINDOW,
     HybridQuery,
@@ -88,6 +89,8 @@ class SearchService:
         node_encoder: the node vectors of the MaxSim rerank (`engine.model.nodes`); None loads the sidecar of the
             encoder's bundle when the ranking has a MaxSim window.
         node_cache_size: how many candidates' node vectors to keep (computed from their MathML at rerank time).
+        plugin: use eqsearch's Elasticsearch plugin (`engine.search.plugin`: the structural rerank inside the node,
+            the same ranking): None when every node of the cluster has it (asked at the first search), False never.
     """
 
     def __init__(
@@ -107,6 +110,7 @@ class SearchService:
         text_encoder: TextEncoder | None = None,
         node_encoder: NodeEncoder | None = None,
         node_cache_size: int = 8192,
+        plugin: bool | None = None,
     ) -> None:
         self.client = client
         self.encoder = encoder
@@ -141,6 +145,7 @@ class SearchService:
             size=formula_cache_size,
         )
         self.term_statistics = TermStatistics(client.termvectors, STRUCTURE_FIELD)
+        self.plugin = PluginUse(client, plugin)
 
     # -- the search --------------------------------------------------------------------------------------------
     def search(self, query: HybridQuery) -> SearchResults:
@@ -171,7 +176,13 @@ class SearchService:
         searches = self._searches(query, formula, list_depth, warnings)
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
-        found = ranked_lists(self.client, self.equations_alias, searches)
+        try:
+            found = ranked_lists(self.client, self.equations_alias, searches)
+        except SearchError as error:
+            if not self.plugin.refused(error):
+                raise
+            warnings.append(self.plugin.support.note)
+            found = ranked_lists(self.client, self.equations_alias, self._searches(query, formula, list_depth, []))
         if found.missing_shards:
             warnings.append(
                 f"partial results: {found.missing_shards} shard searches did not answer (a node of the cluster is "
@@ -220,6 +231,7 @@ class SearchService:
             context_vector=self._context_vector(query, warnings),
             first_stage=first_stage,
             rerank_fields=self._rerank_fields(structure, query, warnings),
+            plugin=self.plugin.active,
         )
 
     def _sides(self, found: RankedLists, formula: QueryFormula | None) -> dict[str, list[tuple[str, float]]]:

@@ -1,0 +1,24 @@
+/*
+ * eqsearch's Elasticsearch plugin: the formula search's structural rerank as a native rescorer.
+ */
+package org.eqsearch.elasticsearch;
+
+import java.util.List;
+
+import org.elasticsearch.plugins.Plugin;
+import org.elasticsearch.plugins.SearchPlugin;
+
+/**
+ * Registers the {@code eqsearch_structure} rescorer ({@link StructureRescorerBuilder}): it scores each candidate of a
+ * rescore window by the largest sub-expressions it shares with the query formula, read from the index's span terms and
+ * size doc values, the way eqsearch's {@code function_score} over {@code dis_max} of {@code constant_score} term
+ * clauses did, in one pass over the window instead of one scorer per span.
+ */
+public class EqsearchPlugin extends Plugin implements SearchPlugin {
+    @Override
+    public List<RescorerSpec<?>> getRescorers() {
+        return List.of(
+            new RescorerSpec<>(StructureRescorerBuilder.NAME, StructureRescorerBuilder::new, StructureRescorerBuilder::fromXContent)
+        );
+    }
+}

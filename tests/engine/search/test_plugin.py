@@ -1,0 +1,87 @@
+"""What a ``_nodes/plugins`` answer says about eqsearch's plugin (every node, none, a mixed cluster, another major
+version), and the plugin's rescore: the same sub-expressions, sizes and weight as the plain request's clauses."""
+
+from __future__ import annotations
+
+from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, formula_structure, parse_layout_latex, structure_of_layout
+from eqsearch.engine.search.plugin import PLUGIN_NAME, STRUCTURE_RESCORER, plugin_support
+from eqsearch.engine.search.query import MAX_RERANK_SPANS, MIN_RERANK_SPAN, structure_body
+
+
+def _nodes(*plugins: list[tuple[str, str]]) -> dict:
+    return {
+        "nodes": {
+            f"n{i}": {"name": f"node-{i}", "plugins": [{"name": n, "version": v} for n, v in node]}
+            for i, node in enumerate(plugins)
+        }
+    }
+
+
+def test_every_node_with_a_compatible_plugin_turns_it_on():
+    support = plugin_support(_nodes([(PLUGIN_NAME, "1.0.0")], [(PLUGIN_NAME, "1.2.0"), ("other", "3")]))
+    assert support.available and (support.nodes, support.with_plugin) == (2, 2)
+    assert "on every node" in support.note
+
+
+def test_a_mixed_cluster_or_another_major_version_keeps_the_plain_requests_and_says_so():
+    mixed = plugin_support(_nodes([(PLUGIN_NAME, "1.0.0")], [], [(PLUGIN_NAME, "1.0.0")]))
+    assert not mixed.available and (mixed.nodes, mixed.with_plugin) == (3, 2)
+    assert mixed.note.startswith("mixed cluster: 2 of 3 nodes")
+    newer = plugin_support(_nodes([(PLUGIN_NAME, "2.0.0")]))
+    assert not newer.available and "versions seen: 2.0.0" in newer.note
+
+
+def test_a_cluster_without_the_plugin_or_without_nodes_keeps_the_plain_requests():
+    for answer in (_nodes([], [("analysis-icu", "9.2.4")]), {"nodes": {}}, {}):
+        support = plugin_support(answer)
+        assert not support.available and "no eqsearch plugin" in support.note
+        assert "\n" not in support.note  # one line, for es check and the admin page
+
+
+def _spans_of_plain(body: dict) -> list[tuple[str, float]]:
+    rescores = body["rescore"] if isinstance(body["rescore"], list) else [body["rescore"]]
+    clauses = []
+    for clause in str(rescores).split("'constant_score': ")[1:]:
+        span = clause.split("'structure_spans': '")[1].split("'")[0]
+        boost = float(clause.split("'boost': ")[1].split("}")[0])
+        clauses.append((span, boost))
+    return sorted(clauses)
+
+
+def test_the_plugin_rescore_carries_the_plain_rescores_spans_with_their_sizes():
+    latex = r"\sum_{k=0}^{n} \binom{n}{k} x^k y^{n-k} = (x + y)^n"
+    structure = structure_of_layout(parse_layout_latex(latex), span_kinds=QUERY_SPAN_KINDS)
+    for candidate_sizes in (True, False):
+        kwargs = {"rerank_window": 300, "rerank_weight": 0.5, "candidate_sizes": candidate_sizes}
+        plain = structure_body(structure, 50, [], **kwargs)
+        native = structure_body(structure, 50, [], plugin=True, **kwargs)
+        assert native["query"] == plain["query"]
+        rescore = native["rescore"]
+        assert rescore["window_size"] == 300
+        sent = rescore[STRUCTURE_RESCORER]
+        assert sent["query_size"] == structure.size and sent["candidate_sizes"] is candidate_sizes
+        pairs = sorted(
+            (span, 0.5 * size / structure.size) for span, size in zip(sent["spans"], sent["sizes"], strict=True)
+        )
+        assert pairs == _spans_of_plain(plain)
+        assert all(size >= MIN_RERANK_SPAN for size in sent["sizes"])
+        assert {span[0] for span in sent["spans"]} == {"r", "g"}  # the exact kind is not matched by the rerank
+
+
+def test_a_long_query_sends_the_plugin_its_largest_spans_of_each_kind_as_the_plain_request_does():
+    long = "+".join(rf"\frac{{x_{{{i}}}^{{2}}}}{{y_{{{i}}}+1}}" for i in range(700))
+    structure = formula_structure(None, long)
+    native = structure_body(structure, 50, [], rerank_window=300, rerank_weight=0.5, plugin=True)
+    spans = native["rescore"][STRUCTURE_RESCORER]["spans"]
+    plain = structure_body(structure, 50, [], rerank_window=300, rerank_weight=0.5)
+    assert sorted(spans) == [span for span, _ in _spans_of_plain(plain)]
+    assert max(sum(span.startswith(kind) for span in spans) for kind in ("r", "g")) == MAX_RERANK_SPANS
+    assert len(str(native["rescore"])) < len(str(plain["rescore"])) / 3  # a list of hashes, not a clause per span
+
+
+def test_no_rescore_without_a_window_a_weight_or_spans():
+    structure = formula_structure(None, "x")
+    assert "rescore" not in structure_body(structure, 10, [], rerank_window=300, rerank_weight=0.5, plugin=True)
+    structure = formula_structure(None, "a^2 + b^2 = c^2")
+    assert "rescore" not in structure_body(structure, 10, [], rerank_window=0, rerank_weight=0.5, plugin=True)
+    assert "rescore" not in structure_body(structure, 10, [], rerank_window=300, rerank_weight=0.0, plugin=True)
