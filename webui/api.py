@@ -11,6 +11,7 @@ from typing import Any
 
 from eqsearch.engine.search.results import EquationHit, SearchResults
 from eqsearch.webui.openapi import openapi_document
+from eqsearch.webui.provenance import provenance, source_version
 from eqsearch.webui.query import QueryError, parse_query, search_args_of_body
 from eqsearch.webui.sanitize import sanitize_highlight, sanitize_mathml
 from eqsearch.webui.security import require_admin
@@ -34,6 +35,7 @@ def hit_json(hit: EquationHit) -> dict[str, Any]:
     data["authors"] = list(hit.authors)
     data["categories"] = list(hit.categories)
     data["channels"] = list(hit.channels)
+    data["source"] = asdict(provenance(hit.paper_id, source_version(hit.paper_id, hit.eq_id)))
     return data
 
 
@@ -43,6 +45,7 @@ def results_json(results: SearchResults) -> dict[str, Any]:
     for group in results.groups:
         data = asdict(group)
         data["equations"] = [hit_json(h) for h in group.equations]
+        data["source"] = data["equations"][0]["source"] if data["equations"] else asdict(provenance(group.paper_id))
         groups.append(data)
     return {
         "total": results.total,

@@ -116,6 +116,17 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                 "equation.",
             },
             "formula_highlight": {"oneOf": [{"$ref": "#/components/schemas/FormulaHighlight"}, {"type": "null"}]},
+            "source": {
+                "type": "object",
+                "description": "Where the document comes from: `collection` (arXiv, the ingested folder such as a "
+                "manual's package, Python docstrings), `document` (the arXiv id with its version, the page, the "
+                "module) and `url` (arXiv papers only, else null).",
+                "properties": {
+                    "collection": {"type": "string"},
+                    "document": {"type": "string"},
+                    "url": {"type": ["string", "null"]},
+                },
+            },
         },
     }
     formula_highlight = {

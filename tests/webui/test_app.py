@@ -562,3 +562,7 @@ def test_cards_say_where_each_paper_comes_from_and_count_honestly(client):
     assert "papers matched" in page and "matching equations shown" in page
     paper = client.get("/papers/2001.00001").get_data(as_text=True)
     assert 'class="original" href="https://arxiv.org/abs/2001.00001' in paper
+    body = client.get("/api/search", query_string={"q": "gradient descent", "group": "1"}).get_json()
+    source = body["groups"][0]["source"]
+    assert source["collection"] == "arXiv" and source["url"].startswith("https://arxiv.org/abs/")
+    assert all(hit["source"]["collection"] == "arXiv" for group in body["groups"] for hit in group["equations"])
