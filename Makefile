@@ -15,7 +15,7 @@ BIN := $(VENV)/bin
 EXTRAS ?= dev,train,server
 PYTEST_ARGS ?=
 
-.PHONY: help setup apt-lists run test bundle lint format clean
+.PHONY: help setup es-plugin apt-lists run test bundle lint format clean
 
 help:  ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -61,7 +61,14 @@ $(MATH_FONT):
 	  "(apt-get install $(MATH_FONT_PACKAGE) as root, or set EQSEARCH_MATH_FONT)"; fi
 
 NODE_PACKAGES := engine/latex/katex/node_modules/.package-lock.json engine/model/mathjax/node_modules/.package-lock.json
-setup: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)) $(NODE_PACKAGES) $(MATH_FONT)  ## install Python, Node and font dependencies
+# eqsearch's Elasticsearch plugin (es-plugin/: the structural rerank inside the node), compiled with a JDK 21+ against
+# the managed node's distribution (installed first if need be) and installed into it: `eqsearch es plugin` (`eqsearch
+# es start` does the same). Left out with ES_PLUGIN=0 (the app image: docker/Dockerfile builds it into the
+# Elasticsearch image) or when EQSEARCH_ES_URL names another cluster (install the zip es-plugin/build.sh makes there).
+ES_PLUGIN ?= 1
+es-plugin: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+	@if [ "$(ES_PLUGIN)" != 0 ] && [ -z "$$EQSEARCH_ES_URL" ]; then $(BIN)/eqsearch es plugin; fi
+setup: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)) $(NODE_PACKAGES) es-plugin $(MATH_FONT)  ## install Python, Node and font dependencies
 
 # The demo corpus `make run` indexes: real math from Debian's documentation packages, SageMath's reference manual
 # (HTML + MathJax, with its bibliography), 25 Sphinx manuals (scipy, statsmodels, scikit-learn, ...) and the gretl
