@@ -69,13 +69,13 @@ def render_context(fragment: str | None, mathml_of: Mapping[str, str | None]) ->
 
 
 def context_snippet(context: str, chars: int = CONTEXT_CHARS) -> str:
-    """The start of a stored context, cut at a word boundary outside any ``$...$``, with `` ...`` when cut."""
+    """The start of a stored context, cut at a word boundary outside any ``$...$`` (the page adds the ellipses)."""
     if len(context) <= chars:
         return context
     cut = context[:chars]
     if cut.count("$") % 2:  # inside a formula: cut before it
         cut = cut[: cut.rfind("$")]
-    return cut.rsplit(" ", 1)[0] + " ..."
+    return cut.rsplit(" ", 1)[0]
 
 
 class ContextMath:

@@ -34,7 +34,8 @@ _THIN = "0.1667em"
 #: Names written as plain letters that are set upright (none of them is a plausible product of variables).
 OPERATOR_NAMES = frozenset(
     {"var", "Var", "cov", "Cov", "corr", "Corr", "diag", "rank", "sgn", "sign", "softmax", "argmax", "argmin",
-     "erf", "erfc", "logit", "trace", "supp", "dist", "span", "proj", "vec", "grad", "div", "curl"}
+     "erf", "erfc", "logit", "trace", "supp", "dist", "span", "proj", "vec", "grad", "div", "curl",
+     "sin", "cos", "tan", "sinh", "cosh", "tanh", "exp", "log", "det", "max", "min", "arg"}
 )  # fmt: skip
 
 

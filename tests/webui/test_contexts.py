@@ -29,7 +29,7 @@ def test_words_are_escaped_math_is_sanitised_and_displays_are_marked():
 def test_a_snippet_never_cuts_a_formula():
     context = "words " * 30 + "$x^2 + y^2$ and more words " * 10
     cut = context_snippet(context, 185)
-    assert cut.endswith(" ...") and cut.count("$") % 2 == 0
+    assert len(cut) < 185 and cut.count("$") % 2 == 0 and not cut.endswith(" ")
     assert context_snippet("short", 240) == "short"
 
 
