@@ -33,6 +33,11 @@ SIZE_FIELD = "structure_size"
 #: The first equations mapping version whose documents hold what the structural rerank needs: `SIZE_FIELD`, and
 #: spans with the variables renamed (``r``, structure version 2) where older ones hold spans with the letters kept.
 RERANK_FIELDS_SINCE = 5
+#: The network's node vectors of the formula, int8 in one binary doc value (`documents.node_vectors_value`), scored by
+#: MaxSim inside the node by eqsearch's Elasticsearch plugin (``es-plugin/``, ``eqsearch_maxsim``). Not yet in
+#: `equations_definition`: no writer computes it at ingest yet; `NODE_VECTORS_MAPPING` adds it to an index.
+NODE_VECTORS_FIELD = "node_vectors"
+NODE_VECTORS_MAPPING: dict[str, Any] = {"type": "binary", "doc_values": True}
 #: The text encoder's vector of the words around the formula (`engine.model.text`): kNN on it is the context channel.
 CONTEXT_VECTOR_FIELD = "context_vector"
 DEFAULT_DIMS = 64

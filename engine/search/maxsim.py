@@ -35,6 +35,7 @@ __all__ = [
     "maxsim_rerank",
     "maxsim_scores",
     "rerank_formula_side",
+    "stored_maxsim_scores",
     "unit_rows",
 ]
 
@@ -179,16 +180,38 @@ def rerank_formula_side(
     window: int,
     weight: float,
     symmetric: bool,
+    stored: Callable[[list[str]], Mapping[str, float]] | None = None,
 ) -> list[tuple[str, float]]:
     """The formula side's top ``window`` reranked by MaxSim of the query's node vectors against the candidates'
-    (from the cache, which computes the missing ones); the rest keeps its order."""
+    (from the cache, which computes the missing ones; or, with ``stored``, the node's scores from the vectors the
+    index stores, `stored_maxsim_scores`); the rest keeps its order."""
     if not ranking or window <= 0:
         return ranking
     ids = [eq_id for eq_id, _ in ranking[:window]]
+    if stored is not None:
+        return maxsim_rerank(ranking, stored(ids), window=len(ids), weight=weight)
     nodes = cache.get(ids)
     scores = maxsim_scores(query_nodes, [nodes.get(eq_id, np.zeros((0, 1))) for eq_id in ids], symmetric=symmetric)
     maxsim = {eq_id: float(score) for eq_id, score in zip(ids, scores, strict=True)}
     return maxsim_rerank(ranking, maxsim, window=len(ids), weight=weight)
+
+
+def stored_maxsim_scores(
+    client: Elasticsearch, index: str, eq_ids: list[str], query_nodes: np.ndarray, *, symmetric: bool
+) -> dict[str, float]:
+    """MaxSim scores of ``eq_ids`` computed inside the node from their stored node vectors, by eqsearch's plugin
+    (`engine.search.plugin.maxsim_body`): one request, no MathML fetched, no network run here. Candidates without
+    stored vectors are left out (the rerank then keeps their fused score)."""
+    from eqsearch.engine.search.errors import call
+    from eqsearch.engine.search.plugin import MAXSIM_MISSING, maxsim_body
+
+    body = maxsim_body(eq_ids, query_nodes, symmetric=symmetric)
+    found = call(client.search, index=index, filter_path=["hits.hits._score", "hits.hits.fields"], **body)
+    scores = {}
+    for hit in (found.get("hits") or {}).get("hits") or ():
+        if hit["_score"] is not None and hit["_score"] > MAXSIM_MISSING / 2:
+            scores[hit["fields"]["eq_id"][0]] = float(hit["_score"])
+    return scores
 
 
 def candidate_node_vectors(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eqsearch.engine.index.mappings import SIZE_FIELD, SPANS_FIELD
+from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, SIZE_FIELD, SPANS_FIELD
 
 __all__ = [
     "PLUGIN_MAJOR",
@@ -26,6 +26,7 @@ __all__ = [
     "PluginSupport",
     "PluginUse",
     "detect_plugin",
+    "maxsim_body",
     "plugin_support",
     "structure_rescore",
 ]
@@ -36,6 +37,10 @@ PLUGIN_NAME = "eqsearch"
 PLUGIN_MAJOR = 1
 #: The rescorer's name in a search body's ``rescore``.
 STRUCTURE_RESCORER = "eqsearch_structure"
+#: The MaxSim rescorer over stored node vectors (plugin 1.1 and later), and the score it gives a candidate without any.
+MAXSIM_RESCORER = "eqsearch_maxsim"
+MAXSIM_SINCE = (1, 1)
+MAXSIM_MISSING = -2.0
 
 
 @dataclass(frozen=True)
@@ -47,12 +52,14 @@ class PluginSupport:
         nodes: the cluster's nodes (0: unknown).
         with_plugin: how many of them have a compatible version.
         note: one line for ``eqsearch es check`` and the admin page.
+        maxsim: every node's plugin also has the MaxSim rescorer (`MAXSIM_SINCE`).
     """
 
     available: bool
     nodes: int
     with_plugin: int
     note: str
+    maxsim: bool = False
 
 
 def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
@@ -63,6 +70,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
     """
     nodes = nodes_info.get("nodes") or {}
     compatible = 0
+    with_maxsim = 0
     versions: set[str] = set()
     for node in nodes.values():
         for plugin in node.get("plugins") or []:
@@ -72,10 +80,15 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
             versions.add(version)
             if version.split(".")[0] == str(PLUGIN_MAJOR):
                 compatible += 1
+                with_maxsim += _version_tuple(version) >= MAXSIM_SINCE
     total = len(nodes)
     if total and compatible == total:
         return PluginSupport(
-            True, total, compatible, f"eqsearch plugin {', '.join(sorted(versions))} on every node: native rerank"
+            True,
+            total,
+            compatible,
+            f"eqsearch plugin {', '.join(sorted(versions))} on every node: native rerank",
+            maxsim=with_maxsim == total,
         )
     if compatible or versions:
         return PluginSupport(
@@ -92,6 +105,13 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
         "no eqsearch plugin on this cluster: searches use the plain requests "
         "(a managed node gets it when 'eqsearch es start' starts it; see es-plugin/)",
     )
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for part in version.split(".")[:2]:
+        parts.append(int(part) if part.isdigit() else 0)
+    return tuple(parts)
 
 
 def detect_plugin(client: Any) -> PluginSupport:
@@ -131,6 +151,27 @@ class PluginUse:
         self.client = client
         self.wanted = wanted
         self._support: PluginSupport | None = None
+        self._node_vectors: dict[str, bool] = {}
+
+    def stored_node_vectors(self, alias: str) -> bool:
+        """Whether the MaxSim rerank can run in the node on ``alias``: every node has the MaxSim rescorer and the
+        index maps `NODE_VECTORS_FIELD` (asked once per alias; `forget_indices` asks again)."""
+        if not (self.active and self.support.maxsim):
+            return False
+        if alias not in self._node_vectors:
+            from elasticsearch import ApiError, TransportError
+
+            try:
+                found = self.client.indices.get_field_mapping(index=alias, fields=NODE_VECTORS_FIELD)
+                body = found.body if hasattr(found, "body") else found
+                self._node_vectors[alias] = any(index.get("mappings") for index in body.values())
+            except (ApiError, TransportError):
+                self._node_vectors[alias] = False
+        return self._node_vectors[alias]
+
+    def forget_indices(self) -> None:
+        """Ask again which indices hold node vectors (an alias moved to another index)."""
+        self._node_vectors.clear()
 
     @property
     def support(self) -> PluginSupport:
@@ -151,7 +192,7 @@ class PluginUse:
     def refused(self, error: Exception) -> bool:
         """Whether ``error`` is a node refusing the plugin's rescorer while it was in use; if so, the plugin is off
         from now on (the caller sends the search again)."""
-        if not self.active or STRUCTURE_RESCORER not in str(error):
+        if not self.active or (STRUCTURE_RESCORER not in str(error) and MAXSIM_RESCORER not in str(error)):
             return False
         self._support = PluginSupport(
             False, 0, 0, f"a node refused the eqsearch plugin's rescorer ({error}); searches use the plain requests"
@@ -190,4 +231,35 @@ def structure_rescore(
             "spans_field": SPANS_FIELD,
             "size_field": SIZE_FIELD,
         },
+    }
+
+
+def maxsim_body(eq_ids: Sequence[str], query_nodes: Any, *, symmetric: bool) -> dict[str, Any]:
+    """The search that scores the equations ``eq_ids`` by MaxSim of the query's node vectors against their stored
+    ones, inside the node (the ``eqsearch_maxsim`` rescorer); a candidate without stored vectors scores
+    `MAXSIM_MISSING`. The query's vectors travel as base64 float32, little-endian, row by row.
+
+    Shapes:
+        query_nodes: ``[nodes, width]``.
+    """
+    import base64
+
+    import numpy as np
+
+    nodes = np.ascontiguousarray(query_nodes, dtype="<f4")
+    return {
+        "query": {"ids": {"values": list(eq_ids)}},
+        "size": len(eq_ids),
+        "rescore": {
+            "window_size": len(eq_ids),
+            MAXSIM_RESCORER: {
+                "query_vectors": base64.b64encode(nodes.tobytes()).decode("ascii"),
+                "dims": int(nodes.shape[1]),
+                "symmetric": symmetric,
+                "field": NODE_VECTORS_FIELD,
+            },
+        },
+        "stored_fields": "_none_",
+        "docvalue_fields": ["eq_id"],
+        "track_total_hits": False,
     }

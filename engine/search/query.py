@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 from eqsearch.engine.index.mappings import (
     CONTEXT_VECTOR_FIELD,
+    NODE_VECTORS_FIELD,
     SIZE_FIELD,
     SPANS_FIELD,
     STRUCTURE_FIELD,
@@ -66,7 +67,7 @@ HIGHLIGHT_FIELDS = ("title", "abstract", "section_title", "context")
 #: that nothing can be skipped anyway; see benchmarks/search.md.)
 TEXT_COUNT_LIMIT = MAX_RESULT_WINDOW
 #: Never sent back: the vectors are large and no caller reads them from a hit.
-SOURCE_EXCLUDES = [VECTOR_FIELD, CONTEXT_VECTOR_FIELD]
+SOURCE_EXCLUDES = [VECTOR_FIELD, CONTEXT_VECTOR_FIELD, NODE_VECTORS_FIELD]
 #: The doc values a ranking search returns per hit (``eq_id`` equals ``_id`` for every writer).
 RANKING_FIELDS = ("eq_id", "paper_id")
 

@@ -32,7 +32,12 @@ from eqsearch.engine.search.errors import EquationNotFoundError, SearchError, ca
 from eqsearch.engine.search.fusion import Fused, blend_sides, linear_fusion, reciprocal_rank_fusion
 from eqsearch.engine.search.highlight import formula_highlight
 from eqsearch.engine.search.index_meta import META_SECONDS, IndexMeta
-from eqsearch.engine.search.maxsim import NodeVectorCache, candidate_node_vectors, rerank_formula_side
+from eqsearch.engine.search.maxsim import (
+    NodeVectorCache,
+    candidate_node_vectors,
+    rerank_formula_side,
+    stored_maxsim_scores,
+)
 from eqsearch.engine.search.pattern_filter import FORMULA_LISTS, pattern_matches
 from eqsearch.engine.search.plugin import PluginUse
 from eqsearch.engine.search.query import (
@@ -304,6 +309,13 @@ class SearchService:
 
     def _maxsim_rerank(self, ranking: list[tuple[str, float]], query_nodes: np.ndarray) -> list[tuple[str, float]]:
         """The formula side's top ``maxsim_window`` reranked by MaxSim (`engine.search.maxsim`)."""
+        stored = None
+        if self.plugin.stored_node_vectors(self.equations_alias):  # scored inside the node, from stored vectors
+            symmetric = self.ranking.maxsim_symmetric
+
+            def stored(ids: list[str]) -> dict[str, float]:
+                return stored_maxsim_scores(self.client, self.equations_alias, ids, query_nodes, symmetric=symmetric)
+
         return rerank_formula_side(
             ranking,
             query_nodes,
@@ -311,6 +323,7 @@ class SearchService:
             window=self.ranking.maxsim_window,
             weight=self.ranking.maxsim_weight,
             symmetric=self.ranking.maxsim_symmetric,
+            stored=stored,
         )
 
     def _candidate_nodes(self, eq_ids: list[str]) -> dict[str, np.ndarray]:
@@ -336,6 +349,7 @@ class SearchService:
         """The alias moved to an index with other ``_meta``: vectors prepared for the old one are dropped."""
         self.formulas.clear()
         self.node_vectors.clear()
+        self.plugin.forget_indices()
 
     # -- the other views ---------------------------------------------------------------------------------------
     def more_like_equation(self, eq_id: str, size: int = 10) -> SearchResults:

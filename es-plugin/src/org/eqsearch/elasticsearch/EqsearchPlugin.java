@@ -12,13 +12,15 @@ import org.elasticsearch.plugins.SearchPlugin;
  * Registers the {@code eqsearch_structure} rescorer ({@link StructureRescorerBuilder}): it scores each candidate of a
  * rescore window by the largest sub-expressions it shares with the query formula, read from the index's span terms and
  * size doc values, the way eqsearch's {@code function_score} over {@code dis_max} of {@code constant_score} term
- * clauses did, in one pass over the window instead of one scorer per span.
+ * clauses did, in one pass over the window instead of one scorer per span; and the {@code eqsearch_maxsim} rescorer
+ * ({@link MaxSimRescorerBuilder}): Amador and Zanibbi's MaxSim over node vectors stored with each equation.
  */
 public class EqsearchPlugin extends Plugin implements SearchPlugin {
     @Override
     public List<RescorerSpec<?>> getRescorers() {
         return List.of(
-            new RescorerSpec<>(StructureRescorerBuilder.NAME, StructureRescorerBuilder::new, StructureRescorerBuilder::fromXContent)
+            new RescorerSpec<>(StructureRescorerBuilder.NAME, StructureRescorerBuilder::new, StructureRescorerBuilder::fromXContent),
+            new RescorerSpec<>(MaxSimRescorerBuilder.NAME, MaxSimRescorerBuilder::new, MaxSimRescorerBuilder::fromXContent)
         );
     }
 }

@@ -1,0 +1,242 @@
+"""Benchmark: the structural rerank by eqsearch's Elasticsearch plugin against the plain ``function_score`` rescore.
+
+On one indexed formula collection (an ``eqsearch evaluate formulas --keep`` prefix, or the ARQMath-1 development
+half ingested here through the production ingest job), every topic is searched through the production
+`SearchService` three ways side by side: the default ranker with the plain requests (``plugin=False``), the default
+ranker with the plugin (detected on the node), and kNN alone (the ``embedding`` ranker, the budget's reference).
+
+``quality``: formula-only queries paged to depth 1000, as ``eqsearch evaluate formulas`` does; prints the prime
+measures of each and whether the two default runs are identical (ids, order and scores), topic by topic.
+
+``cost``: the first page of each topic (the service's default depth, the rerank window of 300), the formula prepared
+once beforehand (KaTeX and the encoder run once per topic, as for a cached formula), repeated in interleaved rounds
+(plain, plugin, kNN, plain, ...); per query, the client's CPU (``time.process_time``) and the node's (its process CPU
+from ``_nodes/stats``, read fresh), and the median of the rounds. The ``_msearch`` body's size is printed too.
+``replicate`` writes K copies of each equation of a prefix into a new prefix (ids suffixed), for a larger index
+without another ingest: copies tie, so it measures cost, not quality. Run from the repository root::
+
+    EQSEARCH_ES_URL=http://127.0.0.1:9400 nice -n 10 .venv/bin/python benchmarks/plugin_rerank.py quality --prefix P
+    EQSEARCH_ES_URL=http://127.0.0.1:9400 nice -n 10 .venv/bin/python benchmarks/plugin_rerank.py cost --prefix P
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from eqsearch.engine.es import EsConfig, connect
+from eqsearch.engine.index.mappings import alias_name
+from eqsearch.engine.latex import KatexConverter
+from eqsearch.engine.model import load_encoder
+from eqsearch.engine.model.patterns import read_query_variables
+from eqsearch.engine.search.query import HybridQuery
+from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
+from eqsearch.engine.search.service import SearchService
+from eqsearch.evaluation.formulas import formula_ranking, read_formula_file
+from eqsearch.evaluation.trec import evaluate_run, read_qrels
+
+DEV = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "arqmath1-dev"
+MODES = ("plain", "plugin", "knn")
+
+
+def node_cpu_ms(client: Any, max_wait_s: float = 2.0) -> int:
+    """The nodes' process CPU so far in ms, waiting for figures stamped after the call (they are cached ~1 s)."""
+    asked = time.time() * 1000
+    deadline = time.monotonic() + max_wait_s
+    while True:
+        nodes = client.nodes.stats(metric="process")["nodes"]
+        if all(int(n["process"].get("timestamp", 0)) >= asked for n in nodes.values()) or time.monotonic() > deadline:
+            return sum(int(n["process"]["cpu"]["total_in_millis"]) for n in nodes.values())
+        time.sleep(0.05)
+
+
+def _services(
+    client: Any, encoder: Any, converter: Any, prefix: str, depth: int | None, ranker: str = DEFAULT_RANKER
+) -> dict[str, SearchService]:
+    extra = {} if depth is None else {"candidate_depth": depth}
+    default = get_ranker(ranker)
+    services = {
+        "plain": SearchService(client, encoder, converter, index_prefix=prefix, ranking=default, plugin=False, **extra),
+        "plugin": SearchService(client, encoder, converter, index_prefix=prefix, ranking=default, **extra),
+        "knn": SearchService(
+            client, encoder, converter, index_prefix=prefix, ranking=get_ranker("embedding"), plugin=False, **extra
+        ),
+    }
+    if not services["plugin"].plugin.active:
+        raise SystemExit(f"the cluster has no usable eqsearch plugin: {services['plugin'].plugin.support.note}")
+    return services
+
+
+def quality(args: argparse.Namespace) -> None:
+    client, _ = connect(EsConfig.from_env())
+    topics = read_formula_file(args.topics, "topic")
+    qrels = read_qrels(args.qrels)
+    with KatexConverter() as converter:
+        services = _services(client, load_encoder(None), converter, args.prefix, 1000, args.ranker)
+        runs = {mode: {t: formula_ranking(services[mode], latex, 1000) for t, latex in topics} for mode in MODES[:2]}
+    differ = [t for t, _ in topics if runs["plain"][t] != runs["plugin"][t]]
+    for mode, run in runs.items():
+        report = evaluate_run({t: [d for d, _ in r] for t, r in run.items()}, qrels, topics=[t for t, _ in topics])
+        means = {k: round(v, 4) for k, v in report.means.items()}
+        print(json.dumps({"mode": mode, "ranker": args.ranker, "prefix": args.prefix, **means}))
+    print(json.dumps({"identical_topics": len(topics) - len(differ), "topics": len(topics), "differ": differ}))
+
+
+def cost(args: argparse.Namespace) -> None:
+    client, _ = connect(EsConfig.from_env())
+    topics = read_formula_file(args.topics, "topic")
+    with KatexConverter() as converter:
+        services = _services(client, load_encoder(None), converter, args.prefix, None, args.ranker)
+        queries = [HybridQuery(latex=latex, highlight=False) for _, latex in topics]
+        for service in services.values():  # prepare every formula, warm every cache and the node's
+            for query in queries:
+                service.search(query)
+        sizes = {}
+        for mode, service in services.items():
+            formula = service.formulas.get(read_query_variables(queries[0].latex or ""))
+            searches = service._searches(queries[0], formula, service.candidate_depth, [])
+            sizes[mode] = sum(len(json.dumps(body)) for _, body in searches)
+        per_query: dict[str, dict[str, list[float]]] = {m: {"client": [], "node": []} for m in MODES}
+        for _ in range(args.rounds):
+            for mode in MODES:
+                service = services[mode]
+                node, cpu = node_cpu_ms(client), time.process_time()
+                for _ in range(args.repeat):
+                    for query in queries:
+                        service.search(query)
+                count = args.repeat * len(queries)
+                per_query[mode]["client"].append((time.process_time() - cpu) * 1000 / count)
+                per_query[mode]["node"].append((node_cpu_ms(client) - node) / count)
+    docs = client.count(index=alias_name(args.prefix, "equations"))["count"]
+    out = {
+        "ranker": args.ranker,
+        "equations": docs,
+        "queries_per_round": args.repeat * len(queries),
+        "rounds": args.rounds,
+    }
+    for mode in MODES:
+        client_ms = statistics.median(per_query[mode]["client"])
+        node_ms = statistics.median(per_query[mode]["node"])
+        out[mode] = {
+            "client_ms": round(client_ms, 2),
+            "node_ms": round(node_ms, 2),
+            "total_ms": round(client_ms + node_ms, 2),
+            "request_bytes_first_topic": sizes[mode],
+            "rounds_node_ms": [round(x, 2) for x in per_query[mode]["node"]],
+        }
+    for mode in ("plain", "plugin"):
+        out[f"{mode}_over_knn"] = round(out[mode]["total_ms"] / out["knn"]["total_ms"], 2)
+    print(json.dumps(out))
+
+
+def replicate(args: argparse.Namespace) -> None:
+    """K copies of each equation of ``--prefix`` under ``--into`` (same mapping and _meta), ids suffixed."""
+    from elasticsearch.helpers import bulk, scan
+
+    client, _ = connect(EsConfig.from_env())
+    source = alias_name(args.prefix, "equations")
+    concrete = next(iter(client.indices.get_alias(name=source)))
+    definition = client.indices.get(index=concrete)[concrete]
+    target = alias_name(args.into, "equations")
+    client.indices.create(
+        index=f"{target}-v1",
+        mappings=definition["mappings"],
+        settings={"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
+        aliases={target: {}},
+    )
+    docs = list(scan(client, index=source, query={"query": {"match_all": {}}}))
+
+    def actions():
+        for copy in range(args.copies):
+            for doc in docs:
+                eq_id = f"{doc['_id']}~{copy}" if copy else doc["_id"]
+                yield {"_index": target, "_id": eq_id, "_source": {**doc["_source"], "eq_id": eq_id}}
+
+    bulk(client, actions(), chunk_size=1000, request_timeout=120)
+    client.indices.put_settings(index=target, settings={"refresh_interval": "1s"})
+    client.indices.refresh(index=target)
+    client.indices.forcemerge(index=target, max_num_segments=1, request_timeout=1200)
+    print(json.dumps({"into": args.into, "equations": client.count(index=target)["count"]}))
+
+
+def nodevectors(args: argparse.Namespace) -> None:
+    """A copy of ``--prefix``'s equations under ``--into`` with each formula's node vectors stored
+    (`NODE_VECTORS_FIELD`, int8, from the bundle's node-states sidecar run on the stored MathML), for the plugin's
+    MaxSim; prints the stored bytes per equation."""
+    from elasticsearch.helpers import bulk, scan
+    from eqsearch.engine.index.documents import with_node_vectors_field
+    from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, NODE_VECTORS_MAPPING
+    from eqsearch.engine.model.featurize import MathMLError
+    from eqsearch.engine.model.nodes import load_node_encoder
+
+    client, _ = connect(EsConfig.from_env())
+    node_encoder = load_node_encoder(None, output=get_ranker(args.ranker).maxsim_nodes)
+    source = alias_name(args.prefix, "equations")
+    concrete = next(iter(client.indices.get_alias(name=source)))
+    mappings = client.indices.get(index=concrete)[concrete]["mappings"]
+    mappings["properties"][NODE_VECTORS_FIELD] = NODE_VECTORS_MAPPING
+    target = alias_name(args.into, "equations")
+    client.indices.create(
+        index=f"{target}-v1",
+        mappings=mappings,
+        settings={"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
+        aliases={target: {}},
+    )
+    began, stored, sizes = time.process_time(), 0, []
+
+    def encoded(mathml: str | None) -> Any:
+        if not mathml:
+            return None
+        try:
+            return node_encoder.encode([mathml])[0]
+        except MathMLError:
+            return None
+
+    def actions():
+        nonlocal stored
+        for doc in scan(client, index=source, query={"query": {"match_all": {}}}):
+            body = with_node_vectors_field(doc["_source"], encoded(doc["_source"].get("mathml")))
+            if NODE_VECTORS_FIELD in body:
+                stored += 1
+                sizes.append(len(body[NODE_VECTORS_FIELD]) * 3 // 4)
+            yield {"_index": target, "_id": doc["_id"], "_source": body}
+
+    bulk(client, actions(), chunk_size=500)
+    client.indices.put_settings(index=target, settings={"refresh_interval": "1s"})
+    client.indices.refresh(index=target)
+    print(json.dumps({
+        "into": args.into,
+        "equations": client.count(index=target)["count"],
+        "with_node_vectors": stored,
+        "nodes_output": node_encoder.output if hasattr(node_encoder, "output") else None,
+        "dim": node_encoder.dim,
+        "stored_bytes_median": statistics.median(sizes) if sizes else None,
+        "stored_bytes_mean": round(statistics.fmean(sizes), 1) if sizes else None,
+        "encode_cpu_s": round(time.process_time() - began, 1),
+    }))  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, handler in (("quality", quality), ("cost", cost), ("replicate", replicate), ("nodevectors", nodevectors)):
+        command = commands.add_parser(name)
+        command.add_argument("--prefix", required=True, help="the indexed collection's prefix")
+        command.add_argument("--topics", type=Path, default=DEV / "topics.tsv")
+        command.add_argument("--qrels", type=Path, default=DEV / "qrels.txt")
+        command.add_argument("--rounds", type=int, default=5)
+        command.add_argument("--repeat", type=int, default=3)
+        command.add_argument("--into", help="replicate: the new prefix")
+        command.add_argument("--copies", type=int, default=10)
+        command.add_argument("--ranker", default=DEFAULT_RANKER, help="the ranker of the plain and plugin modes")
+        command.set_defaults(handler=handler)
+    args = parser.parse_args()
+    args.handler(args)
+
+
+if __name__ == "__main__":
+    main()
