@@ -68,6 +68,24 @@ def render_context(fragment: str | None, mathml_of: Mapping[str, str | None]) ->
     return Markup("".join(parts))
 
 
+def aligned_fragment(fragment: str, context: str) -> str:
+    """A highlight fragment cut so that it neither starts nor ends inside a ``$...$`` of its context.
+
+    The highlighter cuts fragments anywhere: one that starts inside a formula would pair its dollars the wrong way
+    round and set the words between two formulas as math. Where the fragment starts in the stored context says
+    whether its first dollar opens or closes a formula; a formula cut by either end is left out.
+    """
+    plain = _HIGHLIGHT_TAG.sub("", fragment)
+    start = context.find(plain)
+    opened = context[:start].count("$") % 2 == 1 if start >= 0 else fragment.count("$") % 2 == 1
+    if opened:  # the first dollar closes a formula the fragment starts inside
+        cut = fragment.find("$")
+        fragment = fragment[cut + 1 :] if cut >= 0 else ""
+    if fragment.count("$") % 2:  # the last dollar opens a formula the fragment ends inside
+        fragment = fragment[: fragment.rfind("$")]
+    return fragment
+
+
 def context_snippet(context: str, chars: int = CONTEXT_CHARS) -> str:
     """The start of a stored context, cut at a word boundary outside any ``$...$`` (the page adds the ellipses)."""
     if len(context) <= chars:

@@ -7,7 +7,7 @@ import logging
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.search.results import EquationHit, SearchResults
 from eqsearch.webui.cards import CARD_EQUATIONS, paper_cards
-from eqsearch.webui.contexts import ContextMath, context_snippet, inline_formulas, render_context
+from eqsearch.webui.contexts import ContextMath, aligned_fragment, context_snippet, inline_formulas, render_context
 from eqsearch.webui.provenance import provenance, source_version
 from eqsearch.webui.query import QueryError, parse_query, query_string
 from eqsearch.webui.services import WebServices
@@ -37,7 +37,12 @@ def context_math() -> ContextMath:
 
 def contexts_of(hits: list[EquationHit]) -> dict[str, Markup]:
     """eq_id -> its context as markup, math drawn: the highlighted fragment, else the stored context's start."""
-    fragments = {hit.eq_id: (hit.highlights.get("context") or [context_snippet(hit.context)])[0] for hit in hits}
+    fragments = {
+        hit.eq_id: aligned_fragment(hit.highlights["context"][0], hit.context)
+        if hit.highlights.get("context")
+        else context_snippet(hit.context)
+        for hit in hits
+    }
     formulas = inline_formulas(fragments.values())
     mathml_of: dict[str, str | None] = {}
     if formulas:

@@ -324,14 +324,35 @@ def test_cards_show_their_best_equations_and_leave_out_words_only_inline_formula
     assert "paper=python-statsmodels-doc" in page.url
     assert page.locator(".paper-group").count() == 1 and page.locator(".hit").count() >= 3 + hidden
 
-    search(page, showcase_server, q="least squares regression")
-    card = page.locator(".paper-group[data-paper='python-statsmodels-doc/regression']")
-    assert card.locator(".hit .badge.inline").count() == 0  # h_{ii}, X_{\sim k}: found by the words alone
-    words_only = card.locator("a.words-only")
-    assert re.fullmatch(r"\d+ inline formulas? matched by words only", words_only.inner_text())
-    words_only.click()
-    page.wait_for_selector(".paper-group")
-    assert page.locator(".hit .badge.inline").count() >= 1  # asked for: shown
+    # words alone: the inline formulas they found (h_{ii}, X_{\sim k}) stay off the card, counted in its link
+    for params in ({"q": "least squares regression"}, {"latex": r"\sum_i (y_i - \hat{y}_i)^2", "q": "regression"}):
+        expected = words_only_inline(page, showcase_server, params, "python-statsmodels-doc/regression")
+        search(page, showcase_server, **params)
+        card = page.locator(".paper-group[data-paper='python-statsmodels-doc/regression']")
+        inline_channels = card.locator(".hit").evaluate_all(
+            "hits => hits.filter(h => h.querySelector('.badge.inline')).map(h => h.dataset.channels)"
+        )
+        for channels in inline_channels:  # an inline formula on the card was found by a formula channel
+            assert {"structure", "embedding"} & set(channels.split()), channels
+        link = card.locator("a.words-only")
+        if not expected:  # the engine returned none: no link to them
+            assert link.count() == 0, params
+            continue
+        plural = "" if expected == 1 else "s"
+        assert link.inner_text() == f"{expected} inline formula{plural} matched by words only", params
+        link.click()
+        page.wait_for_selector(".paper-group")
+        assert page.locator(".hit .badge.inline").count() >= 1  # asked for: shown
+
+
+def words_only_inline(page, server, params: dict, paper_id: str) -> int:
+    """How many inline formulas of `paper_id` the API says only the words found, for the search page's query."""
+    from urllib.parse import urlencode
+
+    page.goto(f"{server.url}/api/search?{urlencode({**params, 'group': '1', 'size': '10'})}")
+    groups = page.evaluate("JSON.parse(document.body.innerText)")["groups"]
+    found = next((group["equations"] for group in groups if group["paper_id"] == paper_id), [])
+    return sum(1 for h in found if h["inline"] and not {"structure", "embedding"} & set(h["channels"]))
 
 
 def test_contexts_draw_their_math(showcase_server, page):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from eqsearch.engine.latex.converter import KatexConfig, KatexConverter
-from eqsearch.webui.contexts import ContextMath, context_snippet, inline_formulas, render_context
+from eqsearch.webui.contexts import ContextMath, aligned_fragment, context_snippet, inline_formulas, render_context
 
 
 def test_inline_math_is_found_once_without_highlight_marks():
@@ -24,6 +24,15 @@ def test_words_are_escaped_math_is_sanitised_and_displays_are_marked():
     assert '<code class="formula-source">d_j</code>' in out  # refused by KaTeX: its LaTeX, as code
     assert "&lt;b&gt;to&lt;/b&gt;" in out and "a&lt;b" in out
     assert 'class="display-marker"' in out and "[math]" not in out.replace(">[display]<", "")
+
+
+def test_a_fragment_cut_inside_a_formula_drops_the_cut_formula():
+    context = r"the set $y_s := \{(s, l) \in y\}$ the subset of $y$ with label $l$ and $\hat{y}_l$ too"
+    fragment = r"\in y\}$ the <em>subset</em> of $y$ with label $l$ and $\hat{y"  # starts and ends inside formulas
+    assert aligned_fragment(fragment, context) == " the <em>subset</em> of $y$ with label $l$ and "
+    whole = "the <em>subset</em> of $y$ with"
+    assert aligned_fragment(whole, context) == whole
+    assert inline_formulas([aligned_fragment(fragment, context)]) == ["y", "l"]
 
 
 def test_a_snippet_never_cuts_a_formula():
