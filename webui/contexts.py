@@ -68,6 +68,34 @@ def render_context(fragment: str | None, mathml_of: Mapping[str, str | None]) ->
     return Markup("".join(parts))
 
 
+#: LaTeX that only appears inside math: a command (``\\left``) or a braced script (``_{``).
+_LATEX_ONLY = re.compile(r"\\[A-Za-z]{2,}|[_^]\{")
+
+
+def trim_cut_formulas(text: str) -> str:
+    """`text` without a formula cut by its start or its end.
+
+    Ingest keeps a window of words around each formula, which may begin or end inside an inline formula
+    (``\\left\\{(s', l) \\in y\\}$ the subset of $y$``): its dollars then pair the wrong way round. An end that holds
+    LaTeX found only in math (`_LATEX_ONLY`) is taken as cut; with an odd number of dollars exactly one end is, the
+    end unless only the start looks cut.
+    """
+    first, last = text.find("$"), text.rfind("$")
+    if first < 0:
+        return text
+    head_cut = bool(_LATEX_ONLY.search(text[:first]))
+    tail_cut = bool(_LATEX_ONLY.search(text[last + 1 :]))
+    if text.count("$") % 2:
+        head_cut, tail_cut = (True, False) if head_cut and not tail_cut else (False, True)
+    elif not (head_cut and tail_cut):
+        return text
+    if tail_cut:
+        text = text[:last]
+    if head_cut:
+        text = text[first + 1 :]
+    return text
+
+
 def aligned_fragment(fragment: str, context: str) -> str:
     """A highlight fragment cut so that it neither starts nor ends inside a ``$...$`` of its context.
 
@@ -75,9 +103,12 @@ def aligned_fragment(fragment: str, context: str) -> str:
     round and set the words between two formulas as math. Where the fragment starts in the stored context says
     whether its first dollar opens or closes a formula; a formula cut by either end is left out.
     """
+    context = trim_cut_formulas(context)
     plain = _HIGHLIGHT_TAG.sub("", fragment)
     start = context.find(plain)
-    opened = context[:start].count("$") % 2 == 1 if start >= 0 else fragment.count("$") % 2 == 1
+    if start < 0:  # it begins in a part of the context that was cut away, or the stored text differs
+        return trim_cut_formulas(fragment)
+    opened = context[:start].count("$") % 2 == 1
     if opened:  # the first dollar closes a formula the fragment starts inside
         cut = fragment.find("$")
         fragment = fragment[cut + 1 :] if cut >= 0 else ""
@@ -88,6 +119,7 @@ def aligned_fragment(fragment: str, context: str) -> str:
 
 def context_snippet(context: str, chars: int = CONTEXT_CHARS) -> str:
     """The start of a stored context, cut at a word boundary outside any ``$...$`` (the page adds the ellipses)."""
+    context = trim_cut_formulas(context)
     if len(context) <= chars:
         return context
     cut = context[:chars]

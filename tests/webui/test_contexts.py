@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from eqsearch.engine.latex.converter import KatexConfig, KatexConverter
-from eqsearch.webui.contexts import ContextMath, aligned_fragment, context_snippet, inline_formulas, render_context
+from eqsearch.webui.contexts import (
+    ContextMath,
+    aligned_fragment,
+    context_snippet,
+    inline_formulas,
+    render_context,
+    trim_cut_formulas,
+)
 
 
 def test_inline_math_is_found_once_without_highlight_marks():
@@ -33,6 +40,18 @@ def test_a_fragment_cut_inside_a_formula_drops_the_cut_formula():
     whole = "the <em>subset</em> of $y$ with"
     assert aligned_fragment(whole, context) == whole
     assert inline_formulas([aligned_fragment(fragment, context)]) == ["y", "l"]
+
+
+def test_a_stored_context_that_ingest_cut_inside_a_formula_loses_the_cut_formula():
+    cut_start = r"\left\{(s', l) \in y\right\}$ the subset of $y$ with label $l$ and more"
+    assert trim_cut_formulas(cut_start) == " the subset of $y$ with label $l$ and more"
+    cut_end = r"the subset of $y$ with label $l$ and $\hat{y}_"
+    assert trim_cut_formulas(cut_end) == "the subset of $y$ with label $l$ and "
+    both = r"x_{i}^{2}$ is the sum and $y$ is $\frac{a}{"
+    assert trim_cut_formulas(both) == " is the sum and $y$ is "
+    whole = "the word noise_level and $x$ stay"
+    assert trim_cut_formulas(whole) == whole
+    assert inline_formulas([context_snippet(cut_start)]) == ["y", "l"]
 
 
 def test_a_snippet_never_cuts_a_formula():
