@@ -8,6 +8,9 @@ instead. Measured on the screenshots of the browser tests (Chromium, Latin Moder
   (``\\widehat`` keeps KaTeX's ``stretchy="true"``).
 - ``\\lvert``, ``\\lVert`` are ``<mo stretchy="false">∣</mo>`` and ``∥``, relations in the dictionary: ``| K |`` had a
   thick space inside each bar. Such a bar gets none (``\\mid``, written without ``stretchy``, keeps its spacing).
+- ``\\left(x\\right)`` stretched its parentheses to a larger size variant, wider than the plain glyph: it read
+  ``f ( x )``. As in TeX, where a delimiter around short content keeps its normal size, fences around a row with
+  nothing tall in it (`_TALL`: fractions, limits, tables, roots) do not stretch.
 - ``\\log p`` is ``<mi>log</mi><mo>⁡</mo><mi>p</mi>``, and the invisible function application has no spacing: it read
   ``logp``, ``σ²exp``. TeX puts a thin space between an operator name and an ordinary symbol on either side.
 - ``var(X)`` typed without ``\\operatorname`` is three italic letters ``v a r``; a researcher reads it as the name
@@ -31,6 +34,8 @@ _BARS = frozenset({"\u2223", "\u2225", "|", "\u2016"})
 _PRIMES = frozenset({"\u2032", "\u2033", "\u2034", "\u2057"})
 _OPENING = frozenset("([{\u27e8\u2016|\u2225\u2223\u230a\u2308")
 _THIN = "0.1667em"
+#: Elements that make a row taller than a line of text, so that its \left ... \right fences must stretch.
+_TALL = frozenset({"mfrac", "munderover", "munder", "mtable", "msqrt", "mroot"})
 #: Names written as plain letters that are set upright (none of them is a plausible product of variables).
 OPERATOR_NAMES = frozenset(
     {"var", "Var", "cov", "Cov", "corr", "Corr", "diag", "rank", "sgn", "sign", "softmax", "argmax", "argmin",
@@ -47,6 +52,7 @@ def typeset_like_tex(root: etree._Element) -> None:
     """Adjust a sanitised ``<math>`` tree in place (see the module docstring)."""
     for row in list(root.iter(f"{{{MATHML_NS}}}mrow")):
         _join_operator_names(row)
+        _keep_short_fences(row)
     for element in list(root.iter()):
         name = _local(element)
         if name == "mover" and element.get("accent") == "true" and len(element) == 2:
@@ -56,7 +62,8 @@ def typeset_like_tex(root: etree._Element) -> None:
         elif name == "mo":
             text = (element.text or "").strip()
             delimiter = element.get("stretchy") == "false"  # \lvert; KaTeX's \mid has no stretchy attribute
-            if text in _BARS and delimiter and element.get("lspace") is None and element.get("rspace") is None:
+            unspaced = element.get("lspace") is None and element.get("rspace") is None
+            if unspaced and text in _BARS and delimiter:
                 element.set("lspace", "0em")
                 element.set("rspace", "0em")
             elif text == _FUNCTION_APPLICATION:
@@ -105,6 +112,16 @@ def _join_operator_names(row: etree._Element) -> None:
             for child in children[start + 1 : end]:
                 row.remove(child)
         start = end + 1
+
+
+def _keep_short_fences(row: etree._Element) -> None:
+    if len(row) < 2 or not all(_local(end) == "mo" and end.get("fence") == "true" for end in (row[0], row[-1])):
+        return
+    if any(_local(element) in _TALL for element in row.iter()):
+        return
+    for fence in row:
+        if _local(fence) == "mo" and fence.get("fence") == "true" and fence.get("stretchy") is None:
+            fence.set("stretchy", "false")
 
 
 def _only_primes(script: etree._Element) -> bool:

@@ -46,3 +46,14 @@ def test_a_match_mark_on_a_letter_marks_the_joined_name():
     mathml = "<math><mrow><mi>v</mi><mi>a</mi><mi>r</mi><mo>(</mo><mi>x</mi><mo>)</mo></mrow></math>"
     assert '<mi class="eqsearch-match">var</mi><mo>(</mo>' in str(sanitize_mathml(mathml, marked=[3]))  # the "a"
     assert "<mi>v</mi>" in str(sanitize_mathml(mathml.replace("<mo>(</mo>", "<mi>x</mi>")))  # "varx": no name
+
+
+def test_left_right_fences_stretch_only_around_tall_content(typeset):
+    short = typeset(r"f\left(x^2;A,B\right)")
+    assert short.count('<mo fence="true" stretchy="false">') == 2
+    for tall in (
+        r"\left(\frac{a}{b}\right)",
+        r"\left(\sum_{i=1}^n x_i\right)",
+        r"\left(\begin{matrix}a\end{matrix}\right)",
+    ):
+        assert 'stretchy="false"' not in typeset(tall), tall
