@@ -9,6 +9,7 @@ are expanded in the text instead (`eqsearch.ingest.displaymacros`).
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -17,7 +18,19 @@ from eqsearch.engine.latex.scan import read_argument, read_optional
 from eqsearch.ingest.records import Issue
 
 _DEFINERS = {
-    "cmd": ["newcommand", "renewcommand", "providecommand", "DeclareRobustCommand"],
+    "cmd": [
+        "newcommand",
+        "renewcommand",
+        "providecommand",
+        "DeclareRobustCommand",
+        # etoolbox's robust commands, the knowledge package's commands that link a notion
+        "newrobustcmd",
+        "renewrobustcmd",
+        "providerobustcmd",
+        "knowledgenewrobustcmd",
+        "knowledgenewcommand",
+        "knowledgerenewcommand",
+    ],
     "def": ["def", "gdef", "edef", "xdef"],
     "let": ["let"],
     "op": ["DeclareMathOperator"],
@@ -41,7 +54,7 @@ def _definer_pattern(aliases: dict[str, str] | None = None) -> re.Pattern[str]:
         rf"|(?P<let>{alternatives('let')})"
         rf"|(?P<op>{alternatives('op')})(?P<ostar>\*?)"
         r"|(?P<xparse>(?:New|Renew|Provide|Declare)(?:Expandable)?DocumentCommand)"
-        r"|(?P<paired>DeclarePairedDelimiter)(?P<px>X?)"
+        r"|(?P<paired>DeclarePairedDelimiter)(?P<px>XPP|X|)"
         r"|(?P<env>newenvironment|renewenvironment|(?:New|Renew|Provide|Declare)DocumentEnvironment))(?![A-Za-z@])"
     )
 
@@ -105,9 +118,22 @@ def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMa
     from eqsearch.ingest.displaymacros import split_display_macros
 
     table = table if table is not None else DocumentMacros()
-    table.spans = []
     aliases = _definer_aliases(text)
     definer = _definer_pattern(aliases) if aliases else _DEFINER
+    table.spans = _read_definitions(text, table, definer, aliases)
+    made = _definer_macro_uses(text, table)
+    if made:
+        _read_definitions(made, table, definer, aliases)
+    _drop_recursive(table)
+    split_display_macros(table)
+    return table
+
+
+def _read_definitions(
+    text: str, table: DocumentMacros, definer: re.Pattern[str], aliases: dict[str, str]
+) -> list[tuple[int, int]]:
+    """Record every definition of ``text`` into ``table``; their spans."""
+    spans: list[tuple[int, int]] = []
     pos = 0
     while True:
         m = definer.search(text, pos)
@@ -120,11 +146,57 @@ def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMa
             if skip.issue is not None:
                 table.issues.append(skip.issue)
             continue
-        table.spans.append((m.start(), max(end, m.end())))
+        spans.append((m.start(), max(end, m.end())))
         pos = max(pos, end)
-    _drop_recursive(table)
-    split_display_macros(table)
-    return table
+    return spans
+
+
+# A user macro that defines the macro named by its first argument: \def\newbfop#1#2{\def#1{\mathbf{#2}}}
+_DEFINES_ARGUMENT = re.compile(
+    r"\A\s*\\(?:(?:re|provide)?newcommand\*?|[gex]?def|DeclareMathOperator\*?|(?:re)?newrobustcmd)\s*\{?\s*#1(?!\d)"
+)
+_PARAMETER = re.compile(r"(?<!#)#([1-9])")
+
+
+def _definer_macro_uses(text: str, table: DocumentMacros) -> str:
+    """The definitions made by the uses, in ``text``, of user macros that define macros (``\\newbfop\\Number{N}``
+    with ``\\def\\newbfop#1#2{\\def#1{\\bfop{#2}}}``), as LaTeX text to read like any other."""
+    definers = {
+        name: macro
+        for name, macro in table.macros.items()
+        if macro.nargs >= 1 and macro.spec is None and macro.default is None and _DEFINES_ARGUMENT.match(macro.body)
+    }
+    if not definers:
+        return ""
+    pattern = re.compile("(" + "|".join(re.escape(n) for n in definers) + ")(?![A-Za-z@])")
+    inside = sorted(table.spans)
+    made: list[str] = []
+    for m in pattern.finditer(text):
+        k = bisect.bisect_right(inside, (m.start(), len(text) + 1)) - 1
+        if k >= 0 and inside[k][0] <= m.start() < inside[k][1]:
+            continue  # inside a definition (the definer's own, or a body that uses it)
+        macro = definers[m.group(1)]
+        args: list[str] = []
+        end = m.end()
+        while len(args) < macro.nargs:
+            arg = read_argument(text, end)
+            if arg is None:
+                break
+            args.append(arg[0])
+            end = arg[1]
+        if len(args) == macro.nargs:
+            made.append(_substitute_parameters(macro.body, args))
+    return "\n".join(made)
+
+
+def _substitute_parameters(body: str, args: list[str]) -> str:
+    """``body`` with ``#1``.. replaced by ``args`` and ``##`` (a parameter of a definition inside it) by ``#``."""
+
+    def parameter(p: re.Match[str]) -> str:
+        k = int(p.group(1))
+        return args[k - 1] if k <= len(args) else ""
+
+    return _PARAMETER.sub(parameter, body).replace("##", "#")
 
 
 def _definer_aliases(text: str) -> dict[str, str]:
@@ -205,7 +277,7 @@ def _read_definition(text: str, m: re.Match[str], table: DocumentMacros, aliases
     if m.group("xparse"):
         return _read_xparse(text, pos, m.group("xparse"), table)
     if m.group("paired"):
-        return _read_paired(text, pos, bool(m.group("px")), table)
+        return _read_paired(text, pos, m.group("px"), table)
     if m.group("def"):
         name_m = _DEF_NAME.match(text, pos)
         if name_m is None:
@@ -290,13 +362,27 @@ def _read_xparse(text: str, pos: int, command: str, table: DocumentMacros) -> in
     return body_arg[1]
 
 
-def _read_paired(text: str, pos: int, extended: bool, table: DocumentMacros) -> int:
-    """``\\DeclarePairedDelimiter{\\abs}{\\lvert}{\\rvert}``; ``X``: ``{\\inner}[2]{\\langle}{\\rangle}{#1,#2}``."""
+def _read_paired(text: str, pos: int, variant: str, table: DocumentMacros) -> int:
+    """``\\DeclarePairedDelimiter{\\abs}{\\lvert}{\\rvert}``; ``X``: ``{\\inner}[2]{\\langle}{\\rangle}{#1,#2}``;
+    ``XPP``: ``{\\trunc}[2]{pre}{\\lVert}{\\rVert}{post}{#2}``, kept as a plain macro with its pre and post code."""
     name, pos = _name_at(text, pos)
+    extended = bool(variant)
     nargs = 1
     if extended:
         nargs_text, pos = read_optional(text, pos)
         nargs = _parse_nargs(nargs_text, name) if nargs_text is not None else 0
+    if variant == "XPP":
+        parts: list[str] = []
+        for _ in range(5):  # pre, left, right, post, body
+            arg = read_argument(text, pos)
+            if arg is None:
+                raise _SkipDefinition(Issue("malformed_macro", f"\\DeclarePairedDelimiterXPP{{{name}}} is incomplete"))
+            parts.append(arg[0])
+            pos = arg[1]
+        pre, left_code, right_code, post, inner = parts
+        body = f"{pre}\\left{left_code} {inner} \\right{right_code}{post}"
+        _store(table, MacroDef(name=name, body=body, nargs=nargs, source="DeclarePairedDelimiterXPP"))
+        return pos
     left = read_argument(text, pos)
     right = None if left is None else read_argument(text, left[1])
     if left is None or right is None:

@@ -427,6 +427,9 @@ def _substitute(body: str, args: list[str]) -> str:
     return _PARAMETER.sub(parameter, body)
 
 
+_ENDS_IN_WORD = re.compile(r"(?<!\\)(?:\\\\)*\\[A-Za-z@]+\Z")
+
+
 def expand_macros(latex: str, macros: KatexMacros, *, max_expansions: int = 1000, max_length: int = 100_000) -> str:
     """Replace the uses of ``macros.expanded`` in an equation by their bodies, arguments substituted.
 
@@ -461,5 +464,11 @@ def expand_macros(latex: str, macros: KatexMacros, *, max_expansions: int = 1000
                 f"expanding {m.group(0)} did not terminate after {expansions - 1} expansions "
                 f"(a macro that uses itself?) at offset {m.start()}: {latex[m.start() : m.start() + 40]!r}"
             )
+        # TeX substitutes tokens, not characters: "\cap\gr{W}" must not become "\capW", nor a body ending in
+        # "\otimes" run into the letter after the use
+        if replacement[:1].isalpha() and _ENDS_IN_WORD.search(latex, 0, m.start()):
+            replacement = " " + replacement
+        if latex[end : end + 1].isalpha() and _ENDS_IN_WORD.search(replacement):
+            replacement += " "
         latex = latex[: m.start()] + replacement + latex[end:]
         position = m.start()

@@ -60,6 +60,11 @@ KNOWN_PACKAGES = frozenset(
         "pennames",
         "xcolor",
         "color",
+        "extarrows",
+        "knowledge",
+        "glossaries",
+        "mathpartir",
+        "bussproofs",
     }
 )
 
@@ -161,6 +166,8 @@ _BRAKET = (
     "\\IfNoValueTF{#3}{\\left\\langle #2 \\right\\rangle}{\\left\\langle #3 \\middle| #2 \\middle| #3 \\right\\rangle}"
 )
 
+_OUTER = "\\left|#1\\right\\rangle\\!\\left\\langle \\IfNoValueTF{#2}{#1}{#2}\\right|"
+
 # name -> (nargs, body); spec'd entries are built below
 _SIMPLE: dict[str, tuple[int, str]] = {
     # upgreek (and MNRAS's \upi): upright Greek -> Greek
@@ -201,6 +208,8 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\Yright": (0, "\\mathbin{⤚}"),
     "\\varobar": (0, "\\mathbin{⦶}"),
     "\\oblong": (0, "\\mathbin{▯}"),
+    # esint / amsmath's quadruple integral
+    "\\iiiint": (0, "\\mathop{⨌}"),
     # textcomp / text commands in math
     "\\textsuperscript": (1, "^{\\text{#1}}"),
     "\\textsubscript": (1, "_{\\text{#1}}"),
@@ -217,6 +226,30 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\scaleobj": (2, "#2"),
     "\\sideset": (3, "{}#1{#3}#2"),
     "\\qed": (0, "\\quad\\square"),
+    # MNRAS's roman text, TeX's \displaylimits
+    "\\rmn": (1, "\\mathrm{#1}"),
+    "\\displaylimits": (0, "\\limits"),
+    # font switches of LaTeX 2.09 and the NFSS that KaTeX lacks (small caps and slanted shapes become upright/italic)
+    "\\sc": (0, "\\rm"),
+    "\\sl": (0, "\\it"),
+    "\\em": (0, "\\it"),
+    "\\rmfamily": (0, "\\rm"),
+    "\\normalfont": (0, "\\rm"),
+    "\\scshape": (0, "\\rm"),
+    "\\sffamily": (0, "\\sf"),
+    "\\ttfamily": (0, "\\tt"),
+    "\\bfseries": (0, "\\bf"),
+    "\\itshape": (0, "\\it"),
+    "\\slshape": (0, "\\it"),
+    "\\mdseries": (0, ""),
+    # knowledge (LIPIcs papers): a notion's link or introduction is its text
+    "\\cmdkl": (1, "#1"),
+    "\\AP": (0, ""),
+    # glossaries: an acronym shows its key
+    "\\gls": (1, "\\text{#1}"),
+    "\\Gls": (1, "\\text{#1}"),
+    "\\glspl": (1, "\\text{#1s}"),
+    "\\acrshort": (1, "\\text{#1}"),
     # physics
     "\\order": (1, "\\mathcal{O}\\left(#1\\right)"),
     "\\grad": (0, "\\nabla"),
@@ -232,7 +265,6 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\comm": (2, "\\left[#1, #2\\right]"),
     "\\acomm": (2, "\\left\\{#1, #2\\right\\}"),
     "\\pb": (2, "\\left\\{#1, #2\\right\\}"),
-    "\\ketbra": (2, "\\left|#1\\right\\rangle\\!\\left\\langle #2\\right|"),
     "\\pmqty": (1, "\\begin{pmatrix}#1\\end{pmatrix}"),
     "\\bmqty": (1, "\\begin{bmatrix}#1\\end{bmatrix}"),
     "\\vmqty": (1, "\\begin{vmatrix}#1\\end{vmatrix}"),
@@ -280,6 +312,23 @@ _SPEC: dict[str, tuple[str, str]] = {
     "\\smashoperator": ("o m", "#2"),
     "\\scalebox": ("m o m", "#3"),
     "\\eval": ("a", "\\left.#1\\right|"),
+    # physics' outer products: \ketbra{a}{b}, or \ketbra{a} for |a><a|
+    "\\ketbra": ("m g", _OUTER),
+    "\\dyad": ("m g", _OUTER),
+    "\\outerproduct": ("m g", _OUTER),
+    # extarrows
+    "\\xlongrightarrow": ("O{} m", "\\xrightarrow[#1]{#2}"),
+    "\\xlongleftarrow": ("O{} m", "\\xleftarrow[#1]{#2}"),
+    "\\xLongrightarrow": ("O{} m", "\\xRightarrow[#1]{#2}"),
+    "\\xLongleftarrow": ("O{} m", "\\xLeftarrow[#1]{#2}"),
+    "\\xlongleftrightarrow": ("O{} m", "\\xleftrightarrow[#1]{#2}"),
+    "\\xLongleftrightarrow": ("O{} m", "\\xLeftrightarrow[#1]{#2}"),
+    # knowledge: \kl[notion]{text}, \intro[notion]{text}
+    "\\kl": ("o m", "#2"),
+    "\\intro": ("o m", "#2"),
+    "\\reintro": ("o m", "#2"),
+    # a framed box around math (proof trees): \framebox[width][pos]{...}
+    "\\framebox": ("o o m", "\\boxed{#3}"),
 }
 
 _DELIMITERS: dict[str, tuple[str, str]] = {

@@ -177,6 +177,11 @@ _RULES: dict[str, _Rule] = {
     "vskip": _skip_glue,
     "xspace": _drop,
     "qedhere": _drop,
+    "mprset": _drop_arguments(1),  # mathpartir's rule layout
+    "noLine": _drop,  # bussproofs' line styles, outside a tree
+    "singleLine": _drop,
+    "doubleLine": _drop,
+    "DisplayProof": _drop,
     "null": _drop,
     "strut": _drop,
     "leavevmode": _drop,
@@ -273,7 +278,11 @@ _ALIGN_LIKE = frozenset({"align", "flalign", "empheq", "split", "aligned"})
 _ALIGNAT_LIKE = frozenset({"alignat", "xalignat", "xxalignat", "alignedat"})
 _GATHER_LIKE = frozenset({"gather", "multline", "gathered", "dmath", "dseries"})
 _ARRAY_LIKE = frozenset({"eqnarray", "IEEEeqnarray", "darray"})
-_DIAGRAM = re.compile(r"\\begin\s*\{(tikzcd|tikzpicture|xy|psmatrix|diagram)\}|\\(xymatrix|xygraph|xyC)(?![A-Za-z@])")
+# whole pictures: tikz-cd, TikZ, xy-pic, pst-node, diagrams.sty, dynkin-diagrams (\dynkin, \hasse), diagxy (\bfig)
+_DIAGRAM = re.compile(
+    r"\\begin\s*\{(tikzcd|tikzpicture|xy|psmatrix|diagram)\}"
+    r"|\\(xymatrix|xygraph|xyC|dynkin|dynkins|hasse|bfig)(?![A-Za-z@])"
+)
 #: Environments KaTeX knows that may come as a whole display: re-wrapped as they are.
 _KATEX_ENVIRONMENTS = frozenset(
     {"array", "matrix", "pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "cases", "dcases", "rcases", "CD"}
@@ -362,10 +371,45 @@ def replace_diagrams(latex: str) -> tuple[str, list[str]]:
         kinds.append(m.group(1))
         return "\\text{[diagram]}"
 
-    return _DIAGRAM_ENVIRONMENT.sub(placeholder, latex), kinds
+    latex = _DIAGRAM_ENVIRONMENT.sub(placeholder, latex)
+    if "\\tikz" in latex:
+        latex = _inline_tikz(latex, kinds)
+    return latex, kinds
+
+
+_TIKZ = re.compile(r"\\tikz(?![A-Za-z@])\s*(?:\[[^\]]*\])?\s*")
+
+
+def _inline_tikz(latex: str, kinds: list[str]) -> str:
+    """``\\tikz{...}`` or ``\\tikz[options] \\draw ...;`` (a picture drawn inside a formula) -> ``[diagram]``."""
+    out: list[str] = []
+    pos = 0
+    for m in _TIKZ.finditer(latex):
+        if m.start() < pos:
+            continue
+        if latex.startswith("{", m.end()):
+            arg = read_argument(latex, m.end())
+            end = len(latex) if arg is None else arg[1]
+        else:
+            semicolon = latex.find(";", m.end())
+            end = len(latex) if semicolon < 0 else semicolon + 1
+        out += [latex[pos : m.start()], "\\text{[diagram]}"]
+        kinds.append("tikz")
+        pos = end
+    out.append(latex[pos:])
+    return "".join(out)
+
+
+# A size command before a bracket KaTeX has only as a symbol (stmaryrd's semantic brackets): the size is dropped
+_SIZED_SYMBOL = re.compile(
+    r"\\(?:big|Big|bigg|Bigg)[lrm]?\s*(?=\\(?:llbracket|rrbracket|llparenthesis|rrparenthesis|lBrace|rBrace)(?![A-Za-z]))"
+)
 
 
 def preprocess_latex(body: str, environment: str = "equation") -> str:
     """Proof trees rewritten (`engine.latex.prooftrees`), `clean_latex`, then `wrap_environment`: the text KaTeX gets
     for one display."""
-    return wrap_environment(clean_latex(rewrite_proof_trees(body)), environment)
+    text = clean_latex(rewrite_proof_trees(body))
+    if "bracket" in text or "parenthesis" in text or "Brace" in text:
+        text = _SIZED_SYMBOL.sub("", text)
+    return wrap_environment(text, environment)

@@ -29,10 +29,59 @@ _SPACE = " \\qquad "
 
 
 def rewrite_proof_trees(latex: str) -> str:
-    """Replace every ``prooftree`` environment of ``latex`` by nested ``\\dfrac``s (see the module docstring)."""
-    if "prooftree" not in latex:
-        return latex
-    return _TREE.sub(lambda m: "{" + _tree(m.group(1)) + "}", latex)
+    """Replace every ``prooftree`` environment of ``latex`` by nested ``\\dfrac``s (see the module docstring); so
+    too bussproofs' trees written without the environment (``\\AxiomC{..} \\UnaryInfC{..} \\DisplayProof``) and
+    mathpartir's rules (``\\inferrule*[right=Name]{A \\\\ B}{C}``)."""
+    if "prooftree" in latex:
+        latex = _TREE.sub(lambda m: "{" + _tree(m.group(1)) + "}", latex)
+    if _BARE_START.search(latex):
+        latex = _BARE_TREE.sub(lambda m: "{" + _tree(m.group(1)) + "}", latex)
+    if "\\inferrule" in latex:
+        latex = _inference_rules(latex)
+    return latex
+
+
+# bussproofs without a prooftree environment: from the first axiom to \DisplayProof (or the end of the formula)
+_BARE_START = re.compile(r"\\(?:AxiomC|Axiom)(?![A-Za-z@])")
+_BARE_TREE = re.compile(
+    r"(\\(?:AxiomC|Axiom|RightLabel|LeftLabel)(?![A-Za-z@]).*?)(?:\\DisplayProof(?![A-Za-z@])|\Z)", re.DOTALL
+)
+_INFERRULE = re.compile(r"\\inferrule(?![A-Za-z@])\*?\s*")
+_RULE_LABEL = re.compile(r"(?:^|,)\s*(right|Right|left|Left|lab|Lab|rightstyle|leftstyle)\s*=\s*")
+
+
+def _inference_rules(latex: str) -> str:
+    """mathpartir's ``\\inferrule*[options]{premises}{conclusion}``: premises separated by ``\\\\`` or ``\\and``
+    side by side over the conclusion, the ``right=``/``left=``/``lab=`` label beside the rule."""
+    out: list[str] = []
+    pos = 0
+    for m in _INFERRULE.finditer(latex):
+        if m.start() < pos:
+            continue
+        options, end = read_optional(latex, m.end())
+        premises = read_argument(latex, end)
+        conclusion = None if premises is None else read_argument(latex, premises[1])
+        if conclusion is None:
+            continue
+        labels = {"left": "", "right": ""}
+        for label in _RULE_LABEL.finditer(options or ""):
+            value = read_argument(options or "", label.end())
+            text = value[0] if value is not None and (options or "")[label.end() :].lstrip().startswith("{") else None
+            if text is None:
+                rest = (options or "")[label.end() :]
+                text = re.split(r",(?![^{}]*\})", rest, maxsplit=1)[0]
+            side = "left" if label.group(1).lower().startswith("left") else "right"
+            if not label.group(1).endswith("style"):
+                labels[side] = text
+        above = _SPACE.join(p for p in re.split(r"\\\\|\\and(?![A-Za-z@])", premises[0]) if p.strip())
+        left = f"\\text{{{labels['left'].strip()}}}\\;" if labels["left"].strip() else ""
+        out += [
+            latex[pos : m.start()],
+            f"{{{left}\\dfrac{{{above}}}{{{conclusion[0]}}}{_text_label(labels['right'])}}}",
+        ]
+        pos = conclusion[1]
+    out.append(latex[pos:])
+    return "".join(out)
 
 
 def _formula(content: str) -> str:

@@ -309,3 +309,57 @@ def test_npm_ci_reproduces_the_pinned_install_from_the_lockfile(tmp_path: Path):
     assert version == installed_katex_version(DEFAULT_KATEX_DIR)
     with KatexConverter(KatexConfig(katex_dir=target)) as conv:
         assert conv.convert("x").status == "ok"
+
+
+# -- mechanisms found on unseen real papers (benchmarks/ingest.md, "Real arXiv papers II") --------------------------
+
+
+def test_a_macro_use_right_after_a_control_word_keeps_the_tokens_apart(converter):
+    graded = MacroDef("\\gr", "#2_{#1}", 2, source="NewDocumentCommand", spec="o m")
+    ending = MacroDef("\\tens", "#1\\otimes", 1)
+    results = converter.convert_many(
+        [("V\\cap\\gr[b]{W}", "equation"), ("\\tens{A}B", "equation")], macros=(graded, ending)
+    )
+    assert [r.status for r in results] == ["ok", "ok"]
+    assert "∩" in results[0].mathml and "<mi>W</mi>" in results[0].mathml
+    assert "⊗" in results[1].mathml and "<mi>B</mi>" in results[1].mathml
+
+
+@pytest.mark.parametrize(
+    ("latex", "expected"),
+    [
+        ("{\\sc Coul} + {\\rm e}^{x}", '<mi mathvariant="normal">C</mi>'),  # LaTeX 2.09 font switches inside groups
+        ("\\rmn{Coul} + E_{\\rmn{max}}", '<mi mathvariant="normal">C</mi>'),  # MNRAS's \rmn
+        ("\\sum\\displaylimits_{i=1}^{n} x_i", "∑"),
+        ("a + {b \\over c} + \\left\\{ \\begin{pmatrix} a \\\\ b \\end{pmatrix} \\right\\}", "mfrac"),
+        ("\\upmu\\text{m} + \\Upgamma", "μ"),
+        ("\\ketbra{\\lambda} + \\dyad{a}{b}", "⟨"),  # physics' one-argument outer product
+        ("A \\xlongrightarrow{f} B", "f"),
+        ("\\bigg\\llbracket x \\bigg\\rrbracket", "⟦"),  # a size command before a symbol-only bracket
+        ("\\iiiint f", "⨌"),
+        ("\\framebox{\\AxiomC{$a$}\\noLine\\UnaryInfC{$b$}\\DisplayProof}", "mfrac"),
+        (
+            "\\mprset{flushleft}\\inferrule*[right=$\\beta$]"
+            "{\\Gamma \\vdash M \\\\ \\Gamma \\vdash N}{\\Gamma \\vdash MN}",
+            "β",
+        ),
+    ],
+)
+def test_constructs_of_unseen_papers_convert_exactly(converter, latex, expected):
+    result = converter.convert(latex, "equation")
+    assert (result.status, result.reason) == ("ok", None), result.message
+    assert expected in result.mathml
+
+
+def test_pictures_drawn_by_packages_are_diagrams_and_an_inline_tikz_a_placeholder(converter):
+    dynkin, diagxy, inline = converter.convert_many(
+        [
+            ("\\dynkin[labels*={1,,,,,,,}]E8", "equation"),
+            ("\\bfig \\square[A`B`C`D;f`g`h`k] \\efig", "equation"),
+            ("E_{7} \\to \\tikz[baseline] \\draw (0,0) -- (1,0); \\mathrm{SL}(8)", "equation"),
+        ]
+    )
+    assert (dynkin.status, diagxy.status) == ("diagram", "diagram")
+    assert "dynkin" in (dynkin.message or "") and "bfig" in (diagxy.message or "")
+    assert (inline.status, inline.reason) == ("approximate", "diagram-placeholder")
+    assert "<mi mathvariant=\"normal\">S</mi>" in inline.mathml and "[diagram]" in inline.mathml

@@ -18,7 +18,8 @@ def use(name: str) -> str:
     if macro.delimiters is not None:
         return name + "{x}"
     inside = "{\\kilogram}" if name in ("\\si", "\\unit") else ""
-    return name + (inside or "{x}" * macro.nargs) + " z"
+    before = "\\sum" if name == "\\displaylimits" else ""  # limit placement follows an operator
+    return before + name + (inside or "{x}" * macro.nargs) + " z"
 
 
 @pytest.fixture(scope="module")

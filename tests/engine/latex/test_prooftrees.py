@@ -20,3 +20,15 @@ def test_ellipsis_several_trees_and_text_without_trees():
     )
     assert rewrite_proof_trees(tree) == r"{\begin{gathered}\Gamma\\ \vdots\\ \Delta\end{gathered}} \quad {x}"
     assert rewrite_proof_trees("a + b") == "a + b"
+
+
+def test_bussproofs_without_an_environment_and_mathpartir_rules():
+    bare = r"\AxiomC{$A$}\AxiomC{$B$}\RightLabel{$\wedge I$}\BinaryInfC{$A \wedge B$}\DisplayProof \quad x"
+    assert rewrite_proof_trees(bare) == (
+        r"{\dfrac{\text{$A$} \qquad \text{$B$}}{\text{$A \wedge B$}}\;\text{$\wedge I$}} \quad x"
+    )
+    rule = r"\inferrule*[right=$\mathsf{Cut}$, vcenter]{\Gamma \vdash A \\ \Delta, A \vdash B}{\Gamma, \Delta \vdash B}"
+    assert rewrite_proof_trees(rule) == (
+        r"{\dfrac{\Gamma \vdash A  \qquad  \Delta, A \vdash B}{\Gamma, \Delta \vdash B}\;\text{$\mathsf{Cut}$}}"
+    )
+    assert rewrite_proof_trees(r"\inferrule{ }{x \and y}") == r"{\dfrac{}{x \and y}}"
