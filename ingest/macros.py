@@ -364,7 +364,8 @@ def _read_xparse(text: str, pos: int, command: str, table: DocumentMacros) -> in
 
 def _read_paired(text: str, pos: int, variant: str, table: DocumentMacros) -> int:
     """``\\DeclarePairedDelimiter{\\abs}{\\lvert}{\\rvert}``; ``X``: ``{\\inner}[2]{\\langle}{\\rangle}{#1,#2}``;
-    ``XPP``: ``{\\trunc}[2]{pre}{\\lVert}{\\rVert}{post}{#2}``, kept as a plain macro with its pre and post code."""
+    ``XPP``: ``{\\trunc}[2]{pre}{\\lVert}{\\rVert}{post}{#2}``, kept as an xparse-style macro (star, size, then its
+    arguments) with its pre and post code."""
     name, pos = _name_at(text, pos)
     extended = bool(variant)
     nargs = 1
@@ -379,9 +380,14 @@ def _read_paired(text: str, pos: int, variant: str, table: DocumentMacros) -> in
                 raise _SkipDefinition(Issue("malformed_macro", f"\\DeclarePairedDelimiterXPP{{{name}}} is incomplete"))
             parts.append(arg[0])
             pos = arg[1]
-        pre, left_code, right_code, post, inner = parts
-        body = f"{pre}\\left{left_code} {inner} \\right{right_code}{post}"
-        _store(table, MacroDef(name=name, body=body, nargs=nargs, source="DeclarePairedDelimiterXPP"))
+        # as \name*[size]{...}: the star and the size argument come first, the declared arguments after them
+        pre, left_code, right_code, post, inner = (
+            _PARAMETER.sub(lambda p: f"#{int(p.group(1)) + 2}", x) for x in parts
+        )
+        sized = f"\\mathopen{{#2{left_code}}} {inner} \\mathclose{{#2{right_code}}}"
+        body = f"{pre}\\IfNoValueTF{{#2}}{{\\left{left_code} {inner} \\right{right_code}}}{{{sized}}}{post}"
+        spec = " ".join(["s", "o", *["m"] * nargs])
+        _store(table, MacroDef(name, body, nargs + 2, source="DeclarePairedDelimiterXPP", spec=spec))
         return pos
     left = read_argument(text, pos)
     right = None if left is None else read_argument(text, left[1])

@@ -182,6 +182,7 @@ _RULES: dict[str, _Rule] = {
     "singleLine": _drop,
     "doubleLine": _drop,
     "DisplayProof": _drop,
+    "/": _drop,  # italic correction
     "null": _drop,
     "strut": _drop,
     "leavevmode": _drop,
@@ -233,7 +234,13 @@ _RULES: dict[str, _Rule] = {
     "matrix": _plain_matrix("matrix"),
 }
 
-_RULE_PATTERN = re.compile(r"\\(" + "|".join(sorted(_RULES, key=len, reverse=True)) + r")(?![A-Za-z@])")
+_RULE_PATTERN = re.compile(
+    r"\\("
+    + "|".join(sorted((n for n in _RULES if n[0].isalpha()), key=len, reverse=True))
+    + r")(?![A-Za-z@])|\\("
+    + "|".join(re.escape(n) for n in _RULES if not n[0].isalpha())
+    + ")"
+)
 
 
 def clean_latex(latex: str) -> str:
@@ -263,7 +270,7 @@ def clean_latex(latex: str) -> str:
             out.append(latex[position : m.end()])
             position = m.end()
             continue
-        replacement, resume = _RULES[m.group(1)](latex, m.end())
+        replacement, resume = _RULES[m.group(1) or m.group(2)](latex, m.end())
         out.append(latex[position:start])
         out.append(replacement)
         position = max(resume, m.end())

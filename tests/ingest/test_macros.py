@@ -130,4 +130,6 @@ def test_robust_knowledge_and_pre_post_paired_definers():
 \DeclarePairedDelimiterXPP\trunc[2]{}\lVert\rVert{_{#1}}{#2}"""
     made = {m.name: m for m in extract_macros(text).definitions()}
     assert made["\\R"].body == "\\mathbb{R}" and made["\\Nodes"].nargs == 1
-    assert (made["\\trunc"].body, made["\\trunc"].nargs) == ("\\left\\lVert #2 \\right\\rVert_{#1}", 2)
+    trunc = made["\\trunc"]  # \trunc*[\big]{k}{x}: star and size first, then the declared arguments
+    assert (trunc.spec, trunc.nargs) == ("s o m m", 4) and trunc.body.endswith("_{#3}")
+    assert "\\left\\lVert #4 \\right\\rVert" in trunc.body and "\\mathopen{#2\\lVert}" in trunc.body

@@ -337,6 +337,7 @@ def test_a_macro_use_right_after_a_control_word_keeps_the_tokens_apart(converter
         ("A \\xlongrightarrow{f} B", "f"),
         ("\\bigg\\llbracket x \\bigg\\rrbracket", "⟦"),  # a size command before a symbol-only bracket
         ("\\iiiint f", "⨌"),
+        ("\\textit{if\\/} x", "if"),  # an italic correction
         ("\\framebox{\\AxiomC{$a$}\\noLine\\UnaryInfC{$b$}\\DisplayProof}", "mfrac"),
         (
             "\\mprset{flushleft}\\inferrule*[right=$\\beta$]"
