@@ -10,6 +10,7 @@ from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.es.config import EsConfig
 from eqsearch.webui.config import WebConfig
 from eqsearch.webui.limits import AttemptLimiter
+from eqsearch.webui.provenance import provenance_of_equation
 from eqsearch.webui.sanitize import sanitize_highlight, sanitize_mathml
 from eqsearch.webui.security import AdminRefused, TooManyAttempts, csrf_token
 from eqsearch.webui.services import (
@@ -83,6 +84,7 @@ def create_app(test_config: Mapping[str, object] | None = None) -> Flask:
     app.jinja_env.filters["mathml"] = sanitize_mathml
     app.jinja_env.filters["highlight"] = sanitize_highlight
     app.jinja_env.globals["csrf_token"] = csrf_token
+    app.jinja_env.globals["provenance_of"] = provenance_of_equation
 
     @app.context_processor
     def _globals() -> dict[str, Any]:

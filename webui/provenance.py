@@ -58,3 +58,8 @@ def provenance(paper_id: str, version: str | int | None = None) -> Provenance:
     if slash and collection and path:
         return Provenance(collection, path)
     return Provenance("documents", paper_id)
+
+
+def provenance_of_equation(paper_id: str, eq_id: str | None = None) -> Provenance:
+    """The provenance of the document an equation id belongs to (its version read from the id)."""
+    return provenance(paper_id, source_version(paper_id, eq_id))

@@ -93,6 +93,8 @@ def test_open_an_equation_and_a_paper(live_server, page):
     assert page.locator(".display math").count() == 1
     assert "e^{i\\pi} + 1 = 0" in page.inner_text(".latex-source")
     assert page.locator("#similar .hit").count() >= 1
+    neighbours = page.locator("#similar .hit .meta .collection")  # each neighbour says where it comes from
+    assert neighbours.count() == page.locator("#similar .hit").count() and neighbours.first.inner_text() == "arXiv"
     screenshot(page, "06-equation")
     page.click(".crumbs a")
     page.wait_for_selector(".paper-page")
