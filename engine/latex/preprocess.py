@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from eqsearch.engine.latex.plaintex import rewrite_plain_tex
 from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
 from eqsearch.engine.latex.scan import read_argument, read_optional
 
@@ -414,9 +415,9 @@ _SIZED_SYMBOL = re.compile(
 
 
 def preprocess_latex(body: str, environment: str = "equation") -> str:
-    """Proof trees rewritten (`engine.latex.prooftrees`), `clean_latex`, then `wrap_environment`: the text KaTeX gets
-    for one display."""
-    text = clean_latex(rewrite_proof_trees(body))
+    """Proof trees rewritten (`engine.latex.prooftrees`), plain TeX constructs too (`engine.latex.plaintex`),
+    `clean_latex`, then `wrap_environment`: the text KaTeX gets for one display."""
+    text = clean_latex(rewrite_plain_tex(rewrite_proof_trees(body)))
     if "bracket" in text or "parenthesis" in text or "Brace" in text:
         text = _SIZED_SYMBOL.sub("", text)
     return wrap_environment(text, environment)

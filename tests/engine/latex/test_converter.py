@@ -338,6 +338,8 @@ def test_a_macro_use_right_after_a_control_word_keeps_the_tokens_apart(converter
         ("\\bigg\\llbracket x \\bigg\\rrbracket", "⟦"),  # a size command before a symbol-only bracket
         ("\\iiiint f", "⨌"),
         ("\\textit{if\\/} x", "if"),  # an italic correction
+        ("{n \\overwithdelims() k} + \\root 3 \\of x + \\buildrel \\rm def \\over =", "mroot"),  # plain TeX
+        ("f(x) = \\cases{1 & x > 0 \\cr 0 & x \\le 0}", "mtable"),
         ("\\framebox{\\AxiomC{$a$}\\noLine\\UnaryInfC{$b$}\\DisplayProof}", "mfrac"),
         (
             "\\mprset{flushleft}\\inferrule*[right=$\\beta$]"
@@ -363,4 +365,4 @@ def test_pictures_drawn_by_packages_are_diagrams_and_an_inline_tikz_a_placeholde
     assert (dynkin.status, diagxy.status) == ("diagram", "diagram")
     assert "dynkin" in (dynkin.message or "") and "bfig" in (diagxy.message or "")
     assert (inline.status, inline.reason) == ("approximate", "diagram-placeholder")
-    assert "<mi mathvariant=\"normal\">S</mi>" in inline.mathml and "[diagram]" in inline.mathml
+    assert '<mi mathvariant="normal">S</mi>' in inline.mathml and "[diagram]" in inline.mathml

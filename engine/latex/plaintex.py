@@ -1,0 +1,136 @@
+"""Plain TeX constructs KaTeX lacks, rewritten as the LaTeX it has.
+
+Older papers and journal classes (MNRAS, AAS, JHEP) still write plain TeX inside displays: ``\\root 3 \\of x``,
+``\\buildrel \\rm def \\over =``, the ``\\over`` family's delimited members ``{n \\overwithdelims() k}``,
+``\\atopwithdelims`` and ``\\abovewithdelims``, and the macros ``\\cases{...}``, ``\\eqalign{...}``,
+``\\eqalignno{...}`` and ``\\displaylines{...}`` whose rows end in ``\\cr``. KaTeX parses ``\\over``, ``\\atop``,
+``\\choose``, ``\\brace``, ``\\brack`` and ``\\above`` itself; the others become ``\\sqrt[3]{x}``,
+``\\overset{\\rm def}{=}``, ``\\genfrac`` and the matching environments.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, skip_space
+
+__all__ = ["rewrite_plain_tex"]
+
+_ROOT = re.compile(r"\\root(?![A-Za-z@])(.*?)\\of(?![A-Za-z@])\s*", re.DOTALL)
+_BUILDREL = re.compile(r"\\buildrel(?![A-Za-z@])(.*?)\\over(?![A-Za-z@])\s*", re.DOTALL)
+_ROW_MACROS = {"cases": "cases", "eqalign": "aligned", "eqalignno": "aligned", "displaylines": "gathered"}
+_ROWS = re.compile(r"\\(" + "|".join(_ROW_MACROS) + r")(?![A-Za-z@])\s*(?=\{)")
+_WITHDELIMS = re.compile(r"\\(over|atop|above)withdelims(?![A-Za-z@])")
+_CR = re.compile(r"\\cr(?![A-Za-z@])")
+_DIMENSION = re.compile(r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)\s*(?:pt|em|ex|mm|cm|in|bp|mu|sp|pc|dd|cc)")
+_MARKERS = ("\\root", "\\buildrel", "withdelims", "\\cases", "\\eqalign", "\\displaylines")
+
+
+def rewrite_plain_tex(latex: str) -> str:
+    """``latex`` with the plain TeX constructs of the module docstring rewritten; unchanged when it has none."""
+    if not any(marker in latex for marker in _MARKERS):
+        return latex
+    latex = _before_argument(_ROOT, latex, lambda index, arg: f"\\sqrt[{index.strip()}]{{{arg}}}")
+    latex = _before_argument(_BUILDREL, latex, lambda above, base: f"\\overset{{{above.strip()}}}{{{base}}}")
+    latex = _rows(latex)
+    for _ in range(32):  # one fraction per round, innermost group first
+        m = _WITHDELIMS.search(latex)
+        if m is None:
+            break
+        latex = _generalized_fraction(latex, m)
+    return latex
+
+
+def _before_argument(pattern: re.Pattern[str], latex: str, build: Callable[[str, str], str]) -> str:
+    """Replace ``pattern`` (whose group 1 is the text before a keyword) and the argument after it by ``build``."""
+    out: list[str] = []
+    pos = 0
+    for m in pattern.finditer(latex):
+        if m.start() < pos:
+            continue
+        arg = read_argument(latex, m.end())
+        if arg is None:
+            continue
+        out += [latex[pos : m.start()], build(m.group(1), arg[0])]
+        pos = arg[1]
+    out.append(latex[pos:])
+    return "".join(out)
+
+
+def _rows(latex: str) -> str:
+    """``\\cases{a & b \\cr c & d}`` and its kin -> the environment, rows ending in ``\\\\``."""
+    out: list[str] = []
+    pos = 0
+    for m in _ROWS.finditer(latex):
+        if m.start() < pos:
+            continue
+        arg = read_argument(latex, m.end())
+        if arg is None:
+            continue
+        environment = _ROW_MACROS[m.group(1)]
+        body = _CR.sub(r"\\\\", arg[0]).rstrip()
+        if m.group(1) == "eqalignno":  # the equation-number column is dropped
+            body = "\\\\".join(row.rsplit("&", 1)[0] if row.count("&") >= 2 else row for row in body.split("\\\\"))
+        out += [latex[pos : m.start()], f"\\begin{{{environment}}}{body}\\end{{{environment}}}"]
+        pos = arg[1]
+    out.append(latex[pos:])
+    return "".join(out)
+
+
+def _delimiter(latex: str, pos: int) -> tuple[str, int]:
+    """One delimiter token at ``pos`` (``(``, ``\\{``, ``\\langle``, ``.`` for none) and where it ends."""
+    pos = skip_space(latex, pos)
+    if pos >= len(latex):
+        return "", pos
+    if latex[pos] == "\\":
+        m = CONTROL_SEQUENCE.match(latex, pos)
+        return (m.group(), m.end()) if m is not None else ("", pos + 1)
+    return ("" if latex[pos] == "." else latex[pos]), pos + 1
+
+
+def _generalized_fraction(latex: str, m: re.Match[str]) -> str:
+    """The group holding ``{a \\overwithdelims() b}`` -> ``{\\genfrac{(}{)}{}{}{a}{b}}`` (thickness 0 for atop)."""
+    left, pos = _delimiter(latex, m.end())
+    right, pos = _delimiter(latex, pos)
+    thickness = "0pt" if m.group(1) == "atop" else ""
+    if m.group(1) == "above":
+        dimension = _DIMENSION.match(latex, pos)
+        if dimension is not None:
+            thickness, pos = dimension.group().strip(), dimension.end()
+    start, end = _enclosing_group(latex, m.start())
+    numerator, denominator = latex[start : m.start()], latex[pos:end]
+    fraction = f"\\genfrac{{{left}}}{{{right}}}{{{thickness}}}{{}}{{{numerator}}}{{{denominator}}}"
+    return latex[:start] + fraction + latex[end:]
+
+
+def _enclosing_group(latex: str, at: int) -> tuple[int, int]:
+    """The span of the innermost brace group around ``at`` (its content, without the braces), or the whole text."""
+    depth = 0
+    start = 0
+    i = at - 1
+    while i >= 0:
+        c = latex[i]
+        escaped = i > 0 and latex[i - 1] == "\\"
+        if c == "}" and not escaped:
+            depth += 1
+        elif c == "{" and not escaped:
+            if depth == 0:
+                start = i + 1
+                break
+            depth -= 1
+        i -= 1
+    depth = 0
+    end = len(latex)
+    for j in range(at, len(latex)):
+        c = latex[j]
+        if latex[j - 1] == "\\":
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            if depth == 0:
+                end = j
+                break
+            depth -= 1
+    return start, end
