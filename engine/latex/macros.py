@@ -24,7 +24,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.latex.preprocess import clean_latex
@@ -102,6 +102,12 @@ _INTERNALS = re.compile(
 _DRAWS = re.compile(r"\\begin\s*\{(?:tikzcd|tikzpicture|xy|psmatrix)\}")
 # \ifmmode A\else B\fi in a macro body: a formula is in math mode, so A
 _IFMMODE = re.compile(r"\\ifmmode(?![A-Za-z@])(.*?)(?:\\else(?![A-Za-z@]).*?)?\\fi(?![A-Za-z@])", re.DOTALL)
+# \ifx<token><token> A \else B \fi in a macro body (an "is the argument empty / a tie?" test): B, or nothing
+_IFX = re.compile(
+    r"\\ifx(?![A-Za-z@])\s*(?:#\d|\\[A-Za-z@]+|\S)\s*(?:#\d|\\[A-Za-z@]+|\S)"
+    r"(?:(?!\\if|\\fi(?![A-Za-z@])).)*?(?:\\else(?![A-Za-z@])((?:(?!\\if|\\fi(?![A-Za-z@])).)*?))?\\fi(?![A-Za-z@])",
+    re.DOTALL,
+)
 _PARAMETER = re.compile(r"#(#|[1-9])")
 
 
@@ -153,6 +159,8 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
         name = macro.name.strip()
         if not _NAME.fullmatch(name):
             continue
+        if "\\ifx" in macro.body:  # \ifx#1\empty A\else B\fi: the general case, B, is what a formula means
+            macro = replace(macro, body=_IFX.sub(lambda m: m.group(1) or "", macro.body))
         if _INTERNALS.search(macro.body):
             # TeX internals (a package's \@-commands, \csname, \expandafter): no converter can expand them; the
             # package table's version (if any) stands in, else the name comes out as text

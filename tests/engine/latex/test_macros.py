@@ -119,3 +119,16 @@ def test_every_table_entry_is_well_formed():
         assert macro.name == name and macro.source == "package"
         if macro.spec is not None:
             assert len(parse_argument_spec(macro.spec)) == macro.nargs
+
+
+def test_an_ifx_test_on_an_argument_keeps_the_general_branch():
+    macros = build_katex_macros(
+        [
+            MacroDef("\\app", "\\ifx#1~ \\else \\left( #1 \\right)\\fi", 1),
+            MacroDef("\\opt", "\\ifx#1\\empty x\\else y_{#1}\\fi", 1),
+            MacroDef("\\only", "\\ifx#1\\relax z\\fi", 1),
+        ]
+    )
+    mine = {name: macros.katex.get(name, macros.expanded.get(name)) for name in ("\\app", "\\opt", "\\only")}
+    bodies = {name: getattr(body, "body", body) for name, body in mine.items()}
+    assert bodies == {"\\app": " \\left( #1 \\right)", "\\opt": " y_{#1}", "\\only": ""}
