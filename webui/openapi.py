@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from eqsearch import __version__
+from eqsearch.engine.search.query import FUSIONS
 
 
 def _param(name: str, description: str, schema: dict[str, Any], where: str = "query", required: bool = False) -> dict:
@@ -63,8 +64,9 @@ def openapi_document(server_url: str) -> dict[str, Any]:
         _param("paper", "Keep only this paper's equations.", _ID),
         _param(
             "fusion",
-            "How formula and keyword rankings are fused.",
-            {"type": "string", "enum": ["rrf", "linear"], "default": "rrf"},
+            "How the formula and the keywords combine: evidence (the formula ranks equations, the words re-weigh "
+            "them by their paper and context), rrf or linear.",
+            {"type": "string", "enum": list(FUSIONS), "default": FUSIONS[0]},
         ),
         _param(
             "inline",

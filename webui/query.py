@@ -5,7 +5,7 @@ The same parameters serve the search page and ``GET /api/search``:
 - ``latex``: the formula; ``q``: the keywords;
 - ``w``: the formula <-> keywords balance in [0, 1] (1 = formula only), default 0.5;
 - ``cat``: a category to keep, repeatable; ``from``, ``to``: publication years;
-- ``paper``: keep one paper's equations; ``fusion``: ``rrf`` or ``linear``;
+- ``paper``: keep one paper's equations; ``fusion``: ``evidence`` (default), ``rrf`` or ``linear``;
 - ``inline``: ``include`` (default: display equations and inline formulas), ``exclude`` (displays only) or ``only``;
 - ``page`` (1-based) and ``size``.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from eqsearch.engine.model.patterns import QueryVariableError, read_query_variables
-from eqsearch.engine.search.query import INLINE_CHOICES, MAX_PAGE_SIZE, HybridQuery
+from eqsearch.engine.search.query import FUSIONS, INLINE_CHOICES, MAX_PAGE_SIZE, HybridQuery
 from werkzeug.datastructures import MultiDict
 
 MAX_LATEX_CHARS = 4000
@@ -71,9 +71,9 @@ def parse_query(args: MultiDict[str, str], *, page_size: int, group_by_paper: bo
         ) from None
     if not 0.0 <= weight <= 1.0:
         raise QueryError(f"'w' (the formula/keywords balance) must lie in [0, 1], got {weight}")
-    fusion = (args.get("fusion") or "rrf").strip()
-    if fusion not in ("rrf", "linear"):
-        raise QueryError(f"'fusion' must be 'rrf' or 'linear', got {fusion[:20]!r}")
+    fusion = (args.get("fusion") or FUSIONS[0]).strip()
+    if fusion not in FUSIONS:
+        raise QueryError(f"'fusion' must be one of {', '.join(FUSIONS)}, got {fusion[:20]!r}")
     # One box may hold several categories ("math.PR cs.LG"); the parameter may also repeat.
     categories = tuple(dict.fromkeys(c for raw in args.getlist("cat") for c in raw.replace(",", " ").split()))
     year_from = _int(args, "from", None, 1000, 3000)
@@ -144,7 +144,7 @@ def query_params(query: HybridQuery, **changes: Any) -> dict[str, Any]:
         "to": query.year_to,
         "paper": query.paper_id,
         "highlight": None if query.highlight else "false",
-        "fusion": None if query.fusion == "rrf" else query.fusion,
+        "fusion": None if query.fusion == FUSIONS[0] else query.fusion,
         "inline": None if query.inline == "include" else query.inline,
         "page": None if query.page == 1 else query.page,
     }

@@ -1,4 +1,4 @@
-"""`eqsearch evaluate held-out|labelled|keywords|trec`: the encoder's and the search's figures.
+"""`eqsearch evaluate held-out|labelled|keywords|trec|formulas|hybrid`: the encoder's and the search's figures.
 
 Imports nothing heavy at module level. `held-out` needs torch (extra `train`); `labelled`, `keywords` and `trec` run
 on the runtime install (ONNX bundle, KaTeX, numpy) through `eqsearch.evaluation`.
@@ -487,3 +487,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     formulas.add_argument("--per-topic", action="store_true", help="also print every topic's measures")
     formulas.add_argument("--quiet", action="store_true", help="no progress bars")
     formulas.set_defaults(handler=_run_evaluate_formulas, parser=formulas)
+
+    from eqsearch.commands.evaluate_hybrid import register_hybrid
+
+    register_hybrid(kinds)

@@ -34,7 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     search.add_argument("--year-to", type=int)
     search.add_argument("--paper", help="only this paper's equations")
     search.add_argument("--formula-weight", type=float, default=0.5, help="formula <-> keywords balance (0.5)")
-    search.add_argument("--fusion", choices=("rrf", "linear"), default="rrf")
+    search.add_argument(
+        "--fusion",
+        choices=("evidence", "rrf", "linear"),
+        default="evidence",
+        help="evidence (default): the formula ranks equations, the words re-weigh them by their paper and context",
+    )
     search.add_argument("--page", type=int, default=1)
     search.add_argument("--size", type=int, default=10)
     search.add_argument("--group", action="store_true", help="one result per paper")

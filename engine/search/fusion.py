@@ -121,3 +121,73 @@ def blend_sides(
         elif present:
             out[side] = [(item.doc_id, item.score) for item in linear_fusion(present, weights)]
     return out
+
+
+def _by_top(ranking: Ranking) -> dict[str, float]:
+    """Scores divided by the list's best (a list of non-positive scores: all 1), so that a list's best is 1 and
+    the others keep their distance from it."""
+    if not ranking:
+        return {}
+    top = max(score for _, score in ranking)
+    if top <= 0:
+        return {doc_id: 1.0 for doc_id, _ in ranking}
+    return {doc_id: max(score, 0.0) / top for doc_id, score in ranking}
+
+
+def evidence_fusion(
+    formula: Ranking,
+    text: Ranking,
+    papers: Ranking,
+    paper_of: Mapping[str, str],
+    *,
+    weight: float,
+    paper_share: float,
+) -> list[Fused]:
+    """Each kind of evidence where it belongs: the formula judges the equation, the words its paper and its place.
+
+    An equation's score is ``weight x formula + (1 - weight) x words``, where ``formula`` is its formula side's
+    score over the side's best (an exact match of the query is 1, a weak one far less, whatever the words) and
+    ``words`` blends the words' BM25 of its paper (``papers``: one hit per paper, its best equation on all the
+    text fields, over the best paper's; a ``paper_share`` of it) with the words' BM25 of the equation's own fields
+    (its context and section title, over the best equation's). The candidates are the formula side's, the text
+    list's and each of the words' papers' best equation (a page named only by its title still shows).
+    So the words lift the formula candidates of the right paper, and among a paper's equations the one the formula
+    matches best stays first: siblings that share the page's words but not the formula no longer outrank it.
+
+    Args:
+        formula: the formula side, ranked (empty: keywords only).
+        text: the equations ranked by the words' BM25 (empty: formula only).
+        papers: the papers ranked by the words, as their best equation's ``(eq_id, score)``, one per paper.
+        paper_of: eq_id -> paper_id of every candidate.
+        weight: the formula's share (`HybridQuery.formula_weight`).
+        paper_share: the paper's share of the words' evidence, in [0, 1].
+
+    Returns:
+        The fused equations, best first; ``sources`` holds their raw scores in the formula side and the text list,
+        and their paper's in ``papers``.
+    """
+    by_paper = [(paper_of.get(eq_id, ""), score) for eq_id, score in papers]
+    f, t, p = _by_top(formula), _by_top(text), _by_top(by_paper)
+    raw = {"formula": dict(formula), "text": dict(text)}
+    paper_raw = dict(by_paper)
+    ranks = {name: {doc: rank for rank, doc in enumerate(values, 1)} for name, values in raw.items()}
+    fused = []
+    for doc_id in dict.fromkeys([*f, *t, *(eq_id for eq_id, _ in papers)]):
+        paper = paper_of.get(doc_id, "")
+        words = paper_share * p.get(paper, 0.0) + (1.0 - paper_share) * t.get(doc_id, 0.0)
+        score = weight * f.get(doc_id, 0.0) + (1.0 - weight) * words
+        sources = {name: float(values[doc_id]) for name, values in raw.items() if doc_id in values}
+        if paper in paper_raw:
+            sources["papers"] = float(paper_raw[paper])
+        fused.append(Fused(doc_id, score, sources, {name: r[doc_id] for name, r in ranks.items() if doc_id in r}))
+    # ties keep the formula side's order (then the words'), so that a formula-only search ranks as its side does
+    unranked = len(formula) + len(text) + 1
+    return sorted(
+        fused,
+        key=lambda item: (
+            -item.score,
+            item.ranks.get("formula", unranked),
+            item.ranks.get("text", unranked),
+            item.doc_id,
+        ),
+    )

@@ -28,6 +28,7 @@ from eqsearch.engine.search.plugin import structure_rescore
 from eqsearch.engine.search.rankers import FormulaRanking
 
 __all__ = [
+    "FUSIONS",
     "HIGHLIGHT_FIELDS",
     "INLINE_CHOICES",
     "MAX_PAGE_SIZE",
@@ -43,6 +44,7 @@ __all__ = [
     "knn_body",
     "num_candidates",
     "page_body",
+    "paper_text_body",
     "query_filters",
     "ranking_only",
     "ranking_searches",
@@ -51,7 +53,9 @@ __all__ = [
     "text_body",
 ]
 
-Fusion = Literal["rrf", "linear"]
+Fusion = Literal["evidence", "rrf", "linear"]
+#: How the formula side and the words combine (`HybridQuery.fusion`); the first is the default.
+FUSIONS: tuple[Fusion, ...] = ("evidence", "rrf", "linear")
 #: Which equations a search covers: displays and inline formulas, displays only, or inline formulas only.
 InlineChoice = Literal["include", "exclude", "only"]
 INLINE_CHOICES: tuple[InlineChoice, ...] = ("include", "exclude", "only")
@@ -61,6 +65,10 @@ MAX_RESULT_WINDOW = 1000
 #: BM25 fields and their boosts: a word in a title says more about the paper than one in an equation's context.
 TEXT_FIELDS = ("title^2", "abstract", "section_title^1.5", "context")
 HIGHLIGHT_FIELDS = ("title", "abstract", "section_title", "context")
+#: The evidence fusion asks the words of one equation in its own fields only (its context, its section's title): the
+#: title and abstract are every sibling's, so they rank the papers (`paper_text_body`), and of siblings that share
+#: the page's words the one whose own context holds them comes first.
+_OWN_FIELDS = ("section_title^1.5", "context")
 #: BM25 hits counted exactly for `SearchResults.total`: no page past the result window can be asked for, so a count
 #: beyond it tells nothing, and while hits must be counted Lucene cannot skip the ones that cannot reach the top k.
 #: (No measurable effect on the replicated benchmark corpus, whose ~185 copies of each text tie at the top score so
@@ -85,8 +93,9 @@ class HybridQuery:
         paper_id: keep only this paper's equations.
         formula_weight: the formula <-> keywords balance in [0, 1]: 1 ranks by the formula only, 0 by the keywords
             only. Used as the linear blend weight, and to weight the two rankings in reciprocal rank fusion.
-        fusion: ``rrf`` (reciprocal rank fusion, robust to score scales) or ``linear`` (min-max normalised scores
-            blended by `formula_weight`).
+        fusion: ``evidence`` (the default: the formula ranks the equations, the words re-weigh them by their paper
+            and their own context, `engine.search.fusion.evidence_fusion`), ``rrf`` (reciprocal rank fusion of the
+            formula side and the words' equation list) or ``linear`` (their min-max normalised scores blended).
         page: 1-based result page.
         size: hits (or paper groups) per page, 1..100.
         group_by_paper: return one group per paper holding its matching equations, paginated by group.
@@ -106,7 +115,7 @@ class HybridQuery:
     year_to: int | None = None
     paper_id: str | None = None
     formula_weight: float = 0.5
-    fusion: Fusion = "rrf"
+    fusion: Fusion = "evidence"
     page: int = 1
     size: int = 10
     group_by_paper: bool = False
@@ -116,8 +125,8 @@ class HybridQuery:
     def __post_init__(self) -> None:
         if not 0.0 <= self.formula_weight <= 1.0:
             raise ValueError(f"formula_weight must lie in [0, 1], got {self.formula_weight}")
-        if self.fusion not in ("rrf", "linear"):
-            raise ValueError(f"fusion must be 'rrf' or 'linear', got {self.fusion!r}")
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {self.fusion!r}")
         if self.page < 1:
             raise ValueError(f"page must be 1 or more, got {self.page}")
         if not 1 <= self.size <= MAX_PAGE_SIZE:
@@ -138,25 +147,20 @@ class HybridQuery:
         return bool(self.keywords and self.keywords.strip())
 
 
-def candidate_window(query: HybridQuery, *, candidate_depth: int, group_oversample: int) -> tuple[int, bool]:
-    """How many candidates each ranked list contributes to fusion for this query's page.
-
-    The depth does not shrink with the page: every page is a slice of the same fused list. Grouped queries fetch
-    `group_oversample` equations per group asked for.
+def candidate_window(query: HybridQuery, *, candidate_depth: int) -> tuple[int, bool]:
+    """How many candidates each ranked list contributes to fusion: ``candidate_depth``, whatever the page, its size
+    or the grouping, so that every page is a slice of one ranking (page 2 continues page 1 exactly, and the total
+    does not move).
 
     Args:
-        query: the query (its page, size and grouping count).
-        candidate_depth: the least number of candidates per list.
-        group_oversample: equations fetched per requested group when grouping by paper.
+        query: the query (its page and size).
+        candidate_depth: the service's depth (at most `MAX_RESULT_WINDOW`).
 
     Returns:
-        The window, and whether it was capped at `MAX_RESULT_WINDOW`.
+        The depth, and whether the page asked for starts past it (it then comes back empty, with a warning).
     """
-    wanted = query.page * query.size * (group_oversample if query.group_by_paper else 1)
-    window = max(candidate_depth, wanted)
-    if window > MAX_RESULT_WINDOW:
-        return MAX_RESULT_WINDOW, True
-    return window, False
+    depth = min(candidate_depth, MAX_RESULT_WINDOW)
+    return depth, (query.page - 1) * query.size >= depth
 
 
 def query_filters(query: HybridQuery) -> list[dict[str, Any]]:
@@ -396,6 +400,11 @@ def _text_match(keywords: str) -> dict[str, Any]:
     return {"multi_match": {"query": keywords, "fields": list(TEXT_FIELDS), "type": "best_fields"}}
 
 
+def _equation_text_match(keywords: str) -> dict[str, Any]:
+    """The words in an equation's own fields."""
+    return {"multi_match": {"query": keywords, "fields": list(_OWN_FIELDS), "type": "best_fields"}}
+
+
 def _highlight() -> dict[str, Any]:
     return {
         "fields": {name: {"number_of_fragments": 2, "fragment_size": 150} for name in HIGHLIGHT_FIELDS},
@@ -403,15 +412,28 @@ def _highlight() -> dict[str, Any]:
     }
 
 
-def text_body(keywords: str, size: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
-    """A BM25 ``multi_match`` search over `TEXT_FIELDS` with `filters`, highlighted, counting up to
-    `TEXT_COUNT_LIMIT` hits."""
+def text_body(keywords: str, size: int, filters: list[dict[str, Any]], *, own: bool = False) -> dict[str, Any]:
+    """A BM25 search of the words over `TEXT_FIELDS` with `filters`, highlighted, counting up to `TEXT_COUNT_LIMIT`
+    hits; with ``own``, in the equation's own fields only (its context and section title)."""
+    match = _equation_text_match(keywords) if own else _text_match(keywords)
     return {
-        "query": {"bool": {"must": [_text_match(keywords)], "filter": filters}},
+        "query": {"bool": {"must": [match], "filter": filters}},
         "size": size,
         "_source": {"excludes": SOURCE_EXCLUDES},
         "highlight": _highlight(),
         "track_total_hits": TEXT_COUNT_LIMIT,
+    }
+
+
+def paper_text_body(keywords: str, size: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
+    """The words' BM25 ranked by paper: the text search collapsed on ``paper_id``, so each paper comes once, with
+    its best equation's score (no scripts: the minimal distribution has none to sum a paper's scores)."""
+    return {
+        "query": {"bool": {"must": [_text_match(keywords)], "filter": filters}},
+        "size": size,
+        "collapse": {"field": "paper_id"},
+        "_source": {"excludes": SOURCE_EXCLUDES},
+        "track_total_hits": False,
     }
 
 
@@ -448,8 +470,10 @@ def ranking_searches(
     plugin: bool = False,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The ranked lists a query needs, as ``(name, body)``: ``structure`` (BM25 over structural terms),
-    ``embedding`` (kNN on the formula vectors), ``text`` (BM25 over the words) and ``context`` (kNN of the keywords'
-    embedding on the equations' context vectors), as many as apply.
+    ``embedding`` (kNN on the formula vectors), ``text`` (BM25 over the words), ``papers`` (the same, one hit per
+    paper, for the evidence fusion) and ``context`` (kNN of the keywords' embedding on the equations' context
+    vectors), as many as apply. Words alone (no formula side) rank display equations unless the query asks for
+    inline formulas only.
 
     A list is left out when its side is missing (no structure, no vector, no keywords), when ``ranking`` gives its
     channel no weight, or when ``formula_weight`` gives its side none.
@@ -493,8 +517,15 @@ def ranking_searches(
         body = knn_body(vector, window, filters, num_candidates_factor=num_candidates_factor)
         searches.append(("embedding", ranking_only(body)))
     if query.has_keywords and query.formula_weight < 1:
+        words_only = not (query.has_formula and query.formula_weight > 0)
+        if words_only and query.inline == "include":
+            # words alone rank display equations: an inline formula's only merit would be its page's words
+            filters = [*filters, {"bool": {"must_not": [{"term": {"inline": True}}]}}]
         if ranking is None or ranking.context < 1:
-            searches.append(("text", ranking_only(text_body(query.keywords or "", window, filters))))
+            own = query.fusion == "evidence"
+            searches.append(("text", ranking_only(text_body(query.keywords or "", window, filters, own=own))))
+        if query.fusion == "evidence":
+            searches.append(("papers", ranking_only(paper_text_body(query.keywords or "", window, filters))))
         if context_vector is not None and ranking is not None and ranking.context > 0:
             body = knn_body(
                 context_vector, window, filters, num_candidates_factor=num_candidates_factor, field=CONTEXT_VECTOR_FIELD

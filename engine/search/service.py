@@ -29,7 +29,7 @@ from eqsearch.engine.index.mappings import STRUCTURE_FIELD, VECTOR_FIELD, alias_
 from eqsearch.engine.model.patterns import read_query_variables
 from eqsearch.engine.model.structure import FormulaStructure
 from eqsearch.engine.search.errors import EquationNotFoundError, SearchError, call
-from eqsearch.engine.search.fusion import Fused, blend_sides, linear_fusion, reciprocal_rank_fusion
+from eqsearch.engine.search.fusion import Fused, blend_sides, evidence_fusion, linear_fusion, reciprocal_rank_fusion
 from eqsearch.engine.search.highlight import formula_highlight
 from eqsearch.engine.search.index_meta import META_SECONDS, IndexMeta
 from eqsearch.engine.search.maxsim import (
@@ -41,7 +41,6 @@ from eqsearch.engine.search.maxsim import (
 from eqsearch.engine.search.pattern_filter import FORMULA_LISTS, pattern_matches
 from eqsearch.engine.search.plugin import PluginUse
 from eqsearch.engine.search.query import (
-    MAX_RESULT_WINDOW,
     HybridQuery,
     candidate_window,
     knn_body,
@@ -81,10 +80,11 @@ class SearchService:
             at most 10,000. With the default depth, 300: formula recall@10 against exact search is set by
             ``num_candidates``, not by k (0.885 at 1M with 300 for k=50 as for k=100; 0.865 with 150).
         rrf_k: the rank constant of reciprocal rank fusion.
-        group_oversample: when grouping, how many equations to fetch per requested group.
-        candidate_depth: the least number of candidates each ranked list contributes to fusion, whatever the
-            page, so that consecutive pages (the first five, at 10 a page) are slices of one ranking. 50 rather
-            than 100 cost 13% less CPU per hybrid query and moved 0.1% of first-page hits (benchmarks/search.md).
+        candidate_depth: how many candidates each ranked list contributes to fusion, whatever the page, its size or
+            the grouping, so that every page is a slice of one ranking; a page past it comes back empty with a
+            warning. 100, the largest page (benchmarks/hybrid.md: what the exact paging costs).
+        paper_share: the paper's share of the words' evidence in the evidence fusion (`evidence_fusion`); the rest
+            is the equation's own text.
         formula_cache_size: how many prepared query formulas to keep (`QueryFormulas`; 0 keeps none).
         ranking: how the formula side is ranked (default: the registered `DEFAULT_RANKER`).
         pattern_candidates: how deep the structural list of a query with variables reaches: the candidates its
@@ -107,8 +107,8 @@ class SearchService:
         index_prefix: str = "eqsearch",
         num_candidates_factor: int = 6,
         rrf_k: int = 60,
-        group_oversample: int = 5,
-        candidate_depth: int = 50,
+        candidate_depth: int = 100,
+        paper_share: float = 0.75,
         formula_cache_size: int = 1024,
         ranking: FormulaRanking | None = None,
         pattern_candidates: int = 300,
@@ -124,7 +124,7 @@ class SearchService:
         self.papers_alias = alias_name(index_prefix, "papers")
         self.num_candidates_factor = num_candidates_factor
         self.rrf_k = rrf_k
-        self.group_oversample = group_oversample
+        self.paper_share = paper_share
         self.candidate_depth = candidate_depth
         self.ranking = ranking or get_ranker(DEFAULT_RANKER)
         self.pattern_candidates = pattern_candidates
@@ -172,11 +172,12 @@ class SearchService:
         latex_error = formula.latex_error if formula is not None else None
         if formula is not None and formula.approximation:
             warnings.append(formula.approximation)
-        list_depth, capped = candidate_window(
-            query, candidate_depth=self.candidate_depth, group_oversample=self.group_oversample
-        )
-        if capped:
-            warnings.append(f"results are limited to the first {MAX_RESULT_WINDOW} candidates per list")
+        list_depth, past = candidate_window(query, candidate_depth=self.candidate_depth)
+        if past:
+            warnings.append(
+                f"a search ranks its best {list_depth} equations; page {query.page} starts past them (refine the "
+                "query, or add keywords or filters, to see others)"
+            )
         list_depth = max(list_depth, self.ranking.maxsim_window)  # the lists fill the MaxSim window
         searches = self._searches(query, formula, list_depth, warnings)
         if not searches:
@@ -200,7 +201,7 @@ class SearchService:
                     f"no formula among the {self.pattern_candidates} nearest candidates matches the pattern "
                     f"{query.latex}; try fewer symbols around the variables"
                 )
-        fused = self._fuse(query, self._sides(found, formula))
+        fused = self._fuse(query, self._sides(found, formula), found)
         page_items, total = select_page(fused, found.paper_of, query, found.text_total)
         hits = self._page_hits(page_items, query, formula, channels_of(found.lists))
         groups = group_hits(hits) if query.group_by_paper else []
@@ -253,9 +254,19 @@ class SearchService:
             sides["formula"] = self._maxsim_rerank(sides["formula"], formula.nodes)
         return sides
 
-    def _fuse(self, query: HybridQuery, sides: dict[str, list[tuple[str, float]]]) -> list[Fused]:
-        """The two sides fused, by reciprocal rank fusion or a linear blend, weighted by the query's balance."""
+    def _fuse(self, query: HybridQuery, sides: dict[str, list[tuple[str, float]]], found: RankedLists) -> list[Fused]:
+        """The two sides fused, weighted by the query's balance: by the evidence fusion (the words' paper-level and
+        equation-level evidence re-weighing the formula's candidates), reciprocal rank fusion or a linear blend."""
         w = query.formula_weight
+        if query.fusion == "evidence":
+            return evidence_fusion(
+                sides.get("formula", []),
+                sides.get("text", []),
+                found.lists.get("papers", []),
+                found.paper_of,
+                weight=w if sides.get("formula") else 0.0,
+                paper_share=self.paper_share,
+            )
         if query.fusion == "rrf":
             return reciprocal_rank_fusion(sides, k=self.rrf_k, weights={"formula": 2 * w, "text": 2 * (1 - w)})
         return linear_fusion(sides, {"formula": w, "text": 1 - w})

@@ -83,7 +83,7 @@ def test_the_context_list_is_asked_for_only_with_keywords_and_a_context_weight()
             context_vector=vector,
         )
     ]
-    assert names == ["text", "context"]
+    assert names == ["text", "papers", "context"]
     default = get_ranker(DEFAULT_RANKER)
     assert default.context == 0  # the default stays keyword BM25 only (benchmarks/formula_search.md)
     body = dict(

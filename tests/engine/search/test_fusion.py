@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from eqsearch.engine.search.fusion import Fused, linear_fusion, min_max, reciprocal_rank_fusion
+from eqsearch.engine.search.fusion import Fused, evidence_fusion, linear_fusion, min_max, reciprocal_rank_fusion
 
 FORMULA = [("a", 0.9), ("b", 0.8), ("c", 0.7)]
 TEXT = [("c", 12.0), ("d", 6.0), ("a", 3.0)]
@@ -85,3 +85,28 @@ def test_linear_fusion_of_one_list_and_of_empty_lists():
     assert [item.score for item in one] == pytest.approx([0.5, 0.5 / 3, 0.0])
     assert linear_fusion({}, {"formula": 1.0}) == []
     assert linear_fusion({"formula": [], "text": []}, {"formula": 0.5, "text": 0.5}) == []
+
+
+def test_evidence_fusion_lets_the_formula_judge_the_equation_and_the_words_its_paper():
+    # p1:1 is the exact formula on the page the words describe; p1:2 a sibling that shares the page's words but only
+    # a weak part of the formula; p2:1 the exact formula on an unrelated page; p3:1 has the words and no formula.
+    formula = [("p1:1", 10.0), ("p2:1", 10.0), ("p1:2", 3.0)]
+    text = [("p1:2", 5.0), ("p3:1", 5.0), ("p1:1", 4.0)]
+    papers = [("p1:2", 6.0), ("p3:1", 5.0)]  # each paper's best equation on all the words' fields
+    paper_of = {"p1:1": "p1", "p1:2": "p1", "p2:1": "p2", "p3:1": "p3"}
+    fused = evidence_fusion(formula, text, papers, paper_of, weight=0.5, paper_share=0.5)
+    assert ids(fused) == ["p1:1", "p1:2", "p2:1", "p3:1"]
+    first = fused[0]
+    assert first.score == pytest.approx(0.5 * 1.0 + 0.5 * (0.5 * 1.0 + 0.5 * 0.8))
+    assert first.sources == {"formula": 10.0, "text": 4.0, "papers": 6.0} and first.ranks == {"formula": 1, "text": 3}
+    assert fused[2].sources == {"formula": 10.0}  # its paper is not among the words' papers
+    # the balance at its ends: the formula alone, the words alone
+    assert ids(evidence_fusion(formula, text, papers, paper_of, weight=1.0, paper_share=0.5))[:2] == ["p1:1", "p2:1"]
+    words = evidence_fusion([], text, papers, paper_of, weight=0.0, paper_share=0.5)
+    assert ids(words) == ["p1:2", "p3:1", "p1:1"]  # 0.5 x paper + 0.5 x own words: 1.0, 0.917, 0.9
+    assert evidence_fusion([], [], [], {}, weight=0.5, paper_share=0.5) == []
+
+
+def test_evidence_fusion_of_lists_without_positive_scores_stays_defined():
+    fused = evidence_fusion([("a", 0.0), ("b", -1.0)], [], [], {}, weight=1.0, paper_share=0.5)
+    assert {item.doc_id for item in fused} == {"a", "b"} and all(item.score == 1.0 for item in fused)

@@ -3,6 +3,8 @@ depth, the page fetch, and the query's own validation."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from eqsearch.engine.index.mappings import VECTOR_FIELD
@@ -62,7 +64,13 @@ def test_filters_are_knn_pre_filters_and_bm25_filters():
     assert "post_filter" not in bodies["embedding"]
     text = bodies["text"]["query"]["bool"]
     assert text["filter"] == filters
-    assert text["must"] == [{"multi_match": {"query": "energy", "fields": list(TEXT_FIELDS), "type": "best_fields"}}]
+    # the evidence fusion asks the words of the equation itself; the paper's words come by paper
+    own = {"multi_match": {"query": "energy", "fields": ["section_title^1.5", "context"], "type": "best_fields"}}
+    assert text["must"] == [own]
+    whole = {"multi_match": {"query": "energy", "fields": list(TEXT_FIELDS), "type": "best_fields"}}
+    assert bodies["papers"]["query"]["bool"] == {"must": [whole], "filter": filters}
+    rrf = searches(replace(ALL_FILTERS, fusion="rrf"))["text"]["query"]["bool"]
+    assert rrf == {"must": [whole], "filter": filters}
 
 
 def test_knn_body_without_filters_has_no_filter():
@@ -109,12 +117,13 @@ def test_ranking_searches_read_doc_values_only():
 
 def test_formula_only_keyword_only_and_weights_choose_the_lists():
     assert set(searches(HybridQuery(latex="x^2"))) == {"embedding"}
-    assert set(searches(HybridQuery(keywords="energy"), vector=None)) == {"text"}
-    assert set(searches(HybridQuery(latex="x^2", keywords="energy"))) == {"embedding", "text"}
+    words = {"text", "papers"}  # the words' equations, and their papers for the evidence fusion
+    assert set(searches(HybridQuery(keywords="energy"), vector=None)) == words
+    assert set(searches(HybridQuery(latex="x^2", keywords="energy"))) == {"embedding", *words}
     # a formula that did not convert (no vector) leaves the keywords alone
-    assert set(searches(HybridQuery(latex=r"\frac{", keywords="energy"), vector=None)) == {"text"}
+    assert set(searches(HybridQuery(latex=r"\frac{", keywords="energy"), vector=None)) == words
     assert set(searches(HybridQuery(latex="x^2", keywords="energy", formula_weight=1.0))) == {"embedding"}
-    assert set(searches(HybridQuery(latex="x^2", keywords="energy", formula_weight=0.0))) == {"text"}
+    assert set(searches(HybridQuery(latex="x^2", keywords="energy", formula_weight=0.0))) == words
     assert searches(HybridQuery(keywords="   "), vector=None) == {}  # blank keywords: no list at all
     assert searches(HybridQuery(), vector=None) == {}
 
@@ -127,18 +136,33 @@ def test_every_list_is_as_deep_as_the_window():
 
 
 @pytest.mark.parametrize(
-    ("query", "window", "capped"),
+    ("query", "past"),
     [
-        (HybridQuery(page=1, size=10), 50, False),  # the candidate depth, whatever the page
-        (HybridQuery(page=5, size=10), 50, False),
-        (HybridQuery(page=6, size=10), 60, False),  # past the depth: as deep as the page reaches
-        (HybridQuery(page=3, size=10, group_by_paper=True), 150, False),  # grouped: 5 equations per group
-        (HybridQuery(page=11, size=100), MAX_RESULT_WINDOW, True),
-        (HybridQuery(page=10, size=100), MAX_RESULT_WINDOW, False),
+        (HybridQuery(page=1, size=10), False),  # the depth, whatever the page, its size or the grouping
+        (HybridQuery(page=10, size=10), False),
+        (HybridQuery(page=11, size=10), True),  # starts past the ranking: an empty page and a warning
+        (HybridQuery(page=1, size=100), False),
+        (HybridQuery(page=2, size=50), False),
+        (HybridQuery(page=3, size=50), True),
+        (HybridQuery(page=3, size=10, group_by_paper=True), False),
     ],
 )
-def test_candidate_window(query: HybridQuery, window: int, capped: bool):
-    assert candidate_window(query, candidate_depth=50, group_oversample=5) == (window, capped)
+def test_candidate_window_is_the_depth_whatever_the_page(query: HybridQuery, past: bool):
+    assert candidate_window(query, candidate_depth=100) == (100, past)
+    assert candidate_window(query, candidate_depth=5000)[0] == MAX_RESULT_WINDOW
+
+
+def test_words_alone_rank_display_equations_and_papers_come_once():
+    bodies = searches(HybridQuery(keywords="energy"), vector=None, window=40)
+    inline_out = {"bool": {"must_not": [{"term": {"inline": True}}]}}
+    assert set(bodies) == {"text", "papers"}
+    assert inline_out in bodies["text"]["query"]["bool"]["filter"]
+    assert bodies["papers"]["collapse"] == {"field": "paper_id"} and bodies["papers"]["size"] == 40
+    asked = searches(HybridQuery(keywords="energy", inline="only"), vector=None, window=40)
+    assert inline_out not in asked["text"]["query"]["bool"]["filter"]
+    with_formula = searches(HybridQuery(latex="x^2", keywords="energy"), window=40)
+    assert inline_out not in with_formula["text"]["query"]["bool"]["filter"]  # a formula may match an inline one
+    assert "papers" not in searches(HybridQuery(keywords="energy", fusion="rrf"), window=40)
 
 
 def test_page_body_fetches_by_id_with_highlights_of_the_keywords():

@@ -140,14 +140,17 @@ def test_formula_only_ranks_the_identical_formula_first_then_its_look_alike(serv
 
 def test_keywords_only_rank_by_bm25_with_highlights(service):
     results = service.search(HybridQuery(keywords="harmonic oscillator", size=10))
-    assert set(ids(results)) == {"1905.00002:0", "1905.00002:1"}
+    # the words name the paper (its title), not one equation's context: the paper comes with its best equation
+    assert {hit.paper_id for hit in results.hits} == {"1905.00002"}
+    rrf = service.search(HybridQuery(keywords="harmonic oscillator", size=10, fusion="rrf"))
+    assert set(ids(rrf)) == {"1905.00002:0", "1905.00002:1"}  # every equation of the page, as the page's words
     assert all(hit.matched == "text" for hit in results.hits)
     assert any("<em>oscillator</em>" in fragment for fragment in results.hits[0].highlights.get("title", []))
     assert results.hits[0].title == "The quantum harmonic oscillator"
 
 
 def test_hybrid_rrf_exact_ranking_and_matched_both(service):
-    results = service.search(HybridQuery(latex="E = mc^2", keywords="relativity energy", size=4))
+    results = service.search(HybridQuery(latex="E = mc^2", keywords="relativity energy", fusion="rrf", size=4))
     assert results.hits[0].eq_id == "2101.00001:0"
     assert results.hits[0].matched == "both"
     # RRF: E=mc^2 is 1st in both lists; the paper's other equation is 2nd by formula (1.592 vs the oscillator's
@@ -161,13 +164,54 @@ def test_hybrid_rrf_exact_ranking_and_matched_both(service):
     assert linear.hits[3].matched == "formula"
 
 
+def test_evidence_fusion_keeps_the_exact_formula_first_and_lifts_its_page(service):
+    results = service.search(HybridQuery(latex="E = mc^2", keywords="relativity energy", size=8))
+    assert results.hits[0].eq_id == "2101.00001:0" and results.hits[0].matched == "both"
+    # the words describe 2101's page: its other equation overtakes the oscillator's, which the formula ranks 2nd
+    assert ids(results)[:2] == ["2101.00001:0", "2101.00001:1"]
+    formula_only = ids(service.search(HybridQuery(latex="E = mc^2", size=8)))
+    assert set(ids(results)) >= set(formula_only)  # the words re-weigh the formula's candidates, drop none
+    # a word that names another page moves that page's formula candidates up
+    other = ids(service.search(HybridQuery(latex="E = mc^2", keywords="oscillator", size=8)))
+    assert other.index("1905.00002:1") < formula_only.index("1905.00002:1")
+    assert other.index("2101.00001:0") < other.index("2101.00001:1")  # within a page, the formula decides
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"latex": "x^2"},
+        {"keywords": "energy integer"},
+        {"latex": "x^2", "keywords": "energy integer"},
+        {"latex": "x^2", "keywords": "energy integer", "fusion": "rrf"},
+    ],
+)
+def test_paging_is_one_ranking_whatever_the_page_or_its_size(service, query):
+    whole = service.search(HybridQuery(size=8, **query))
+    pages = [service.search(HybridQuery(size=3, page=page, **query)) for page in (1, 2, 3)]
+    assert [hit.eq_id for page in pages for hit in page.hits] == ids(whole)
+    assert {page.total for page in pages} == {whole.total}
+    grouped = [service.search(HybridQuery(size=1, page=page, group_by_paper=True, **query)) for page in (1, 2)]
+    both = service.search(HybridQuery(size=2, group_by_paper=True, **query))
+    assert [group.paper_id for page in grouped for group in page.groups] == [g.paper_id for g in both.groups]
+
+
+def test_a_page_past_the_ranked_depth_is_empty_and_says_so(es_client, corpus, converter):
+    shallow = SearchService(es_client, HashingEncoder(), converter, index_prefix=corpus, candidate_depth=4)
+    first = shallow.search(HybridQuery(latex="x^2", size=4))
+    assert len(first.hits) == 4 and not first.warnings
+    past = shallow.search(HybridQuery(latex="x^2", size=4, page=2))
+    assert past.hits == [] and past.total == first.total
+    assert any("ranks its best 4 equations" in warning for warning in past.warnings)
+
+
 def test_linear_fusion_with_full_formula_weight_is_the_formula_ranking(service):
     formula_only = service.search(HybridQuery(latex="E = mc^2", size=7))
     query = HybridQuery(latex="E = mc^2", keywords="gaussian", formula_weight=1.0, fusion="linear", size=7)
     weighted = service.search(query)
     assert ids(weighted) == ids(formula_only)
     text_only = service.search(HybridQuery(latex="E = mc^2", keywords="gaussian", formula_weight=0.0, size=7))
-    assert set(ids(text_only)) == {"1703.00003:0", "1703.00003:1"}
+    assert {hit.paper_id for hit in text_only.hits} == {"1703.00003"}
 
 
 def test_filters_are_pre_filters(service):
@@ -196,7 +240,7 @@ def test_group_by_paper_and_pagination(service):
 def test_latex_error_still_returns_keyword_results(service):
     results = service.search(HybridQuery(latex=r"\frac{a}{", keywords="gaussian integral", size=5))
     assert results.latex_error
-    assert set(ids(results)) == {"1703.00003:0", "1703.00003:1"}
+    assert {hit.paper_id for hit in results.hits} == {"1703.00003"}
     alone = service.search(HybridQuery(latex=r"\frac{a}{", size=5))
     assert alone.latex_error and alone.hits == [] and alone.total == 0
 
