@@ -183,7 +183,7 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
             pair = macro.delimiters
             delimiters = None if pair is None else (clean_latex(pair[0]), clean_latex(pair[1]))
             expanded[name] = MacroDef(name, body, nargs, macro.default, macro.source, macro.spec, delimiters)
-        elif nargs and (macro.default is not None or not _uses_every_parameter(body, nargs)):
+        elif nargs and (macro.default is not None or not _uses_every_parameter(body, nargs) or "\\ifthenelse" in body):
             expanded[name] = MacroDef(name, body, nargs, macro.default, macro.source)
         else:
             katex[name] = body
@@ -217,7 +217,8 @@ def _replacement(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:
             break
         args.append(arg[0])
         end = arg[1]
-    return _substitute(macro.body, args), end
+    replaced = _substitute(macro.body, args)
+    return (resolve_conditionals(replaced) if "\\ifthenelse" in replaced else replaced), end
 
 
 def _paired_delimiter(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:
@@ -386,7 +387,10 @@ _CONDITIONAL = re.compile(r"\\If(Boolean|NoValue|Value)(TF|T|F)(?![A-Za-z@])")
 
 def resolve_conditionals(text: str, limit: int = 200) -> str:
     """Decide xparse's ``\\IfBooleanTF{..}{..}{..}``, ``\\IfNoValueTF``, ``\\IfValueTF`` (and ``T``/``F`` forms) whose
-    test argument is already known (a substituted argument); others stay as they are."""
+    test argument is already known (a substituted argument), and ifthen's ``\\ifthenelse{\\equal{a}{b}}{..}{..}``
+    whose two strings are; others stay as they are."""
+    if "\\ifthenelse" in text:
+        text = _ifthenelse(text, limit)
     position = 0
     for _ in range(limit):
         m = _CONDITIONAL.search(text, position)
@@ -416,6 +420,34 @@ def resolve_conditionals(text: str, limit: int = 200) -> str:
         else:
             chosen = branches[0] if truth == (m.group(2) == "T") else ""
         text = text[: m.start()] + chosen + text[end:]
+        position = m.start()
+    return text
+
+
+_IFTHENELSE = re.compile(r"\\ifthenelse(?![A-Za-z@])\s*")
+_EQUAL = re.compile(r"\s*\\equal\s*")
+
+
+def _ifthenelse(text: str, limit: int) -> str:
+    """``\\ifthenelse{\\equal{a}{b}}{yes}{no}`` decided when ``a`` and ``b`` hold no parameter."""
+    position = 0
+    for _ in range(limit):
+        m = _IFTHENELSE.search(text, position)
+        if m is None:
+            break
+        position = m.end()
+        test = read_argument(text, m.end())
+        yes = None if test is None else read_argument(text, test[1])
+        no = None if yes is None else read_argument(text, yes[1])
+        equal = None if test is None else _EQUAL.match(test[0])
+        if no is None or equal is None:
+            continue
+        left = read_argument(test[0], equal.end())
+        right = None if left is None else read_argument(test[0], left[1])
+        if right is None or "#" in left[0] + right[0] or test[0][right[1] :].strip():
+            continue
+        chosen = yes[0] if left[0].strip() == right[0].strip() else no[0]
+        text = text[: m.start()] + chosen + text[no[1] :]
         position = m.start()
     return text
 

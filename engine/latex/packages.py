@@ -65,6 +65,9 @@ KNOWN_PACKAGES = frozenset(
         "glossaries",
         "mathpartir",
         "bussproofs",
+        "acronym",
+        "mleftright",
+        "tensor",
     }
 )
 
@@ -250,6 +253,16 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\Gls": (1, "\\text{#1}"),
     "\\glspl": (1, "\\text{#1s}"),
     "\\acrshort": (1, "\\text{#1}"),
+    # acronym: an acronym shows its key
+    "\\ac": (1, "\\text{#1}"),
+    "\\acs": (1, "\\text{#1}"),
+    "\\acl": (1, "\\text{#1}"),
+    "\\acp": (1, "\\text{#1s}"),
+    # mleftright, cancel
+    "\\mleft": (0, "\\left"),
+    "\\mright": (0, "\\right"),
+    "\\mmiddle": (0, "\\middle"),
+    "\\cancelto": (2, "\\cancel{#2}"),
     # physics
     "\\order": (1, "\\mathcal{O}\\left(#1\\right)"),
     "\\grad": (0, "\\nabla"),
@@ -327,6 +340,9 @@ _SPEC: dict[str, tuple[str, str]] = {
     "\\kl": ("o m", "#2"),
     "\\intro": ("o m", "#2"),
     "\\reintro": ("o m", "#2"),
+    # tensor: staggered indices
+    "\\tensor": ("s o m m", "{#3}{}#4"),
+    "\\indices": ("m", "{}#1"),
     # a framed box around math (proof trees): \framebox[width][pos]{...}
     "\\framebox": ("o o m", "\\boxed{#3}"),
 }

@@ -286,10 +286,11 @@ _ALIGN_LIKE = frozenset({"align", "flalign", "empheq", "split", "aligned"})
 _ALIGNAT_LIKE = frozenset({"alignat", "xalignat", "xxalignat", "alignedat"})
 _GATHER_LIKE = frozenset({"gather", "multline", "gathered", "dmath", "dseries"})
 _ARRAY_LIKE = frozenset({"eqnarray", "IEEEeqnarray", "darray"})
-# whole pictures: tikz-cd, TikZ, xy-pic, pst-node, diagrams.sty, dynkin-diagrams (\dynkin, \hasse), diagxy (\bfig)
+# whole pictures: tikz-cd, TikZ, xy-pic, pst-node, diagrams.sty, dynkin-diagrams (\dynkin, \hasse), diagxy (\bfig),
+# feynmf/feynmp and TikZ-Feynman diagrams
 _DIAGRAM = re.compile(
-    r"\\begin\s*\{(tikzcd|tikzpicture|xy|psmatrix|diagram)\}"
-    r"|\\(xymatrix|xygraph|xyC|dynkin|dynkins|hasse|bfig)(?![A-Za-z@])"
+    r"\\begin\s*\{(tikzcd|tikzpicture|xy|psmatrix|diagram|fmffile|fmfgraph\*?|feynman)\}"
+    r"|\\(xymatrix|xygraph|xyC|dynkin|dynkins|hasse|bfig|feynmandiagram)(?![A-Za-z@])"
 )
 #: Environments KaTeX knows that may come as a whole display: re-wrapped as they are.
 _KATEX_ENVIRONMENTS = frozenset(

@@ -340,6 +340,7 @@ def test_a_macro_use_right_after_a_control_word_keeps_the_tokens_apart(converter
         ("\\textit{if\\/} x", "if"),  # an italic correction
         ("{n \\overwithdelims() k} + \\root 3 \\of x + \\buildrel \\rm def \\over =", "mroot"),  # plain TeX
         ("f(x) = \\cases{1 & x > 0 \\cr 0 & x \\le 0}", "mtable"),
+        ("\\mleft( \\cancelto{0}{x} \\mright) + \\tensor{R}{_{ij}^{kl}} + \\acs{iid}", "msubsup"),
         ("\\framebox{\\AxiomC{$a$}\\noLine\\UnaryInfC{$b$}\\DisplayProof}", "mfrac"),
         (
             "\\mprset{flushleft}\\inferrule*[right=$\\beta$]"
@@ -355,14 +356,18 @@ def test_constructs_of_unseen_papers_convert_exactly(converter, latex, expected)
 
 
 def test_pictures_drawn_by_packages_are_diagrams_and_an_inline_tikz_a_placeholder(converter):
-    dynkin, diagxy, inline = converter.convert_many(
+    dynkin, diagxy, feynmf, inline = converter.convert_many(
         [
             ("\\dynkin[labels*={1,,,,,,,}]E8", "equation"),
             ("\\bfig \\square[A`B`C`D;f`g`h`k] \\efig", "equation"),
+            (
+                "\\begin{fmffile}{fd1} \\begin{fmfgraph*}(120,70) \\fmfleft{i} \\end{fmfgraph*} \\end{fmffile}",
+                "equation",
+            ),
             ("E_{7} \\to \\tikz[baseline] \\draw (0,0) -- (1,0); \\mathrm{SL}(8)", "equation"),
         ]
     )
-    assert (dynkin.status, diagxy.status) == ("diagram", "diagram")
+    assert (dynkin.status, diagxy.status, feynmf.status) == ("diagram", "diagram", "diagram")
     assert "dynkin" in (dynkin.message or "") and "bfig" in (diagxy.message or "")
     assert (inline.status, inline.reason) == ("approximate", "diagram-placeholder")
     assert '<mi mathvariant="normal">S</mi>' in inline.mathml and "[diagram]" in inline.mathml

@@ -132,3 +132,11 @@ def test_an_ifx_test_on_an_argument_keeps_the_general_branch():
     mine = {name: macros.katex.get(name, macros.expanded.get(name)) for name in ("\\app", "\\opt", "\\only")}
     bodies = {name: getattr(body, "body", body) for name, body in mine.items()}
     assert bodies == {"\\app": " \\left( #1 \\right)", "\\opt": " y_{#1}", "\\only": ""}
+
+
+def test_ifthen_tests_on_substituted_arguments_are_decided():
+    expectation = MacroDef("\\EE", "\\ifthenelse{\\equal{#1}{}}{\\mathbb{E}}{\\mathbb{E}_{#1}}", 1, "")
+    macros = build_katex_macros([expectation])
+    assert "\\EE" in macros.expanded
+    assert expand_macros("\\EE X + \\EE[t] Y", macros) == "\\mathbb{E} X + \\mathbb{E}_{t} Y"
+    assert resolve_conditionals("\\ifthenelse{\\equal{#1}{}}{a}{b}") == "\\ifthenelse{\\equal{#1}{}}{a}{b}"

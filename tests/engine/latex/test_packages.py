@@ -19,6 +19,8 @@ def use(name: str) -> str:
         return name + "{x}"
     inside = "{\\kilogram}" if name in ("\\si", "\\unit") else ""
     before = "\\sum" if name == "\\displaylimits" else ""  # limit placement follows an operator
+    if name in ("\\mleft", "\\mmiddle", "\\mright"):  # delimiters, used as a whole
+        return "\\mleft( z \\mmiddle| z \\mright)"
     return before + name + (inside or "{x}" * macro.nargs) + " z"
 
 
