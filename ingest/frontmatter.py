@@ -33,6 +33,11 @@ _NOTES = re.compile(
 _MARKS = re.compile(r"\\(?:footnotemark|fnmark|samethanks|IEEEmembership)(?![A-Za-z@])\*?\s*(?:\[[^\]]*\])?")
 _SUPERSCRIPT = re.compile(r"\$\s*\^\s*(?:\{[^{}$]*\}|[^{}$\s])\s*\$|\^\s*\{[^{}]*\}|\$\s*\{?\s*\}?\s*\$")
 _NAME_START = re.compile(r"\\name(?![A-Za-z@])")
+# an e-mail or web address written beside a name: \href{mailto:..}{..}, \url{..}, \nolinkurl{..}, \texttt{a@b}
+_CONTACT = re.compile(
+    r"\\href\s*\{[^{}]*\}\s*\{(?:[^{}]|\{[^{}]*\})*\}|\\(?:url|nolinkurl)\s*\{[^{}]*\}|\\texttt\s*\{[^{}]*@[^{}]*\}"
+)
+_EMPTY_PARENTHESES = re.compile(r"\(\s*\)|\[\s*\]")
 _BLOCK_SPLIT = re.compile(r"\\(?:and|AND|And)(?![A-Za-z@])")
 _LINE_BREAK = re.compile(r"\\\\\*?(?:\s*\[[^\]]*\])?|\\newline(?![A-Za-z@])|\\par(?![A-Za-z@])")
 _NAME_SPLIT = re.compile(r"\s*(?:,|;|&|\band\b|\bund\b)\s*")
@@ -116,6 +121,7 @@ def author_names(argument: str) -> list[str]:
     blocks = _NAME_START.split(argument)[1:] if jmlr else _BLOCK_SPLIT.split(argument)
     names: list[str] = []
     for block in blocks:
+        block = _EMPTY_PARENTHESES.sub(" ", _CONTACT.sub(" ", block))
         text = _SUPERSCRIPT.sub(" ", _MARKS.sub(" ", _drop_notes(block)))
         first_line = next((line for line in _LINE_BREAK.split(text) if latex_to_text(line).strip(" ,;")), "")
         for piece in _NAME_SPLIT.split(latex_to_text(first_line).replace("\n", " ")):

@@ -175,6 +175,8 @@ def test_author_debris_never_becomes_a_name():
     assert author_names(r"John Smith, Jr. \and Mary Major") == ["John Smith, Jr", "Mary Major"]
     assert author_names(r"\IEEEauthorblockN{Ann Lee}\IEEEauthorblockA{Dept. of EE\\ ann@u.edu}") == ["Ann Lee"]
     assert author_names(r"\orcidlink{0000-0002-1825-0097} Ana Ruiz") == ["Ana Ruiz"]
+    contact = r"A. B. Duthie (\href{mailto:ab@uni.ac.uk}{\nolinkurl{ab@uni.ac.uk}}) \and Bo Li (\texttt{bo@li.org})"
+    assert author_names(contact) == ["A. B. Duthie", "Bo Li"]  # an address beside a name is not the name
 
 
 def test_a_paper_without_a_title_gets_a_placeholder_never_an_empty_string():
