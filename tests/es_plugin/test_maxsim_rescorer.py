@@ -1,6 +1,6 @@
-"""The plugin's ``eqsearch_maxsim`` rescorer on a real node that has it: the MaxSim of the query's node vectors against
-the int8 node vectors stored with each equation equals `maxsim_scores` on those stored vectors (both directions,
-within float rounding) and lies within 0.02 of it on the float vectors; an equation without stored vectors is told
+"""The plugin's ``eqsearch_maxsim`` rescorer on a real node that has it: the MaxSim of the query's node vectors (rounded
+to int8 in the node) against the int8 node vectors stored with each equation equals `maxsim_scores` on those rounded
+vectors (both directions, within rounding) and lies within 0.03 of it on the float vectors; an equation without stored vectors is told
 apart; the service's MaxSim step scores in the node where the index stores vectors; hostile bodies get 400s.
 
 Skipped (failed with CI=true) when the node lacks the plugin's MaxSim (plugin 1.1 and later).
@@ -61,11 +61,12 @@ def test_the_node_computes_maxsim_of_the_stored_vectors(es_client, plugin_index,
     scores = stored_maxsim_scores(es_client, index, ids, query, symmetric=symmetric)
     assert set(scores) == set(vectors)  # the bare equation is left out: its fused score will stand
     stored = {eq_id: _stored(node_vectors_value(v)) for eq_id, v in vectors.items()}
-    exact = maxsim_scores(query, [stored[eq_id] for eq_id in vectors], symmetric=symmetric)
+    rounded_query = _stored(node_vectors_value(query))  # the node rounds the query's unit rows to int8 alike
+    exact = maxsim_scores(rounded_query, [stored[eq_id] for eq_id in vectors], symmetric=symmetric)
     floats = maxsim_scores(query, list(vectors.values()), symmetric=symmetric)
     got = np.array([scores[eq_id] for eq_id in vectors], dtype=np.float32)
-    np.testing.assert_allclose(got, exact, atol=1e-5)
-    assert np.abs(got - floats).max() < 0.02  # int8 storage against float32 vectors
+    np.testing.assert_allclose(got, exact, atol=1e-3)  # a component may round the other way in float32 here
+    assert np.abs(got - floats).max() < 0.03  # int8 against float32 vectors
     assert len(set(np.round(got, 4))) > 30  # the scores differ: the comparison compared something
 
 

@@ -18,6 +18,7 @@ import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.ScoreDoc;
 import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.util.BytesRef;
+import org.apache.lucene.util.VectorUtil;
 import org.elasticsearch.search.rescore.RescoreContext;
 import org.elasticsearch.search.rescore.Rescorer;
 
@@ -33,14 +34,19 @@ final class MaxSimRescorer implements Rescorer {
     static final float MISSING = -2f;
 
     static final class Context extends RescoreContext {
-        final float[] query;
+        final byte[][] query; // the query's unit rows rounded to int8 (x 127), as the candidates' are stored
+        final float[] queryInverseNorms;
         final int dims;
         final boolean symmetric;
         final String field; // null: not mapped here
 
         Context(int windowSize, float[] query, int dims, boolean symmetric, String field) {
             super(windowSize, INSTANCE);
-            this.query = query;
+            this.query = new byte[query.length / dims][dims];
+            for (int i = 0; i < query.length; i++) {
+                this.query[i / dims][i % dims] = (byte) Math.max(-127, Math.min(127, Math.round(query[i] * 127f)));
+            }
+            this.queryInverseNorms = NodeVectors.inverseNorms(this.query);
             this.dims = dims;
             this.symmetric = symmetric;
             this.field = field;
@@ -94,7 +100,7 @@ final class MaxSimRescorer implements Rescorer {
         if (candidate == null || candidate.nodes == 0) {
             return MISSING;
         }
-        return candidate.maxSim(context.query, context.symmetric);
+        return candidate.maxSim(context.query, context.queryInverseNorms, context.symmetric);
     }
 
     @Override
@@ -116,24 +122,26 @@ final class MaxSimRescorer implements Rescorer {
         static final int FORMAT = 1;
         final int nodes;
         final int dims;
-        final byte[] bytes;
-        final int offset;
+        final byte[][] rows;
         final float[] inverseNorms;
 
         private NodeVectors(int nodes, int dims, byte[] bytes, int offset) {
             this.nodes = nodes;
             this.dims = dims;
-            this.bytes = bytes;
-            this.offset = offset;
-            inverseNorms = new float[nodes];
+            this.rows = new byte[nodes][];
             for (int n = 0; n < nodes; n++) {
-                long sum = 0;
-                for (int d = 0; d < dims; d++) {
-                    int v = bytes[offset + n * dims + d];
-                    sum += (long) v * v;
-                }
-                inverseNorms[n] = sum > 0 ? (float) (1.0 / Math.sqrt(sum)) : 0f;
+                rows[n] = Arrays.copyOfRange(bytes, offset + n * dims, offset + (n + 1) * dims);
             }
+            this.inverseNorms = inverseNorms(rows);
+        }
+
+        static float[] inverseNorms(byte[][] rows) {
+            float[] out = new float[rows.length];
+            for (int n = 0; n < rows.length; n++) {
+                int sum = VectorUtil.dotProduct(rows[n], rows[n]);
+                out[n] = sum > 0 ? (float) (1.0 / Math.sqrt(sum)) : 0f;
+            }
+            return out;
         }
 
         /**
@@ -173,8 +181,12 @@ final class MaxSimRescorer implements Rescorer {
             return -1;
         }
 
-        float maxSim(float[] query, boolean symmetric) {
-            int queryNodes = query.length / dims;
+        /**
+         * MaxSim of int8 rows against these: integer dot products (Lucene's, with SIMD), each divided by both
+         * rows' norms, so a cosine of the two rounded unit vectors.
+         */
+        float maxSim(byte[][] query, float[] queryInverseNorms, boolean symmetric) {
+            int queryNodes = query.length;
             float[] bestOfCandidate = symmetric ? new float[nodes] : null;
             if (symmetric) {
                 Arrays.fill(bestOfCandidate, Float.NEGATIVE_INFINITY);
@@ -183,13 +195,8 @@ final class MaxSimRescorer implements Rescorer {
             for (int q = 0; q < queryNodes; q++) {
                 float best = Float.NEGATIVE_INFINITY;
                 for (int n = 0; n < nodes; n++) {
-                    float dot = 0;
-                    int base = offset + n * dims;
-                    int qBase = q * dims;
-                    for (int d = 0; d < dims; d++) {
-                        dot += query[qBase + d] * bytes[base + d];
-                    }
-                    float cosine = dot * inverseNorms[n];
+                    // Lucene's int8 dot product: SIMD through the JDK's vector module where the node has it
+                    float cosine = VectorUtil.dotProduct(query[q], rows[n]) * queryInverseNorms[q] * inverseNorms[n];
                     if (cosine > best) {
                         best = cosine;
                     }
