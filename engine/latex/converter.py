@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from eqsearch.engine.latex.install import DEFAULT_KATEX_DIR, check_installed
-from eqsearch.engine.latex.macros import KatexMacros, MacroDef, MacroExpansionError, build_katex_macros, expand_macros
+from eqsearch.engine.latex.macros import (
+    KatexMacros,
+    MacroDef,
+    MacroExpansionError,
+    brace_scripted_macros,
+    build_katex_macros,
+    expand_macros,
+)
 from eqsearch.engine.latex.preprocess import diagram_kind, preprocess_latex, replace_diagrams
 from eqsearch.engine.latex.worker import ConversionJob, KatexWorker
 
@@ -205,6 +212,7 @@ class KatexConverter:
                 continue
             try:
                 text = preprocess_latex(latex, environment or "equation")
+                text = brace_scripted_macros(text, katex_macros)
                 text = expand_macros(text, katex_macros, max_expansions=self.config.max_expand, max_length=max_length)
             except MacroExpansionError as error:
                 results[index] = _failed("too-many-expansions", error.message)

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from eqsearch.engine.errors import EqsearchError
-from eqsearch.engine.latex.preprocess import clean_latex
+from eqsearch.engine.latex.preprocess import clean_latex, register_spacing
 from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, read_optional, skip_space
 
 __all__ = [
@@ -170,7 +170,7 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
                 katex.pop(name, None)
                 expanded.pop(name, None)
                 continue
-        body = clean_latex(_IFMMODE.sub(r"\1", macro.body))
+        body = register_spacing(clean_latex(_IFMMODE.sub(r"\1", macro.body)))
         if macro.source.startswith("DeclareMathOperator") and not body.lstrip().startswith("\\operatorname"):
             star = "*" if macro.source.endswith("*") else ""
             body = f"\\operatorname{star}{{{body}}}"
@@ -465,6 +465,27 @@ def _substitute(body: str, args: list[str]) -> str:
         return args[index] if index < len(args) else ""
 
     return _PARAMETER.sub(parameter, body)
+
+
+_SCRIPTED_NAME = re.compile(r"(?<!\\)([_^])\s*(\\[A-Za-z@]+)")
+
+
+def brace_scripted_macros(latex: str, macros: KatexMacros) -> str:
+    """``x^\\T`` -> ``x^{\\T}`` for a document macro without arguments: TeX takes a superscript's macro whole (its
+    error recovery braces ``\\mkern-1.5mu\\mathsf{T}``), KaTeX would take only its first token."""
+    if "^\\" not in latex and "_\\" not in latex and not re.search(r"[_^]\s+\\", latex):
+        return latex
+
+    def brace(m: re.Match[str]) -> str:
+        name = m.group(2)
+        body = macros.katex.get(name)
+        if body is None and name in macros.expanded and macros.expanded[name].nargs == 0:
+            body = macros.expanded[name].body
+        if body is None or "#" in body:
+            return m.group(0)
+        return f"{m.group(1)}{{{name}}}"
+
+    return _SCRIPTED_NAME.sub(brace, latex)
 
 
 _ENDS_IN_WORD = re.compile(r"(?<!\\)(?:\\\\)*\\[A-Za-z@]+\Z")

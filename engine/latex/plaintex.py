@@ -2,10 +2,10 @@
 
 Older papers and journal classes (MNRAS, AAS, JHEP) still write plain TeX inside displays: ``\\root 3 \\of x``,
 ``\\buildrel \\rm def \\over =``, the ``\\over`` family's delimited members ``{n \\overwithdelims() k}``,
-``\\atopwithdelims`` and ``\\abovewithdelims``, and the macros ``\\cases{...}``, ``\\eqalign{...}``,
-``\\eqalignno{...}`` and ``\\displaylines{...}`` whose rows end in ``\\cr``. KaTeX parses ``\\over``, ``\\atop``,
-``\\choose``, ``\\brace``, ``\\brack`` and ``\\above`` itself; the others become ``\\sqrt[3]{x}``,
-``\\overset{\\rm def}{=}``, ``\\genfrac`` and the matching environments.
+``\\atopwithdelims`` and ``\\abovewithdelims``, and the macros ``\\cases{...}`` (whose second column is text),
+``\\eqalign{...}``, ``\\eqalignno{...}`` and ``\\displaylines{...}`` whose rows end in ``\\cr``. KaTeX parses
+``\\over``, ``\\atop``, ``\\choose``, ``\\brace``, ``\\brack`` and ``\\above`` itself; the others become
+``\\sqrt[3]{x}``, ``\\overset{\\rm def}{=}``, ``\\genfrac`` and the matching environments.
 """
 
 from __future__ import annotations
@@ -70,12 +70,22 @@ def _rows(latex: str) -> str:
             continue
         environment = _ROW_MACROS[m.group(1)]
         body = _CR.sub(r"\\\\", arg[0]).rstrip()
+        if m.group(1) == "cases":  # plain TeX's \cases sets its second column as text
+            body = "\\\\".join(_text_second_column(row) for row in body.split("\\\\"))
         if m.group(1) == "eqalignno":  # the equation-number column is dropped
             body = "\\\\".join(row.rsplit("&", 1)[0] if row.count("&") >= 2 else row for row in body.split("\\\\"))
         out += [latex[pos : m.start()], f"\\begin{{{environment}}}{body}\\end{{{environment}}}"]
         pos = arg[1]
     out.append(latex[pos:])
     return "".join(out)
+
+
+def _text_second_column(row: str) -> str:
+    """``a & if $x>0$`` -> ``a &\\text{if $x>0$}`` (a row of plain TeX's ``\\cases``, when it holds ``$``)."""
+    left, amp, right = row.partition("&")
+    if not amp or "$" not in right:  # math written there the LaTeX way stays math
+        return row
+    return f"{left}&\\text{{{right.strip()}}} "
 
 
 def _delimiter(latex: str, pos: int) -> tuple[str, int]:

@@ -27,7 +27,14 @@ from eqsearch.engine.latex.plaintex import rewrite_plain_tex
 from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
 from eqsearch.engine.latex.scan import read_argument, read_optional
 
-__all__ = ["clean_latex", "diagram_kind", "preprocess_latex", "replace_diagrams", "wrap_environment"]
+__all__ = [
+    "clean_latex",
+    "diagram_kind",
+    "preprocess_latex",
+    "register_spacing",
+    "replace_diagrams",
+    "wrap_environment",
+]
 
 _COMMENT = re.compile(r"(?<!\\)((?:\\\\)*)%[^\n]*")
 
@@ -409,6 +416,22 @@ def _inline_tikz(latex: str, kinds: list[str]) -> str:
     return "".join(out)
 
 
+# \mskip.3\thinmuskip: a multiple of a math spacing register, which KaTeX cannot read, in mu (3, 4 and 5 mu)
+_MUSKIP = re.compile(r"\\(mskip|mkern|hskip|kern)\s*(-?)\s*(\d*\.?\d*)\s*\\(thin|med|thick)muskip(?![A-Za-z@])")
+_MU = {"thin": 3, "med": 4, "thick": 5}
+
+
+def register_spacing(text: str) -> str:
+    """``\\mskip.3\\thinmuskip`` (a multiple of a spacing register) -> ``\\mskip0.9mu``: sizes KaTeX reads."""
+    return _MUSKIP.sub(_muskip, text) if "muskip" in text else text
+
+
+def _muskip(m: re.Match[str]) -> str:
+    factor = float(m.group(3)) if m.group(3) not in ("", ".") else 1.0
+    command = "mkern" if m.group(1) in ("mkern", "kern") else "mskip"
+    return f"\\{command}{m.group(2)}{factor * _MU[m.group(4)]:g}mu "
+
+
 # A size command before a bracket KaTeX has only as a symbol (stmaryrd's semantic brackets): the size is dropped
 _SIZED_SYMBOL = re.compile(
     r"\\(?:big|Big|bigg|Bigg)[lrm]?\s*(?=\\(?:llbracket|rrbracket|llparenthesis|rrparenthesis|lBrace|rBrace)(?![A-Za-z]))"
@@ -419,6 +442,7 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
     """Proof trees rewritten (`engine.latex.prooftrees`), plain TeX constructs too (`engine.latex.plaintex`),
     `clean_latex`, then `wrap_environment`: the text KaTeX gets for one display."""
     text = clean_latex(rewrite_plain_tex(rewrite_proof_trees(body)))
+    text = register_spacing(text)
     if "bracket" in text or "parenthesis" in text or "Brace" in text:
         text = _SIZED_SYMBOL.sub("", text)
     return wrap_environment(text, environment)

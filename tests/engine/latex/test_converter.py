@@ -341,6 +341,7 @@ def test_a_macro_use_right_after_a_control_word_keeps_the_tokens_apart(converter
         ("{n \\overwithdelims() k} + \\root 3 \\of x + \\buildrel \\rm def \\over =", "mroot"),  # plain TeX
         ("f(x) = \\cases{1 & x > 0 \\cr 0 & x \\le 0}", "mtable"),
         ("\\mleft( \\cancelto{0}{x} \\mright) + \\tensor{R}{_{ij}^{kl}} + \\acs{iid}", "msubsup"),
+        ("V = \\cases{Z e^2 / R_C & for $R \\leq R_C$, \\cr Z e^2 / R & otherwise \\cr}", "mtext"),
         ("\\framebox{\\AxiomC{$a$}\\noLine\\UnaryInfC{$b$}\\DisplayProof}", "mfrac"),
         (
             "\\mprset{flushleft}\\inferrule*[right=$\\beta$]"
@@ -371,3 +372,14 @@ def test_pictures_drawn_by_packages_are_diagrams_and_an_inline_tikz_a_placeholde
     assert "dynkin" in (dynkin.message or "") and "bfig" in (diagxy.message or "")
     assert (inline.status, inline.reason) == ("approximate", "diagram-placeholder")
     assert '<mi mathvariant="normal">S</mi>' in inline.mathml and "[diagram]" in inline.mathml
+
+
+def test_a_document_macro_as_a_superscript_is_taken_whole_and_spacing_registers_are_read(converter):
+    transpose = MacroDef("\\transpose", "\\mkern-1.5mu\\mathsf{T}")
+    short_bar = MacroDef("\\ols", "\\mskip.3\\thinmuskip\\overline{\\mskip-.3\\thinmuskip{#1}}\\mskip.3\\thinmuskip", 1)
+    results = converter.convert_many(
+        [("\\omega_j^\\transpose y", "equation"), ("x^{\\ols J} + a \\mskip 2\\medmuskip b", "equation")],
+        macros=(transpose, short_bar),
+    )
+    assert [r.status for r in results] == ["ok", "ok"], [r.message for r in results]
+    assert '<mi mathvariant="sans-serif">T</mi>' in results[0].mathml and "‾" in results[1].mathml

@@ -16,6 +16,7 @@ from eqsearch.engine.latex.plaintex import rewrite_plain_tex
         (r"x^{a \atopwithdelims [ ] b} + 1", r"x^{\genfrac{[}{]}{0pt}{}{a }{ b}} + 1"),
         (r"{a \abovewithdelims \{ . 2pt b}", r"{\genfrac{\{}{}{2pt}{}{a }{ b}}"),
         (r"\cases{a & b \cr c & d}", r"\begin{cases}a & b \\ c & d\end{cases}"),
+        (r"\cases{x & if $x>0$ \cr 0 & }", r"\begin{cases}x &\text{if $x>0$} \\ 0 &\end{cases}"),
         (r"\eqalign{a &= b \cr}", r"\begin{aligned}a &= b \\\end{aligned}"),
         (r"\eqalignno{a &= b & (1) \cr}", r"\begin{aligned}a &= b \\\end{aligned}"),
         (r"\displaylines{a \cr b}", r"\begin{gathered}a \\ b\end{gathered}"),
