@@ -468,11 +468,13 @@ def _substitute(body: str, args: list[str]) -> str:
 
 
 _SCRIPTED_NAME = re.compile(r"(?<!\\)([_^])\s*(\\[A-Za-z@]+)")
+# a body KaTeX cannot take as a script's first token: it opens with spacing (\mkern-1.5mu\mathsf{T})
+_LEADING_SPACE = re.compile(r"\s*\\(?:mkern|mskip|kern|hskip|hspace|,|!|:|;|quad|qquad)(?![A-Za-z@])")
 
 
 def brace_scripted_macros(latex: str, macros: KatexMacros) -> str:
-    """``x^\\T`` -> ``x^{\\T}`` for a document macro without arguments: TeX takes a superscript's macro whole (its
-    error recovery braces ``\\mkern-1.5mu\\mathsf{T}``), KaTeX would take only its first token."""
+    """``x^\\T`` -> ``x^{\\T}`` for a document macro without arguments whose body opens with spacing: TeX takes such a
+    superscript whole (its error recovery braces ``\\mkern-1.5mu\\mathsf{T}``), KaTeX stops at the spacing."""
     if "^\\" not in latex and "_\\" not in latex and not re.search(r"[_^]\s+\\", latex):
         return latex
 
@@ -481,8 +483,8 @@ def brace_scripted_macros(latex: str, macros: KatexMacros) -> str:
         body = macros.katex.get(name)
         if body is None and name in macros.expanded and macros.expanded[name].nargs == 0:
             body = macros.expanded[name].body
-        if body is None or "#" in body:
-            return m.group(0)
+        if body is None or "#" in body or not _LEADING_SPACE.match(body):
+            return m.group(0)  # \def\mr{\mathrm} used as _\mr{3D} must stay as it is
         return f"{m.group(1)}{{{name}}}"
 
     return _SCRIPTED_NAME.sub(brace, latex)

@@ -376,10 +376,15 @@ def test_pictures_drawn_by_packages_are_diagrams_and_an_inline_tikz_a_placeholde
 
 def test_a_document_macro_as_a_superscript_is_taken_whole_and_spacing_registers_are_read(converter):
     transpose = MacroDef("\\transpose", "\\mkern-1.5mu\\mathsf{T}")
+    roman = MacroDef("\\mr", "\\mathrm", source="def")  # _\mr{3D}: the macro takes the group after it
     short_bar = MacroDef("\\ols", "\\mskip.3\\thinmuskip\\overline{\\mskip-.3\\thinmuskip{#1}}\\mskip.3\\thinmuskip", 1)
     results = converter.convert_many(
-        [("\\omega_j^\\transpose y", "equation"), ("x^{\\ols J} + a \\mskip 2\\medmuskip b", "equation")],
-        macros=(transpose, short_bar),
+        [
+            ("\\omega_j^\\transpose y", "equation"),
+            ("x^{\\ols J} + a \\mskip 2\\medmuskip b", "equation"),
+            ("\\kappa_\\mr{3D}", "equation"),
+        ],
+        macros=(transpose, short_bar, roman),
     )
-    assert [r.status for r in results] == ["ok", "ok"], [r.message for r in results]
+    assert [r.status for r in results] == ["ok", "ok", "ok"], [r.message for r in results]
     assert '<mi mathvariant="sans-serif">T</mi>' in results[0].mathml and "‾" in results[1].mathml
