@@ -3,17 +3,24 @@
 ::
 
     .venv/bin/python benchmarks/hybrid_variants.py --prefix hybdev [--split dev] [--out rows.json]
+    .venv/bin/python benchmarks/hybrid_variants.py --prefix hybdev --cost [--passes 5]
 
 The papers and distractors must already be indexed under the prefix (`eqsearch evaluate hybrid --prefix P --papers
 ... --distractors ...` does it once). Every variant is the production `SearchService` with one setting changed: the
 fusion (evidence, rrf, linear), the balance (`formula_weight`) and the evidence fusion's paper share. The held-out
 rows are never read here unless ``--split heldout`` is asked, which is done once, for the chosen variant only.
+
+``--cost`` instead times what the fixed ranking depth costs: every dev query's combined search with the depth at 50
+(the depth before exact paging) and at 100 (now), alternating query by query in one run, ``--passes`` times; it
+prints the median wall time and the median process CPU time of the client per search.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
+import time
 from pathlib import Path
 
 from eqsearch.engine.es import EsConfig, connect
@@ -23,14 +30,38 @@ from eqsearch.engine.search import SearchService
 from eqsearch.evaluation.hybrid import evaluate_hybrid, read_hybrid_queries, resolve_targets
 
 VARIANTS = [
-    {"fusion": "rrf", "weight": 0.5, "paper_share": 0.5},
-    {"fusion": "linear", "weight": 0.5, "paper_share": 0.5},
-    *(
-        {"fusion": "evidence", "weight": w, "paper_share": s}
-        for w in (0.4, 0.5, 0.6, 0.7)
-        for s in (0.0, 0.25, 0.5, 0.75, 1.0)
-    ),
+    {"fusion": "rrf", "weight": 0.5, "paper_share": 0.75},
+    {"fusion": "linear", "weight": 0.5, "paper_share": 0.75},
+    *({"fusion": "evidence", "weight": 0.5, "paper_share": share} for share in (0.0, 0.25, 0.5, 0.75, 1.0)),
+    *({"fusion": "evidence", "weight": weight, "paper_share": 0.75} for weight in (0.4, 0.6, 0.7)),
 ]
+
+
+def cost(client: object, encoder: object, converter: object, prefix: str, rows: list, passes: int) -> None:
+    """Median wall and client CPU milliseconds per combined search at depth 50 and 100, side by side."""
+    services = {
+        depth: SearchService(client, encoder, converter, index_prefix=prefix, candidate_depth=depth)
+        for depth in (50, 100)
+    }
+    wall: dict[int, list[float]] = {50: [], 100: []}
+    cpu: dict[int, list[float]] = {50: [], 100: []}
+    for row in rows:  # warm both (KaTeX, the encoder, the node's caches)
+        for service in services.values():
+            service.search(row.query("both", size=10))
+    for _ in range(passes):
+        for row in rows:
+            for depth, service in services.items():
+                began, began_cpu = time.perf_counter(), time.process_time()
+                service.search(row.query("both", size=10))
+                wall[depth].append((time.perf_counter() - began) * 1000.0)
+                cpu[depth].append((time.process_time() - began_cpu) * 1000.0)
+    for depth in (50, 100):
+        print(
+            f"depth {depth}: median {statistics.median(wall[depth]):.1f} ms wall, "
+            f"{statistics.median(cpu[depth]):.1f} ms client CPU per search ({len(wall[depth])} searches)"
+        )
+    ratio = statistics.median(wall[100]) / statistics.median(wall[50])
+    print(f"depth 100 / depth 50: {ratio:.2f}x median wall")
 
 
 def main() -> None:
@@ -38,15 +69,25 @@ def main() -> None:
     parser.add_argument("--prefix", required=True)
     parser.add_argument("--split", choices=("dev", "heldout"), default="dev")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--cost", action="store_true", help="time depth 50 against depth 100 instead")
+    parser.add_argument("--passes", type=int, default=5)
     args = parser.parse_args()
     rows = [row for row in read_hybrid_queries() if row.split == args.split]
     client, _ = connect(EsConfig.from_env())
     encoder = load_encoder(None)
     results = []
     with KatexConverter() as converter:
+        if args.cost:
+            cost(client, encoder, converter, args.prefix, rows, args.passes)
+            return
         for variant in VARIANTS:
             service = SearchService(
-                client, encoder, converter, index_prefix=args.prefix, paper_share=variant["paper_share"]
+                client,
+                encoder,
+                converter,
+                index_prefix=args.prefix,
+                paper_share=variant["paper_share"],
+                words_paper_share=variant["paper_share"],
             )
             targets = resolve_targets(client, service.equations_alias, rows)
             evaluation = evaluate_hybrid(

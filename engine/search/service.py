@@ -83,8 +83,10 @@ class SearchService:
         candidate_depth: how many candidates each ranked list contributes to fusion, whatever the page, its size or
             the grouping, so that every page is a slice of one ranking; a page past it comes back empty with a
             warning. 100, the largest page (benchmarks/hybrid.md: what the exact paging costs).
-        paper_share: the paper's share of the words' evidence in the evidence fusion (`evidence_fusion`); the rest
-            is the equation's own text.
+        paper_share: the paper's share of the words' evidence in the evidence fusion (`evidence_fusion`) when a
+            formula ranks the equations; the rest is the equation's own text.
+        words_paper_share: the same when the words are alone: then they must also choose the paper's equations, so
+            the equation's own text weighs more (benchmarks/hybrid.md).
         formula_cache_size: how many prepared query formulas to keep (`QueryFormulas`; 0 keeps none).
         ranking: how the formula side is ranked (default: the registered `DEFAULT_RANKER`).
         pattern_candidates: how deep the structural list of a query with variables reaches: the candidates its
@@ -109,6 +111,7 @@ class SearchService:
         rrf_k: int = 60,
         candidate_depth: int = 100,
         paper_share: float = 0.75,
+        words_paper_share: float = 0.25,
         formula_cache_size: int = 1024,
         ranking: FormulaRanking | None = None,
         pattern_candidates: int = 300,
@@ -125,6 +128,7 @@ class SearchService:
         self.num_candidates_factor = num_candidates_factor
         self.rrf_k = rrf_k
         self.paper_share = paper_share
+        self.words_paper_share = words_paper_share
         self.candidate_depth = candidate_depth
         self.ranking = ranking or get_ranker(DEFAULT_RANKER)
         self.pattern_candidates = pattern_candidates
@@ -265,7 +269,7 @@ class SearchService:
                 found.lists.get("papers", []),
                 found.paper_of,
                 weight=w if sides.get("formula") else 0.0,
-                paper_share=self.paper_share,
+                paper_share=self.paper_share if sides.get("formula") else self.words_paper_share,
             )
         if query.fusion == "rrf":
             return reciprocal_rank_fusion(sides, k=self.rrf_k, weights={"formula": 2 * w, "text": 2 * (1 - w)})
