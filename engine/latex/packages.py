@@ -263,6 +263,8 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\mright": (0, "\\right"),
     "\\mmiddle": (0, "\\middle"),
     "\\cancelto": (2, "\\cancel{#2}"),
+    # breqn's relation kept out of the line-breaking
+    "\\hiderel": (1, "#1"),
     # physics
     "\\order": (1, "\\mathcal{O}\\left(#1\\right)"),
     "\\grad": (0, "\\nabla"),

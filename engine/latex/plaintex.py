@@ -19,12 +19,20 @@ __all__ = ["rewrite_plain_tex"]
 
 _ROOT = re.compile(r"\\root(?![A-Za-z@])(.*?)\\of(?![A-Za-z@])\s*", re.DOTALL)
 _BUILDREL = re.compile(r"\\buildrel(?![A-Za-z@])(.*?)\\over(?![A-Za-z@])\s*", re.DOTALL)
-_ROW_MACROS = {"cases": "cases", "eqalign": "aligned", "eqalignno": "aligned", "displaylines": "gathered"}
+_ROW_MACROS = {
+    "cases": "cases",
+    "eqalign": "aligned",
+    "eqalignno": "aligned",
+    "displaylines": "gathered",
+    # a matrix with a row and a column of labels: the labels kept as its first row and column, in parentheses
+    "bordermatrix": "pmatrix",
+    "bbordermatrix": "bmatrix",
+}
 _ROWS = re.compile(r"\\(" + "|".join(_ROW_MACROS) + r")(?![A-Za-z@])\s*(?=\{)")
 _WITHDELIMS = re.compile(r"\\(over|atop|above)withdelims(?![A-Za-z@])")
 _CR = re.compile(r"\\cr(?![A-Za-z@])")
 _DIMENSION = re.compile(r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)\s*(?:pt|em|ex|mm|cm|in|bp|mu|sp|pc|dd|cc)")
-_MARKERS = ("\\root", "\\buildrel", "withdelims", "\\cases", "\\eqalign", "\\displaylines")
+_MARKERS = ("\\root", "\\buildrel", "withdelims", "\\cases", "\\eqalign", "\\displaylines", "bordermatrix")
 
 
 def rewrite_plain_tex(latex: str) -> str:

@@ -421,6 +421,10 @@ _MUSKIP = re.compile(r"\\(mskip|mkern|hskip|kern)\s*(-?)\s*(\d*\.?\d*)\s*\\(thin
 _MU = {"thin": 3, "med": 4, "thick": 5}
 
 
+# \begin{array}[t]{l}: the vertical position of an inner array, which KaTeX does not take
+_ARRAY_POSITION = re.compile(r"\\begin\s*\{(array|aligned|gathered|alignedat|tabular)\}\s*\[[tbc]\]")
+
+
 def register_spacing(text: str) -> str:
     """``\\mskip.3\\thinmuskip`` (a multiple of a spacing register) -> ``\\mskip0.9mu``: sizes KaTeX reads."""
     return _MUSKIP.sub(_muskip, text) if "muskip" in text else text
@@ -443,6 +447,8 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
     `clean_latex`, then `wrap_environment`: the text KaTeX gets for one display."""
     text = clean_latex(rewrite_plain_tex(rewrite_proof_trees(body)))
     text = register_spacing(text)
+    if "[" in text and "\\begin" in text:
+        text = _ARRAY_POSITION.sub(r"\\begin{\1}", text)
     if "bracket" in text or "parenthesis" in text or "Brace" in text:
         text = _SIZED_SYMBOL.sub("", text)
     return wrap_environment(text, environment)

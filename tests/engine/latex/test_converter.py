@@ -342,6 +342,7 @@ def test_a_macro_use_right_after_a_control_word_keeps_the_tokens_apart(converter
         ("f(x) = \\cases{1 & x > 0 \\cr 0 & x \\le 0}", "mtable"),
         ("\\mleft( \\cancelto{0}{x} \\mright) + \\tensor{R}{_{ij}^{kl}} + \\acs{iid}", "msubsup"),
         ("V = \\cases{Z e^2 / R_C & for $R \\leq R_C$, \\cr Z e^2 / R & otherwise \\cr}", "mtext"),
+        ("\\text{matter} : \\begin{array}[t]{l} a \\\\ b \\end{array} \\hiderel{=} c", "mtable"),
         ("\\framebox{\\AxiomC{$a$}\\noLine\\UnaryInfC{$b$}\\DisplayProof}", "mfrac"),
         (
             "\\mprset{flushleft}\\inferrule*[right=$\\beta$]"

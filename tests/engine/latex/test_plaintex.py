@@ -20,6 +20,7 @@ from eqsearch.engine.latex.plaintex import rewrite_plain_tex
         (r"\eqalign{a &= b \cr}", r"\begin{aligned}a &= b \\\end{aligned}"),
         (r"\eqalignno{a &= b & (1) \cr}", r"\begin{aligned}a &= b \\\end{aligned}"),
         (r"\displaylines{a \cr b}", r"\begin{gathered}a \\ b\end{gathered}"),
+        (r"\bordermatrix{ & x \cr y & 1}", r"\begin{pmatrix} & x \\ y & 1\end{pmatrix}"),
         (r"{a \over b} + {n \choose k}", r"{a \over b} + {n \choose k}"),  # KaTeX's own: untouched
     ],
 )
