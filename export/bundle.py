@@ -148,6 +148,7 @@ def write_export_manifest(
     data_summary: dict[str, Any] | None,
     evaluation: dict[str, Any] | None,
     renderer: dict[str, Any] | None = None,
+    features: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the manifest of a freshly exported bundle (`engine.model.bundle.make_manifest`) with what made it: the
     model's config, the torch, opset and Python versions, the training run, its data and its held-out figures; then
@@ -171,6 +172,7 @@ def write_export_manifest(
         vocabulary=vocabulary,
         eqsearch_version=__version__,
         renderer=renderer,
+        features=features,
         provenance={
             "model_config": model_config,
             "exported_with": {

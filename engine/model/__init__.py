@@ -4,7 +4,8 @@
 writes the bundle's manifest; `encoder` runs the bundle's ONNX model with onnxruntime; `structure` turns a
 formula's symbol layout tree into search terms for the structural channel; `text` embeds the words around a
 formula (and a query's keywords) for the context channel; `nodes` gives one vector per node (the bundle's
-node-states sidecar) for the MaxSim rerank.
+node-states sidecar) for the MaxSim rerank; `structure_bag` runs the ``structure-bag`` encoder kind (the structural
+terms, hashed, into a learned 64-d vector).
 """
 
 from eqsearch.engine.model.bundle import (

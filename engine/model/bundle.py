@@ -35,14 +35,16 @@ VOCABULARY_NAME = "vocabulary.json"
 #: Encoder kinds this eqsearch can run, and the ONNX inputs each one takes (engine.graph conventions).
 GRAPH_INPUTS = ("tag", "attr", "char", "pos", "edge_index", "graph", "graph_sizes")
 BITMAP_INPUTS = ("bitmaps",)
-ENCODER_KINDS = {"kdd20-gcn": GRAPH_INPUTS, "ecml19-cnn": BITMAP_INPUTS}
+#: The structure-bag encoder (`engine.model.structure_bag`): hashed structural terms of a batch of formulas.
+STRUCTURE_BAG_INPUTS = ("ids", "weights", "graph", "graph_sizes")
+ENCODER_KINDS = {"kdd20-gcn": GRAPH_INPUTS, "ecml19-cnn": BITMAP_INPUTS, "structure-bag": STRUCTURE_BAG_INPUTS}
 #: Similarities a bundle may declare: the model's training similarity (inner product of soft-normalised
 #: vectors, KDD'20 eq. 1-3) or cosine. Names follow Elasticsearch's dense_vector ``similarity`` values.
 SIMILARITIES = ("max_inner_product", "cosine")
 #: The files a graph-network manifest lists (with path and SHA-256), besides itself.
 BUNDLE_FILES = (MODEL_NAME, VOCABULARY_NAME)
 #: The files each encoder kind's manifest lists.
-KIND_FILES = {"kdd20-gcn": BUNDLE_FILES, "ecml19-cnn": (MODEL_NAME,)}
+KIND_FILES = {"kdd20-gcn": BUNDLE_FILES, "ecml19-cnn": (MODEL_NAME,), "structure-bag": (MODEL_NAME,)}
 #: Keys every graph-network manifest has, with their JSON types: `make_manifest` writes them, `read_manifest` refuses
 #: a manifest without one. Anything else in a manifest is provenance (training config, data summary, evaluation,
 #: parity). Other kinds: `KIND_KEYS`.
@@ -62,6 +64,7 @@ REQUIRED_KEYS: dict[str, type] = {
 KIND_KEYS: dict[str, dict[str, type]] = {
     "kdd20-gcn": REQUIRED_KEYS,
     "ecml19-cnn": {**{k: v for k, v in REQUIRED_KEYS.items() if k != "vocabulary_sizes"}, "renderer": dict},
+    "structure-bag": {**{k: v for k, v in REQUIRED_KEYS.items() if k != "vocabulary_sizes"}, "features": dict},
 }
 #: What a ``renderer`` entry gives: the render settings the model was trained with.
 RENDERER_KEYS = ("em_px", "height", "width", "mathjax", "resvg")
@@ -176,6 +179,7 @@ def make_manifest(
     eqsearch_version: str,
     provenance: Mapping[str, Any] | None = None,
     renderer: Mapping[str, Any] | None = None,
+    features: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a bundle directory that already holds ``model.onnx`` and ``vocabulary.json``.
 
@@ -194,6 +198,7 @@ def make_manifest(
         provenance: further top-level entries (``model_config``, ``exported_with``, ``training``, ``data``,
             ``evaluation``, ...); they may not replace a key of the schema.
         renderer: for ``ecml19-cnn``, the render settings (``RENDERER_KEYS``).
+        features: for ``structure-bag``, how terms become inputs (`engine.model.structure_bag.StructureFeatures`).
 
     Returns:
         The manifest as a JSON-ready dict.
@@ -226,6 +231,10 @@ def make_manifest(
         manifest["vocabulary_version"] = vocabulary.to_json()["version"]
     if "renderer" in KIND_KEYS[encoder] and renderer is not None:
         manifest["renderer"] = dict(renderer)
+    if "features" in KIND_KEYS[encoder]:
+        if features is None:
+            raise BundleError(f"a '{encoder}' bundle needs its features")
+        manifest["features"] = dict(features)
     for name in KIND_FILES[encoder]:
         file_path = path / name
         if not file_path.is_file():
@@ -339,6 +348,8 @@ def read_manifest(
         missing = set(RENDERER_KEYS) - set(_require(manifest, "renderer", path))
         if missing:
             raise BundleError(f"{path}: the manifest's renderer lacks {sorted(missing)}", hint="re-export the bundle")
+    if "features" in KIND_KEYS[encoder]:
+        _require(manifest, "features", path)
     written_by = str(manifest.get("eqsearch_version", ""))
     if eqsearch_version is None:
         from eqsearch import __version__ as eqsearch_version

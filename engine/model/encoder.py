@@ -183,8 +183,19 @@ def _bitmap_encoder(manifest: BundleManifest, **options: Any) -> Encoder:
     return BitmapEncoder(manifest, **options)
 
 
+def _structure_bag_encoder(manifest: BundleManifest, **options: Any) -> Encoder:
+    """The structure-bag encoder (`engine.model.structure_bag`): hashed structural terms, a learned projection."""
+    from eqsearch.engine.model.structure_bag import StructureBagEncoder
+
+    return StructureBagEncoder(manifest, **options)
+
+
 #: encoder kind -> loader(manifest, **options). Add new encoders here.
-ENCODER_LOADERS: dict[str, Callable[..., Encoder]] = {"kdd20-gcn": GraphEncoder, "ecml19-cnn": _bitmap_encoder}
+ENCODER_LOADERS: dict[str, Callable[..., Encoder]] = {
+    "kdd20-gcn": GraphEncoder,
+    "ecml19-cnn": _bitmap_encoder,
+    "structure-bag": _structure_bag_encoder,
+}
 
 
 def load_encoder(bundle: str | Path | None = None, **options: Any) -> Encoder:

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One prepared run of the structure-bag encoder on a lent GPU machine (benchmarks/gpu.md, "The structure-bag
+# encoder"): that machine has torch, onnx, onnxruntime and lxml but no eqsearch install and no network, so the
+# package is put on the path from this checkout, the carried data (.encdata/: the corpus's distinct formulas and the
+# development half's MathML, made here by `python -m eqsearch.training.structure_prepare`) is read, and the variants
+# are trained one after the other; results, the bundle and the weights go to $OUT.
+#   OUT=DIR [PY=python3] [SECONDS_PER_VARIANT=90] [VARIANTS=full,bm25-teacher,no-views,random-batches] [WORKERS=12] \
+#       bash benchmarks/structure_gpu.sh
+set -euo pipefail
+REPO=$(pwd)
+PY=${PY:-python3}
+OUT=${OUT:?set OUT}
+mkdir -p "$OUT"
+SHIM=$(mktemp -d)
+mkdir -p "$SHIM/eqsearch"
+VERSION=$("$PY" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
+echo "__version__ = \"$VERSION\"" > "$SHIM/eqsearch/__init__.py"
+for part in engine ingest evaluation training export; do ln -s "$REPO/$part" "$SHIM/eqsearch/$part"; done
+export PYTHONPATH="$SHIM" PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+"$PY" -m eqsearch.export.structure_run \
+  --formulas .encdata/formulas.jsonl.gz --dev-mathml .encdata/dev-mathml.json.gz --qrels .encdata/qrels.txt \
+  --out "$OUT" --steps "${STEPS:-1000000}" --max-seconds "${SECONDS_PER_VARIANT:-90}" \
+  --variants "${VARIANTS:-full,bm25-teacher,no-views,random-batches}" --workers "${WORKERS:-12}" \
+  --prep-workers "${PREP_WORKERS:-16}" --threads 4 --eval-every "${EVAL_EVERY:-2000}" --log-every 500 \
+  ${EXTRA:-} 2>&1 | grep -v "torchvision is not installed" | tee "$OUT/log.txt"

@@ -1,0 +1,183 @@
+"""The structure-bag encoder's training: formulas split by document, views, the BM25 teacher, mined batches, the
+distillation loss and a short run that learns the teacher's order."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import random
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+from eqsearch.engine.model.structure import generalised_label, parse_layout, structure_of_layout
+from eqsearch.engine.model.structure_bag import StructureFeatures
+from eqsearch.training.structure_data import (
+    augmented_view,
+    corpus_formulas,
+    held_out_document,
+    read_formula_file,
+    term_data,
+    term_slots,
+    write_formula_file,
+)
+from eqsearch.training.structure_distill import DistillConfig, distill_loss, encode_terms, prepare, train
+from eqsearch.training.structure_model import StructureBagConfig
+from eqsearch.training.structure_teacher import Bm25Teacher, MinedBatches
+
+
+def _mi(x: str) -> str:
+    return f"<mi>{x}</mi>"
+
+
+def _sum(*letters: str, power: str = "2") -> str:
+    parts = "<mo>+</mo>".join(f"<msup>{_mi(x)}<mn>{power}</mn></msup>" for x in letters)
+    return f"<math>{parts}</math>"
+
+
+FORMULAS = [_sum("x", "y"), _sum("a", "b"), _sum("x", "y", "z"), _sum("x", "y", power="3")]
+FORMULAS += [f"<math>{_mi('f')}<mo>(</mo>{_mi(x)}<mo>)</mo><mo>=</mo><mn>{k}</mn></math>" for x in "xyz" for k in "12"]
+FORMULAS += [f"<math><mfrac>{_mi(a)}{_mi(b)}</mfrac></math>" for a, b in ("ab", "xy", "pq")]
+
+
+def test_formulas_are_deduplicated_and_split_by_document(tmp_path: Path) -> None:
+    papers = tmp_path / "papers.jsonl"
+    rows = []
+    for d in range(40):
+        eqs = [{"mathml": FORMULAS[d % len(FORMULAS)]}, {"mathml": f"<math><mn>{d}</mn></math>"}]
+        rows.append({"id": f"doc{d}", "sections": [{"equations": eqs, "inline": [{"mathml": FORMULAS[0]}]}]})
+    papers.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    records = corpus_formulas(papers, test_fraction=0.3, seed=0)
+    assert len({r.mathml for r in records}) == len(records) == len(FORMULAS) + 40
+    for r in records:  # each formula's side is its (first) document's
+        assert r.held_out == held_out_document(r.doc, 0.3, 0)
+    assert 0 < sum(r.held_out for r in records) < len(records)
+    assert not any(r.mathml == FORMULAS[0] for r in corpus_formulas(papers, inline=False) if r.doc != "doc0")
+    path = tmp_path / "f.jsonl.gz"
+    assert write_formula_file(records, path) == len(records)
+    assert read_formula_file(path) == records
+    with gzip.open(path, "rt") as lines:
+        assert json.loads(next(lines))["doc"] == records[0].doc
+
+
+def test_a_view_renames_letters_one_to_one_and_keeps_the_generalised_structure() -> None:
+    original = structure_of_layout(parse_layout(FORMULAS[2]))
+    for seed in range(5):
+        view = structure_of_layout(augmented_view(FORMULAS[2], random.Random(seed)))
+        letters = {t for t in view.tokens if t.startswith("V:") and "|" not in t}
+        assert len(letters) == 3  # x, y, z stay three distinct letters
+        general = Counter(t for t in view.tokens if "|" in t and "*" in t)
+        assert general == Counter(t for t in original.tokens if "|" in t and "*" in t)  # a sum of three squares
+        assert sorted(generalised_label(t) for t in view.tokens if "|" not in t) == sorted(
+            generalised_label(t) for t in original.tokens if "|" not in t
+        )
+
+
+def test_term_data_slots_match_the_runtime_hashing() -> None:
+    from eqsearch.engine.model.structure_bag import featurize_structure_bag
+
+    features = StructureFeatures(buckets=1 << 10)
+    data = term_data(FORMULAS[:3], features)
+    batch = featurize_structure_bag(FORMULAS[:3], features)
+    ours = term_slots(data.digest, features).reshape(-1)
+    assert sorted(ours.tolist()) == sorted(batch.ids.tolist())
+    assert data.token.sum() == sum(len(set(structure_of_layout(parse_layout(m)).tokens)) for m in FORMULAS[:3])
+
+
+def _brute_bm25(docs: list[Counter], q: int, d: int, k1: float = 1.2, b: float = 0.75) -> float:
+    n = len(docs)
+    avg = sum(sum(c.values()) for c in docs) / n
+    score = 0.0
+    for term, count in docs[q].items():
+        if term not in docs[d]:
+            continue
+        df = sum(term in c for c in docs)
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        tf = docs[d][term]
+        score += count * idf * tf / (tf + k1 * (1 - b + b * sum(docs[d].values()) / avg))
+    return score
+
+
+def test_the_teacher_is_elasticsearch_bm25_over_the_structural_tokens() -> None:
+    data = term_data(FORMULAS, StructureFeatures())
+    teacher = Bm25Teacher.build(data)
+    docs = [Counter(structure_of_layout(parse_layout(m)).tokens) for m in FORMULAS]
+    scores = teacher.scores(np.arange(len(FORMULAS)), np.arange(len(FORMULAS)))
+    expected = np.array([[_brute_bm25(docs, q, d) for d in range(len(docs))] for q in range(len(docs))])
+    np.testing.assert_allclose(scores, expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(teacher.self_scores(np.arange(len(FORMULAS))), np.diag(expected), rtol=1e-4)
+    # x^2 + y^2 is closer to a^2 + b^2 (same shape) than to f(x) = 1
+    assert scores[0, 1] > scores[0, 4]
+
+
+def test_mined_batches_group_each_seed_with_its_best_scoring_neighbours() -> None:
+    data = term_data(FORMULAS * 3, StructureFeatures())
+    teacher = Bm25Teacher.build(data)
+    batches = MinedBatches(teacher, seeds=4, per_seed=3, pool=8, max_df=50)
+    items = batches.batch(np.random.default_rng(0))
+    assert items.shape == (12,)
+    groups = items.reshape(4, 3)
+    for seed, *neighbours in groups:
+        assert seed not in neighbours
+        own = teacher.scores(np.array([seed]), np.array(neighbours))[0]
+        assert own.min() >= 0
+
+
+def test_the_loss_is_zero_when_the_student_matches_the_teacher_and_positive_otherwise() -> None:
+    torch.manual_seed(0)
+    z = torch.nn.functional.normalize(torch.randn(6, 8), dim=1)
+    teacher = z @ z.T
+    same = distill_loss(z, None, teacher, tau_t=0.1, tau_s=0.1)
+    assert abs(float(same)) < 1e-5
+    other = torch.nn.functional.normalize(torch.randn(6, 8), dim=1)
+    assert float(distill_loss(other, None, teacher, 0.1, 0.1)) > 0.01
+    assert float(distill_loss(z, other, teacher, 0.1, 0.1)) > 0.0
+
+
+def test_a_short_run_learns_the_teachers_nearest_neighbour() -> None:
+    features = StructureFeatures(buckets=1 << 10)
+    corpus = FORMULAS * 4
+    data = prepare(corpus, features)
+    config = DistillConfig(
+        steps=60,
+        seeds=4,
+        per_seed=4,
+        pool=16,
+        warmup_steps=5,
+        log_every=1000,
+        threads=1,
+        device="cpu",
+        model=StructureBagConfig(buckets=1 << 10, width=16, hidden=32, embedding_dim=16),
+        features=features,
+    )
+    model, history = train(config, data, log=lambda _: None)
+    assert history["steps"] == 60
+    vectors = encode_terms(model, term_data(FORMULAS, features), features)
+    cos = vectors @ vectors.T
+    np.fill_diagonal(cos, -np.inf)
+    # x^2 + y^2: its nearest neighbour is a^2 + b^2 or the other sums of powers, never f(x) = k or a fraction
+    assert int(np.argmax(cos[0])) in (1, 2, 3)
+
+
+def test_the_span_teacher_is_the_largest_shared_sub_expression_over_the_larger_formula() -> None:
+    from eqsearch.engine.model.structure import formula_structure
+    from eqsearch.training.structure_distill import teacher_matrix
+    from eqsearch.training.structure_teacher import SpanTeacher
+
+    data = term_data(FORMULAS, StructureFeatures())
+    spans = SpanTeacher.build(data)
+    match = spans.match(np.arange(len(FORMULAS)), np.arange(len(FORMULAS)))
+    np.testing.assert_allclose(np.diag(match), 1.0)
+    structures = [formula_structure(m) for m in FORMULAS]
+    for q in (0, 2, 4):
+        for d in range(len(FORMULAS)):
+            shared = set(structures[q].spans) & set(structures[d].spans)
+            best = max((structures[d].spans[k] for k in shared), default=0)
+            larger = max(max(structures[q].spans.values()), max(structures[d].spans.values()))
+            assert abs(match[q, d] - best / larger) < 1e-6
+    # x^2 + y^2 and a^2 + b^2 are one sub-expression up to renamed letters: a full match
+    assert match[0, 1] == 1.0 and match[0, 4] < 1.0
+    target = teacher_matrix(Bm25Teacher.build(data), spans, np.arange(4), span_weight=0.5)
+    np.testing.assert_allclose(np.diag(target), 1.0, rtol=1e-6)

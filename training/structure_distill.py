@@ -1,0 +1,362 @@
+"""Training the structure-bag encoder by distilling eqsearch's structural score into the vector space.
+
+Each step takes a batch of mined groups (`training.structure_teacher.MinedBatches`: formulas with their structurally
+closest neighbours among unrelated ones), encodes every formula and a structure-preserving view of it (letters
+renamed, operands commuted: `training.structure_data.augmented_view`), and fits the student's cosine similarities to
+the teacher's: for each anchor (a formula, and in turn its view), the softmax of the student's similarities to all
+other formulas and views of the batch (temperature ``tau_student``) is pulled towards the softmax of the teacher's
+normalised BM25 scores (``tau_teacher``) by a KL divergence. A formula's own view gets the teacher score of the
+formula itself (1), so the views are the contrastive positives, the mined neighbours soft positives and hard
+negatives, and the rest easy negatives.
+
+`dev_ranking` scores an encoder on a formula-retrieval benchmark offline (exact cosine ranking in numpy over the
+collection's MathML), to compare variants quickly; the figures that count come from ``eqsearch evaluate formulas``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from eqsearch.engine.model.structure_bag import StructureFeatures
+from eqsearch.training.structure_data import TermData, term_data, term_slots
+from eqsearch.training.structure_model import StructureBagConfig, StructureBagModel
+from eqsearch.training.structure_teacher import Bm25Teacher, MinedBatches, SpanTeacher
+
+
+@dataclass
+class DistillConfig:
+    """Settings of a distillation run.
+
+    Attributes:
+        steps: optimizer steps (a run also stops at ``max_seconds``).
+        max_seconds: wall-clock budget of the training loop (0: none).
+        seeds, per_seed: groups per batch and formulas per group (`MinedBatches`).
+        pool: random formulas in a batch's candidate pool.
+        tau_teacher, tau_student: softmax temperatures of the teacher's normalised scores and the student's cosines.
+        views: train with the augmented views (False: formulas only, no contrastive positives).
+        span_weight: weight of the rerank's sub-expression match in the teacher (`teacher_matrix`; 0: BM25 alone).
+        learning_rate, warmup_steps: AdamW (no weight decay), linear warm-up then cosine decay to a tenth.
+        seed: random seed (initialisation and batches).
+        workers: processes composing batches (0: in the training process).
+        threads: torch intra-op threads.
+        device: ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
+        log_every: steps between log lines.
+    """
+
+    steps: int = 3000
+    max_seconds: float = 0.0
+    seeds: int = 32
+    per_seed: int = 8
+    pool: int = 2048
+    tau_teacher: float = 0.05
+    tau_student: float = 0.05
+    views: bool = True
+    span_weight: float = 0.0
+    learning_rate: float = 2e-3
+    warmup_steps: int = 100
+    seed: int = 0
+    workers: int = 0
+    threads: int = 2
+    device: str = "auto"
+    log_every: int = 100
+    model: StructureBagConfig = field(default_factory=StructureBagConfig)
+    features: StructureFeatures = field(default_factory=StructureFeatures)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["features"] = self.features.to_json()
+        return out
+
+
+@dataclass
+class TrainingData:
+    """The training formulas' terms, their views' terms, and the teachers over them."""
+
+    terms: TermData
+    views: TermData
+    teacher: Bm25Teacher
+    spans: SpanTeacher
+
+
+def prepare(mathml: list[str], features: StructureFeatures, *, workers: int = 1, view_seed: int = 1) -> TrainingData:
+    """Terms of the training formulas and of one augmented view of each; the BM25 teacher over the formulas."""
+    terms = term_data(mathml, features, workers=workers)
+    views = term_data(mathml, features, view_seed=view_seed, workers=workers)
+    return TrainingData(terms, views, Bm25Teacher.build(terms), SpanTeacher.build(terms))
+
+
+def teacher_matrix(bm25: Bm25Teacher, spans: SpanTeacher, items: np.ndarray, span_weight: float) -> np.ndarray:
+    """The soft targets among some formulas: each row's BM25 scores over the row formula's own score, plus
+    ``span_weight`` times the sub-expression match, over ``1 + span_weight`` (so the diagonal is 1).
+
+    Shapes: returns ``[len(items), len(items)]`` float32.
+    """
+    scores = bm25.scores(items, items)
+    own = np.maximum(np.diag(scores).copy(), 1e-6)
+    target = scores / own[:, None]
+    if span_weight:
+        target = (target + span_weight * spans.match(items, items)) / (1.0 + span_weight)
+    return target.astype(np.float32)
+
+
+def model_inputs(data: TermData, items: np.ndarray, features: StructureFeatures) -> dict[str, np.ndarray]:
+    """The model's flat inputs for some formulas of ``data`` (`engine.model.structure_bag.TermBatch` layout)."""
+    starts, ends = data.offsets[items], data.offsets[items + 1]
+    sizes = ends - starts
+    within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    pos = np.repeat(starts, sizes) + within
+    slots = term_slots(data.digest[pos], features)  # [T, hashes]
+    weights = (1.0 + np.log(data.count[pos])).astype(np.float32)
+    h = features.hashes
+    graph = np.repeat(np.arange(len(items), dtype=np.int64), sizes * h)
+    return {
+        "ids": slots.reshape(-1),
+        "weights": np.repeat(weights, h),
+        "graph": graph,
+        "graph_sizes": (sizes * h).astype(np.int64),
+    }
+
+
+def make_batch(
+    data: TrainingData, batches: MinedBatches, config: DistillConfig, rng: np.random.Generator
+) -> dict[str, Any]:
+    """One step's arrays: the formulas' and views' inputs and the teacher matrix ``[B, B]`` (`teacher_matrix`)."""
+    items = batches.batch(rng)
+    return {
+        "formulas": model_inputs(data.terms, items, config.features),
+        "views": model_inputs(data.views, items, config.features),
+        "teacher": teacher_matrix(data.teacher, data.spans, items, config.span_weight),
+        "items": items,
+    }
+
+
+class _BatchStream(torch.utils.data.IterableDataset):
+    def __init__(self, data: TrainingData, batches: MinedBatches, config: DistillConfig) -> None:
+        self.data, self.batches, self.config = data, batches, config
+
+    def __iter__(self) -> Iterator[dict]:
+        info = torch.utils.data.get_worker_info()
+        rng = np.random.default_rng([self.config.seed, info.id if info else 0])
+        while True:
+            yield make_batch(self.data, self.batches, self.config, rng)
+
+
+def _tensors(inputs: dict[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
+    return {k: torch.as_tensor(v).to(device, non_blocking=True) for k, v in inputs.items()}
+
+
+def distill_loss(
+    z: torch.Tensor, v: torch.Tensor | None, teacher: torch.Tensor, tau_t: float, tau_s: float
+) -> torch.Tensor:
+    """KL(teacher softmax || student softmax) over each anchor's other formulas and views (module docstring).
+
+    Shapes: z, v: ``[B, D]`` unit vectors; teacher: ``[B, B]`` normalised scores (diagonal 1).
+    """
+    b = z.shape[0]
+    eye = torch.eye(b, dtype=torch.bool, device=z.device)
+    t_self = teacher.masked_fill(eye, float("-inf"))
+    if v is None:
+        anchors, cands, targets = z, z, t_self
+    else:
+        t_view = teacher.masked_fill(eye, 1.0)
+        cands = torch.cat([z, v])
+        anchors = torch.cat([z, v])
+        # a formula's row: the other formulas (self masked) and every view (its own = 1); a view's row: likewise
+        top = torch.cat([t_self, t_view], dim=1)
+        bottom = torch.cat([t_view, t_self], dim=1)
+        targets = torch.cat([top, bottom])
+    logits = anchors @ cands.T / tau_s
+    mask = torch.isinf(targets)
+    logits = logits.masked_fill(mask, float("-inf"))
+    p = torch.softmax(targets / tau_t, dim=1)
+    log_q = torch.log_softmax(logits, dim=1)
+    return (p * (torch.log(p.clamp(min=1e-12)) - log_q.masked_fill(mask, 0.0))).sum(dim=1).mean()
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def train(
+    config: DistillConfig,
+    data: TrainingData,
+    *,
+    log: Callable[[str], None] = print,
+    evaluate: Callable[[StructureBagModel], dict[str, float]] | None = None,
+    eval_every: int = 0,
+) -> tuple[StructureBagModel, dict[str, Any]]:
+    """Train a structure-bag model; returns it (on CPU, eval mode) and the run's history (losses, timings, evals)."""
+    torch.manual_seed(config.seed)
+    torch.set_num_threads(config.threads)
+    device = resolve_device(config.device)
+    model = StructureBagModel(config.model).to(device)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config.learning_rate / max(1, config.warmup_steps), weight_decay=0.0
+    )
+
+    def factor(step: int, elapsed: float) -> float:
+        """Linear warm-up, then cosine decay to a tenth over the steps or the time budget, whichever runs out first."""
+        if step < config.warmup_steps:  # steps count from 1
+            return (step + 1) / config.warmup_steps
+        progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
+        if config.max_seconds:
+            progress = max(progress, elapsed / config.max_seconds)
+        return 0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * min(1.0, progress)))
+
+    batches = MinedBatches(data.teacher, seeds=config.seeds, per_seed=config.per_seed, pool=config.pool)
+    stream = _BatchStream(data, batches, config)
+    loader = torch.utils.data.DataLoader(
+        stream,
+        batch_size=None,
+        num_workers=config.workers,
+        prefetch_factor=4 if config.workers else None,
+        persistent_workers=False,
+    )
+    history: dict[str, Any] = {"loss": [], "evals": [], "device": str(device)}
+    start = time.perf_counter()
+    running = 0.0
+    model.train()
+    step = 0
+    for step, batch in enumerate(loader, start=1):
+        f = _tensors(batch["formulas"], device)
+        z = model(f["ids"], f["weights"], f["graph"], f["graph_sizes"])
+        v = None
+        if config.views:
+            w = _tensors(batch["views"], device)
+            v = model(w["ids"], w["weights"], w["graph"], w["graph_sizes"])
+        teacher = torch.as_tensor(batch["teacher"]).to(device)
+        loss = distill_loss(z, v, teacher, config.tau_teacher, config.tau_student)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        for group in optimizer.param_groups:
+            group["lr"] = config.learning_rate * factor(step, time.perf_counter() - start)
+        running += float(loss.detach())
+        elapsed = time.perf_counter() - start
+        if step % config.log_every == 0:
+            history["loss"].append((step, running / config.log_every, elapsed))
+            log(f"step {step} loss {running / config.log_every:.4f} {elapsed:.0f}s")
+            running = 0.0
+        if evaluate is not None and eval_every and step % eval_every == 0:
+            model.eval()
+            figures = evaluate(model)
+            model.train()
+            history["evals"].append({"step": step, "seconds": elapsed, **figures})
+            log(f"step {step} dev {figures}")
+        if step >= config.steps or (config.max_seconds and elapsed >= config.max_seconds):
+            break
+    history["steps"] = step
+    history["train_seconds"] = time.perf_counter() - start
+    model = model.to("cpu").eval()
+    return model, history
+
+
+@torch.no_grad()
+def encode_terms(
+    model: StructureBagModel, data: TermData, features: StructureFeatures, batch: int = 2048
+) -> np.ndarray:
+    """Vectors of every formula of ``data`` with a torch model (in its current mode and device)."""
+    device = next(model.parameters()).device
+    out = []
+    for start in range(0, len(data), batch):
+        items = np.arange(start, min(len(data), start + batch), dtype=np.int64)
+        t = _tensors(model_inputs(data, items, features), device)
+        out.append(model(t["ids"], t["weights"], t["graph"], t["graph_sizes"]).float().cpu().numpy())
+    return np.concatenate(out) if out else np.zeros((0, model.config.embedding_dim), dtype=np.float32)
+
+
+@dataclass
+class DevSet:
+    """A formula-retrieval benchmark prepared for `dev_ranking`: terms of the collection and topics, and qrels."""
+
+    collection_ids: list[str]
+    topic_ids: list[str]
+    collection: TermData
+    topics: TermData
+    qrels: dict[str, dict[str, float]]
+
+    @classmethod
+    def load(cls, mathml_json: str | Path, qrels: str | Path, features: StructureFeatures, workers: int = 1) -> DevSet:
+        """From a JSON ``{"collection": [[id, latex, mathml|null], ...], "topics": [...]}`` and TREC qrels."""
+        from eqsearch.evaluation.trec import read_qrels
+
+        data = json.loads(Path(mathml_json).read_text(encoding="utf-8"))
+        coll = [(i, m or "") for i, _, m in data["collection"]]
+        tops = [(i, m or "") for i, _, m in data["topics"]]
+        return cls(
+            collection_ids=[i for i, _ in coll],
+            topic_ids=[i for i, _ in tops],
+            collection=term_data([m for _, m in coll], features, workers=workers),
+            topics=term_data([m for _, m in tops], features),
+            qrels={t: dict(d) for t, d in read_qrels(qrels).items()},
+        )
+
+
+def dev_ranking(vectors: np.ndarray, queries: np.ndarray, dev: DevSet, depth: int = 1000) -> dict[str, float]:
+    """nDCG′, MAP′, P′@10 of an exact ranking by inner product (ARQMath conventions, `evaluation.trec`).
+    Formulas without terms (no MathML) are left out of the ranking, as the embedding channel has no vector for them."""
+    from eqsearch.evaluation.trec import evaluate_run
+
+    has_terms = np.diff(dev.collection.offsets) > 0
+    scores = queries @ vectors.T
+    scores[:, ~has_terms] = -np.inf
+    run: dict[str, list[str]] = {}
+    for k, topic in enumerate(dev.topic_ids):
+        order = np.argsort(-scores[k], kind="stable")[:depth]
+        run[topic] = [dev.collection_ids[j] for j in order if np.isfinite(scores[k, j])]
+    report = evaluate_run(run, dev.qrels, topics=dev.topic_ids)
+    return {name: round(float(value), 4) for name, value in report.means.items()}
+
+
+def teacher_dev_ranking(dev: DevSet, span_weight: float = 0.0) -> dict[str, float]:
+    """The teacher's own figures on the benchmark: BM25 over the structural tokens (statistics of the collection),
+    normalised by each topic's own score, plus ``span_weight`` times the sub-expression match (`teacher_matrix`)."""
+    coll = Bm25Teacher.build(dev.collection)
+    tops = Bm25Teacher.build(dev.topics)  # its query weights (counts) only
+    n = len(coll)
+    joint = Bm25Teacher(
+        offsets=np.concatenate([coll.offsets, tops.offsets[1:] + coll.offsets[-1]]),
+        digest=np.concatenate([coll.digest, tops.digest]),
+        query=np.concatenate([coll.query, tops.query]),
+        doc=np.concatenate([coll.doc, np.zeros_like(tops.doc)]),
+    )
+    queries = np.arange(n, n + len(tops))
+    scores = joint.scores(queries, np.arange(n))
+    if span_weight:
+        both = TermData(
+            offsets=np.concatenate([dev.collection.offsets, dev.topics.offsets[1:] + dev.collection.offsets[-1]]),
+            digest=np.concatenate([dev.collection.digest, dev.topics.digest]),
+            count=np.concatenate([dev.collection.count, dev.topics.count]),
+            token=np.concatenate([dev.collection.token, dev.topics.token]),
+            size=np.concatenate([dev.collection.size, dev.topics.size]),
+        )
+        own = np.maximum(Bm25Teacher.build(both).self_scores(queries), 1e-6)  # a topic's score against itself
+        match = SpanTeacher.build(both).match(queries, np.arange(n))
+        scores = scores / own[:, None] + span_weight * match
+    return dev_ranking_scores(scores, dev)
+
+
+def dev_ranking_scores(scores: np.ndarray, dev: DevSet, depth: int = 1000) -> dict[str, float]:
+    """`dev_ranking` from a ready score matrix ``[topics, collection]``."""
+    from eqsearch.evaluation.trec import evaluate_run
+
+    run = {
+        topic: [dev.collection_ids[j] for j in np.argsort(-scores[k], kind="stable")[:depth] if scores[k, j] > 0]
+        for k, topic in enumerate(dev.topic_ids)
+    }
+    report = evaluate_run(run, dev.qrels, topics=dev.topic_ids)
+    return {name: round(float(value), 4) for name, value in report.means.items()}
+
+
+def model_dev_ranking(model: StructureBagModel, dev: DevSet, features: StructureFeatures) -> dict[str, float]:
+    """`dev_ranking` of a torch model."""
+    return dev_ranking(encode_terms(model, dev.collection, features), encode_terms(model, dev.topics, features), dev)

@@ -1,0 +1,61 @@
+"""The data a structure-bag run reads (`export.structure_run`), written once where KaTeX runs:
+
+    python -m eqsearch.training.structure_prepare --papers CORPUS/real-latex/papers.jsonl \\
+        --benchmark /work/shared/benchmarks/arqmath1-dev --out .encdata
+
+writes ``formulas.jsonl.gz`` (the corpus's distinct display and inline formulas with their document split,
+`training.structure_data.corpus_formulas`: ~1.5 MB for the seven sets), ``dev-mathml.json.gz`` (the benchmark's
+collection and topics converted to MathML by the production KaTeX converter, for the offline development figures)
+and ``qrels.txt`` (a copy). A GPU machine has no KaTeX: the folder travels with the run instead (``carry``). The
+benchmark's formulas are only ever scored, never trained on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+
+def convert_benchmark(benchmark: Path) -> dict[str, list[tuple[str, str, str | None]]]:
+    """``{"collection": [(id, latex, mathml|None)], "topics": [...]}`` with the production converter."""
+    from eqsearch.engine.latex.converter import KatexConverter
+    from eqsearch.evaluation.formulas import read_formula_file
+
+    out: dict[str, list[tuple[str, str, str | None]]] = {}
+    with KatexConverter() as converter:
+        for name, column in (("collection", "visual_id"), ("topics", "topic")):
+            rows = read_formula_file(benchmark / f"{name}.tsv", column)
+            converted: list[tuple[str, str, str | None]] = []
+            for start in range(0, len(rows), 200):
+                chunk = rows[start : start + 200]
+                results = converter.convert_many([(latex, "equation") for _, latex in chunk])
+                converted += [(i, latex, r.mathml) for (i, latex), r in zip(chunk, results, strict=True)]
+            out[name] = converted
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from eqsearch.training.structure_data import corpus_formulas, write_formula_file
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--papers", type=Path, required=True, help="papers JSONL (ingest/FORMAT.md)")
+    parser.add_argument("--benchmark", type=Path, required=True, help="folder with collection.tsv, topics.tsv, qrels")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--test-fraction", type=float, default=0.2)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    records = corpus_formulas(args.papers, test_fraction=args.test_fraction, seed=args.seed)
+    written = write_formula_file(records, args.out / "formulas.jsonl.gz")
+    print(f"{written} distinct formulas, {sum(r.held_out for r in records)} of held-out documents")
+    with gzip.open(args.out / "dev-mathml.json.gz", "wt", encoding="utf-8") as out:
+        json.dump(convert_benchmark(args.benchmark), out)
+    shutil.copyfile(args.benchmark / "qrels.txt", args.out / "qrels.txt")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
