@@ -161,6 +161,9 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
             continue
         if "\\ifx" in macro.body:  # \ifx#1\empty A\else B\fi: the general case, B, is what a formula means
             macro = replace(macro, body=_IFX.sub(lambda m: m.group(1) or "", macro.body))
+        if macro.delimiters is not None and macro.nargs == 1 and _INTERNALS.search(macro.body):
+            # a paired delimiter whose body plays TeX group tricks (an active \given bar): the argument between them
+            macro = replace(macro, body="#1")
         if _INTERNALS.search(macro.body):
             # TeX internals (a package's \@-commands, \csname, \expandafter): no converter can expand them; the
             # package table's version (if any) stands in, else the name comes out as text

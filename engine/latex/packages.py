@@ -347,6 +347,8 @@ _SPEC: dict[str, tuple[str, str]] = {
     "\\indices": ("m", "{}#1"),
     # a framed box around math (proof trees): \framebox[width][pos]{...}
     "\\framebox": ("o o m", "\\boxed{#3}"),
+    # hyperref's link inside a formula: its text
+    "\\hyperref": ("o m", "#2"),
 }
 
 _DELIMITERS: dict[str, tuple[str, str]] = {

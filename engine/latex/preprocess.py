@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from eqsearch.engine.latex.plaintex import rewrite_plain_tex
 from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
-from eqsearch.engine.latex.scan import read_argument, read_optional
+from eqsearch.engine.latex.scan import read_argument, read_optional, skip_space
 
 __all__ = [
     "clean_latex",
@@ -157,6 +157,15 @@ def _plain_matrix(environment: str) -> _Rule:
     return rule
 
 
+def _drop_star_optional_argument(latex: str, pos: int) -> tuple[str, int]:
+    """``\\index[sub]{entry}`` (and starred forms): dropped whole."""
+    if latex.startswith("*", pos):
+        pos += 1
+    _, pos = read_optional(latex, pos)
+    arg = read_argument(latex, pos)
+    return "", pos if arg is None else arg[1]
+
+
 _RULES: dict[str, _Rule] = {
     # numbering, labels, layout
     "label": _drop_with_argument,
@@ -190,6 +199,7 @@ _RULES: dict[str, _Rule] = {
     "singleLine": _drop,
     "doubleLine": _drop,
     "DisplayProof": _drop,
+    "index": _drop_star_optional_argument,  # an index entry written inside a display
     "/": _drop,  # italic correction
     "null": _drop,
     "strut": _drop,
@@ -421,6 +431,49 @@ _MUSKIP = re.compile(r"\\(mskip|mkern|hskip|kern)\s*(-?)\s*(\d*\.?\d*)\s*\\(thin
 _MU = {"thin": 3, "med": 4, "thick": 5}
 
 
+# \overset{(a)}&= in an alignment: amsmath sets the relation in the next column; KaTeX wants the tab first
+_SET_BEFORE_TAB = re.compile(r"\\(overset|underset|stackrel)\s*(?=\{)")
+# \lower.5ex\hbox{$\sim$}, \raise 2pt\hbox{..}: plain TeX's box shifts
+_SHIFT = re.compile(r"\\(raise|lower)\s*(-?\s*\d*\.?\d+\s*(?:pt|ex|em|mm|cm|in|bp|mu))\s*\\hbox\s*(?=\{)")
+
+
+def _sets_before_tabs(text: str) -> str:
+    out: list[str] = []
+    pos = 0
+    for m in _SET_BEFORE_TAB.finditer(text):
+        if m.start() < pos:
+            continue
+        above = read_argument(text, m.end())
+        tab = None if above is None else skip_space(text, above[1])
+        if tab is None or not text.startswith("&", tab):
+            continue
+        base = read_argument(text, tab + 1)
+        if base is None:
+            continue
+        out += [text[pos : m.start()], f"&\\{m.group(1)}{{{above[0]}}}{{{base[0]}}}"]
+        pos = base[1]
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _shifts(text: str) -> str:
+    out: list[str] = []
+    pos = 0
+    for m in _SHIFT.finditer(text):
+        if m.start() < pos:
+            continue
+        box = read_argument(text, m.end())
+        if box is None:
+            continue
+        size = m.group(2).replace(" ", "")
+        if m.group(1) == "lower":
+            size = size[1:] if size.startswith("-") else "-" + size
+        out += [text[pos : m.start()], f"\\raisebox{{{size}}}{{{box[0]}}}"]
+        pos = box[1]
+    out.append(text[pos:])
+    return "".join(out)
+
+
 # \begin{array}[t]{l}: the vertical position of an inner array, which KaTeX does not take
 _ARRAY_POSITION = re.compile(r"\\begin\s*\{(array|aligned|gathered|alignedat|tabular)\}\s*\[[tbc]\]")
 
@@ -447,6 +500,10 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
     `clean_latex`, then `wrap_environment`: the text KaTeX gets for one display."""
     text = clean_latex(rewrite_plain_tex(rewrite_proof_trees(body)))
     text = register_spacing(text)
+    if "&" in text and ("set" in text or "stackrel" in text):
+        text = _sets_before_tabs(text)
+    if "\\raise" in text or "\\lower" in text:
+        text = _shifts(text)
     if "[" in text and "\\begin" in text:
         text = _ARRAY_POSITION.sub(r"\\begin{\1}", text)
     if "bracket" in text or "parenthesis" in text or "Brace" in text:

@@ -343,6 +343,7 @@ def test_a_macro_use_right_after_a_control_word_keeps_the_tokens_apart(converter
         ("\\mleft( \\cancelto{0}{x} \\mright) + \\tensor{R}{_{ij}^{kl}} + \\acs{iid}", "msubsup"),
         ("V = \\cases{Z e^2 / R_C & for $R \\leq R_C$, \\cr Z e^2 / R & otherwise \\cr}", "mtext"),
         ("\\text{matter} : \\begin{array}[t]{l} a \\\\ b \\end{array} \\hiderel{=} c", "mtable"),
+        ("a \\lower.5ex\\hbox{$\\sim$} b + \\hyperref[def:E]{\\mathbb{E}} X \\index[sym]{$E$}", "∼"),
         ("\\framebox{\\AxiomC{$a$}\\noLine\\UnaryInfC{$b$}\\DisplayProof}", "mfrac"),
         (
             "\\mprset{flushleft}\\inferrule*[right=$\\beta$]"
@@ -389,3 +390,23 @@ def test_a_document_macro_as_a_superscript_is_taken_whole_and_spacing_registers_
     )
     assert [r.status for r in results] == ["ok", "ok", "ok"], [r.message for r in results]
     assert '<mi mathvariant="sans-serif">T</mi>' in results[0].mathml and "‾" in results[1].mathml
+
+
+def test_a_relation_set_over_an_alignment_tab_moves_behind_it(converter):
+    body = "g &= \\mathbb{E}[X] \\\\ \\overset{\\text{Lem. 2}}&= \\mathbb{E}[Y] \\\\ \\overset{!}&{=} 0"
+    result = converter.convert(body, "align*")
+    assert (result.status, result.reason) == ("ok", None), result.message
+    assert result.mathml.count("<mover>") == 2 and "Lem" in result.mathml
+
+
+def test_a_paired_delimiter_playing_tex_group_tricks_keeps_its_delimiters(converter):
+    trick = MacroDef(
+        "\\expectarg",
+        "\\ifnum\\currentgrouptype=16 \\else\\begingroup\\fi \\activatebar#1 \\ifnum\\currentgrouptype=16 \\fi",
+        1,
+        source="DeclarePairedDelimiterX",
+        delimiters=("[", "]"),
+    )
+    result = converter.convert("\\mathbb{E}\\expectarg*{X^2}", "equation", macros=(trick,))
+    assert (result.status, result.reason) == ("ok", None), result.message
+    assert "[" in result.mathml and "]" in result.mathml
