@@ -28,6 +28,7 @@ __all__ = [
     "build_plugin",
     "ensure_plugin",
     "installed_plugin_digest",
+    "plugin_installed_at",
     "plugin_source",
     "source_digest",
 ]
@@ -83,6 +84,14 @@ def installed_plugin_digest(dist_dir: Path) -> str | None:
         return json.loads((dist_dir / _MARKER).read_text()).get("digest")
     except (OSError, ValueError):
         return None
+
+
+def plugin_installed_at(dist_dir: Path) -> float | None:
+    """When the current plugin was installed into ``dist_dir`` (a Unix time), or None when it holds none of ours: a
+    node started before then runs without it until it restarts."""
+    if installed_plugin_digest(dist_dir) is None:
+        return None
+    return (dist_dir / _MARKER).stat().st_mtime
 
 
 def build_plugin(source: Path, lib_dir: Path, out_dir: Path) -> Path:

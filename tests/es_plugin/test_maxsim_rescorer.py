@@ -1,9 +1,10 @@
 """The plugin's ``eqsearch_maxsim`` rescorer on a real node that has it: the MaxSim of the query's node vectors (rounded
 to int8 in the node) against the int8 node vectors stored with each equation equals `maxsim_scores` on those rounded
-vectors (both directions, within rounding) and lies within 0.03 of it on the float vectors; an equation without stored vectors is told
-apart; the service's MaxSim step scores in the node where the index stores vectors; hostile bodies get 400s.
+vectors (both directions, within rounding) and lies within 0.03 of it on the float vectors; an equation without
+stored vectors is told apart; the service's MaxSim step scores in the node where the index stores vectors; hostile
+bodies get 400s.
 
-Skipped (failed with CI=true) when the node lacks the plugin's MaxSim (plugin 1.1 and later).
+Skipped when the node lacks the plugin's MaxSim (plugin 1.1 and later; ``conftest.py`` says when CI fails instead).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from eqsearch.engine.index.documents import node_vectors_value
 from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, NODE_VECTORS_MAPPING
 from eqsearch.engine.search.maxsim import maxsim_scores, stored_maxsim_scores
-from eqsearch.engine.search.plugin import MAXSIM_RESCORER, PluginUse, detect_plugin, maxsim_body
+from eqsearch.engine.search.plugin import MAXSIM_RESCORER, PluginUse, maxsim_body
 
 pytestmark = pytest.mark.es
 
@@ -29,15 +30,8 @@ def _stored(value: str) -> np.ndarray:
 
 
 @pytest.fixture
-def plugin_index(es_client, index_name) -> tuple[str, dict[str, np.ndarray]]:
-    from conftest import ON_CI
-
-    support = detect_plugin(es_client)
-    if not support.maxsim:
-        message = f"the node has no eqsearch plugin with MaxSim: {support.note}"
-        if ON_CI:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+def plugin_index(es_client, index_name, require_plugin) -> tuple[str, dict[str, np.ndarray]]:
+    require_plugin(maxsim=True)
     es_client.indices.create(
         index=index_name,
         mappings={"properties": {"eq_id": {"type": "keyword"}, NODE_VECTORS_FIELD: NODE_VECTORS_MAPPING}},

@@ -5,8 +5,8 @@ the ARQMath-1 development collection and its topics, for every variant the engin
 or of the query, spans of an older index, a first stage); and hostile bodies answered with a 400 that names what is
 wrong.
 
-Skipped (failed with CI=true) when the node lacks the plugin: ``eqsearch es start`` builds and installs it, but a node
-that was already running before keeps its plugins until it restarts.
+Skipped when the node lacks the plugin (``conftest.py``: failed with CI=true, unless the managed node was started
+before ``eqsearch es start`` or ``make setup`` installed it; it loads its plugins when it starts).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from eqsearch.engine.index.bulk import bulk_index
 from eqsearch.engine.index.documents import structure_fields
 from eqsearch.engine.index.mappings import SIZE_FIELD, SPANS_FIELD, IndexOptions, alias_name
 from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, parse_layout, structure_of_layout
-from eqsearch.engine.search.plugin import STRUCTURE_RESCORER, detect_plugin
+from eqsearch.engine.search.plugin import STRUCTURE_RESCORER
 from eqsearch.engine.search.query import structure_body
 from eqsearch.evaluation.labelled import DEFAULT_LABELLED_SET
 
@@ -49,15 +49,8 @@ def _labelled_rows() -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def plugin_client(es_client):
-    from conftest import ON_CI
-
-    support = detect_plugin(es_client)
-    if not support.available:
-        message = f"the node has no eqsearch plugin: {support.note}"
-        if ON_CI:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+def plugin_client(es_client, require_plugin):
+    require_plugin()
     return es_client
 
 
