@@ -31,7 +31,7 @@ from eqsearch.ingest.errors import DocumentTooLargeError, TimeBudgetError
 from eqsearch.ingest.files import MemoryFiles, SourceFiles, decode_text, is_tex_name
 from eqsearch.ingest.frontmatter import read_front_matter, untitled
 from eqsearch.ingest.includes import expand_document, find_documents, read_tex
-from eqsearch.ingest.macros import DocumentMacros, extract_macros
+from eqsearch.ingest.macros import DocumentMacros, expand_environments, extract_macros
 from eqsearch.ingest.mathenv import DisplayMath, InlineMath, labels_in, scan_math
 from eqsearch.ingest.plaintext import first_words, last_words, latex_to_text, title_text
 from eqsearch.ingest.records import STATUS_FAILED, Equation, InlineFormula, Paper, PaperDocument, Section
@@ -171,6 +171,8 @@ def _extract_document(
         local = bisect.bisect_right(starts, display.start) - 1
         section = sections[max(local, 0)]
         equation = _equation(display, number, section.index, body_offset, config)
+        if macros.environments and equation.status != STATUS_FAILED:
+            equation.latex = expand_environments(equation.latex, macros.environments)
         bounds = (starts[local] if local >= 0 else 0, starts[local + 1] if local + 1 < len(starts) else len(body))
         equation.context_before, equation.context_after = _context(body, kept, i, bounds, config.context_chars)
         section.equations.append(equation)

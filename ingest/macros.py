@@ -74,6 +74,7 @@ _DELIMITED_ONE = re.compile(r"#1\s*(\\[A-Za-z@]+)\s*\Z")  # \def\beas#1\eeas{...
 _DEF_NAME = re.compile(r"\s*(\\(?:[A-Za-z@]+|.))")
 _LET = re.compile(r"\s*(\\(?:[A-Za-z@]+|.))\s*=?\s*(\\(?:[A-Za-z@]+|.)|[^\s\\])")
 _BEGIN_DISPLAY = re.compile(r"\s*\\begin\s*\{([A-Za-z*]+)\}")
+_MATH_BODY = re.compile(r"\\begin\s*\{(?:array|aligned|gathered|matrix|[pbBvV]matrix|cases|split|alignedat)\}")
 _RAW_BEGIN = re.compile(r"\s*\\([A-Za-z]+\*?)(?![A-Za-z@])")  # \newenvironment{eqn}{\equation}{\endequation}
 
 
@@ -86,6 +87,9 @@ class DocumentMacros:
         display: macros whose body opens or closes a display (``\\be`` -> ``\\begin{equation}``, or a whole display
             with arguments); they are expanded in the text before math is searched, and not passed on.
         environment_aliases: ``\\newenvironment{eqn}{\\begin{equation}}{\\end{equation}}`` -> ``{"eqn": "equation"}``.
+        environments: other environments without arguments whose code opens math structure
+            (``\\newenvironment{grammar}{\\begin{array}{lcl}}{\\end{array}}``) -> their begin and end code, replaced
+            inside displays (KaTeX has no ``\\newenvironment``).
         spans: ``(start, end)`` of every definition read, in the text it was read from.
         issues: definitions dropped (delimited ``\\def`` parameters, recursion), as recorded warnings.
     """
@@ -93,6 +97,7 @@ class DocumentMacros:
     macros: dict[str, MacroDef] = field(default_factory=dict)
     display: dict[str, MacroDef] = field(default_factory=dict)
     environment_aliases: dict[str, str] = field(default_factory=dict)
+    environments: dict[str, tuple[str, str]] = field(default_factory=dict)
     spans: list[tuple[int, int]] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)
 
@@ -197,6 +202,15 @@ def _substitute_parameters(body: str, args: list[str]) -> str:
         return args[k - 1] if k <= len(args) else ""
 
     return _PARAMETER.sub(parameter, body).replace("##", "#")
+
+
+def expand_environments(latex: str, environments: dict[str, tuple[str, str]]) -> str:
+    """``latex`` with the document's math environments (`DocumentMacros.environments`) replaced by their code."""
+    if not environments or "\\begin" not in latex:
+        return latex
+    names = "|".join(re.escape(n) for n in environments)
+    pattern = re.compile(r"\\(begin|end)\s*\{(" + names + r")\}")
+    return pattern.sub(lambda m: environments[m.group(2)][0 if m.group(1) == "begin" else 1], latex)
 
 
 def _definer_aliases(text: str) -> dict[str, str]:
@@ -333,16 +347,26 @@ def _read_definition(text: str, m: re.Match[str], table: DocumentMacros, aliases
     if m.group("env").endswith("DocumentEnvironment"):
         spec_arg = read_argument(text, pos)
         pos = pos if spec_arg is None else spec_arg[1]
+        nargs_text = None if spec_arg is None or not spec_arg[0].strip() else "spec"
     else:
-        _, pos = read_optional(text, pos)
+        nargs_text, pos = read_optional(text, pos)
         _, pos = read_optional(text, pos)
     begin_arg = read_argument(text, pos)
     if begin_arg is None:
         raise _SkipDefinition()
     end_arg = read_argument(text, begin_arg[1])
     inner = _BEGIN_DISPLAY.match(begin_arg[0]) or _RAW_BEGIN.match(begin_arg[0])
+    name = env_name.strip()
     if inner is not None and _is_display_name(inner.group(1)):
-        table.environment_aliases[env_name.strip()] = inner.group(1)
+        table.environment_aliases[name] = inner.group(1)
+    elif (
+        end_arg is not None
+        and nargs_text is None
+        and _MATH_BODY.search(begin_arg[0])
+        and "#" not in begin_arg[0] + end_arg[0]
+    ):
+        # an environment without arguments that opens math structure (\begin{array}{lrll}): used inside displays
+        table.environments[name] = (begin_arg[0], end_arg[0])
     return begin_arg[1] if end_arg is None else end_arg[1]
 
 
@@ -501,4 +525,4 @@ def _nodes_on_cycles(graph: dict[str, set[str]]) -> set[str]:
     return result
 
 
-__all__ = ["DocumentMacros", "extract_macros", "take_definitions"]
+__all__ = ["DocumentMacros", "expand_environments", "extract_macros", "take_definitions"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from eqsearch.engine.latex.arrays import rewrite_array_specs
 from eqsearch.engine.latex.plaintex import rewrite_plain_tex
 from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
 from eqsearch.engine.latex.scan import read_argument, read_optional, skip_space
@@ -499,6 +500,8 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
     """Proof trees rewritten (`engine.latex.prooftrees`), plain TeX constructs too (`engine.latex.plaintex`),
     `clean_latex`, then `wrap_environment`: the text KaTeX gets for one display."""
     text = clean_latex(rewrite_plain_tex(rewrite_proof_trees(body)))
+    if "array" in text:
+        text = rewrite_array_specs(text)
     text = register_spacing(text)
     if "&" in text and ("set" in text or "stackrel" in text):
         text = _sets_before_tabs(text)

@@ -1,6 +1,6 @@
 from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.ingest.displaymacros import expand_display_macros
-from eqsearch.ingest.macros import extract_macros
+from eqsearch.ingest.macros import expand_environments, extract_macros
 
 
 def test_every_definition_kind():
@@ -133,3 +133,13 @@ def test_robust_knowledge_and_pre_post_paired_definers():
     trunc = made["\\trunc"]  # \trunc*[\big]{k}{x}: star and size first, then the declared arguments
     assert (trunc.spec, trunc.nargs) == ("s o m m", 4) and trunc.body.endswith("_{#3}")
     assert "\\left\\lVert #4 \\right\\rVert" in trunc.body and "\\mathopen{#2\\lVert}" in trunc.body
+
+
+def test_math_environments_the_document_defines_are_replaced_inside_displays():
+    text = r"""\newenvironment{grammar}{\begin{array}{l@{{}::={}}l}}{\end{array}}
+\newenvironment{note}{\par\textbf{Note.}}{\par}
+\newenvironment{rows}[1]{\begin{array}{#1}}{\end{array}}"""
+    table = extract_macros(text)
+    assert table.environments == {"grammar": ("\\begin{array}{l@{{}::={}}l}", "\\end{array}")}  # no text, no arguments
+    body = r"\begin{grammar} e & x \end{grammar}"
+    assert expand_environments(body, table.environments) == r"\begin{array}{l@{{}::={}}l} e & x \end{array}"

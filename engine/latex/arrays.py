@@ -1,0 +1,178 @@
+"""Array column specifications KaTeX lacks, rewritten into ones it has.
+
+Grammars and case tables put material between columns with ``@{...}`` and ``!{...}``
+(``\\begin{array}{l@{\\;::=\\;}l}``, or ``@{}`` to drop the padding), and the array package adds ``>{...}``/``<{...}``
+(code before and after every cell of a column), ``p{..}``/``m{..}``/``b{..}`` (paragraph columns) and
+``*{n}{spec}``. KaTeX's ``array`` takes only ``l``, ``c``, ``r``, ``|`` and ``:``. The material between columns
+becomes a column of its own, put into every row; the code of ``>{}`` and ``<{}`` goes into the column's cells;
+paragraph columns become ``l``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from eqsearch.engine.latex.scan import read_argument
+
+__all__ = ["rewrite_array_specs"]
+
+_BEGIN_ARRAY = re.compile(r"\\begin\s*\{array\}\s*")
+_ARRAY_TOKEN = re.compile(r"\\(begin|end)\s*\{array\}")
+_UNSUPPORTED = re.compile(r"[@!<>*pmb]")
+
+
+def rewrite_array_specs(latex: str) -> str:
+    """Every ``array`` of ``latex`` whose column specification KaTeX would refuse, rewritten (module docstring)."""
+    if "array" not in latex:
+        return latex
+    out: list[str] = []
+    pos = 0
+    for m in _BEGIN_ARRAY.finditer(latex):
+        if m.start() < pos:
+            continue
+        spec = read_argument(latex, m.end())
+        if spec is None or not _UNSUPPORTED.search(spec[0]):
+            continue
+        parsed = _parse(spec[0])
+        body_end = _matching_end(latex, spec[1])
+        if parsed is None or body_end is None:
+            continue
+        columns, inserts, before, after = parsed
+        body = latex[spec[1] : body_end]
+        new_spec, rows = _rebuild(columns, inserts, before, after, body)
+        out += [latex[pos : m.start()], f"\\begin{{array}}{{{new_spec}}}", rows]
+        pos = body_end
+    out.append(latex[pos:])
+    return "".join(out)
+
+
+def _parse(spec: str) -> tuple[list[str], dict[int, str], dict[int, str], dict[int, str]] | None:
+    """Columns (``l``/``c``/``r``, with any ``|`` or ``:`` before them), material between them by position, code
+    before and after each column's cells; None for a specification this does not read."""
+    spec = _repeat(spec)
+    columns: list[str] = []
+    inserts: dict[int, str] = {}
+    before: dict[int, str] = {}
+    after: dict[int, str] = {}
+    rules = ""
+    pending_before = ""
+    i = 0
+    while i < len(spec):
+        c = spec[i]
+        if c.isspace():
+            i += 1
+        elif c in "|:":
+            rules += c
+            i += 1
+        elif c in "lcr":
+            columns.append(rules + c)
+            if pending_before:
+                before[len(columns) - 1] = pending_before
+            rules = pending_before = ""
+            i += 1
+        elif c in "pmb":
+            arg = read_argument(spec, i + 1)
+            if arg is None:
+                return None
+            columns.append(rules + "l")
+            if pending_before:
+                before[len(columns) - 1] = pending_before
+            rules = pending_before = ""
+            i = arg[1]
+        elif c in "@!<>":
+            arg = read_argument(spec, i + 1)
+            if arg is None:
+                return None
+            if c in "@!":
+                if arg[0].strip():
+                    position = len(columns)
+                    inserts[position] = inserts.get(position, "") + arg[0]
+            elif c == ">":
+                pending_before += arg[0]
+            elif columns:
+                after[len(columns) - 1] = after.get(len(columns) - 1, "") + arg[0]
+            i = arg[1]
+        else:
+            return None
+    if rules and columns:
+        columns[-1] += rules
+    return (columns, inserts, before, after) if columns else None
+
+
+def _repeat(spec: str) -> str:
+    """``*{3}{l}`` -> ``lll``."""
+    for _ in range(8):
+        star = spec.find("*")
+        if star < 0:
+            return spec
+        count = read_argument(spec, star + 1)
+        block = None if count is None else read_argument(spec, count[1])
+        if block is None or not count[0].strip().isdigit():
+            return spec
+        spec = spec[:star] + block[0] * min(int(count[0]), 64) + spec[block[1] :]
+    return spec
+
+
+def _matching_end(latex: str, start: int) -> int | None:
+    """Where the ``\\end{array}`` that closes the array whose body starts at ``start`` begins."""
+    depth = 1
+    for m in _ARRAY_TOKEN.finditer(latex, start):
+        depth += 1 if m.group(1) == "begin" else -1
+        if depth == 0:
+            return m.start()
+    return None
+
+
+def _rebuild(
+    columns: list[str], inserts: dict[int, str], before: dict[int, str], after: dict[int, str], body: str
+) -> tuple[str, str]:
+    """The new specification and body: an extra ``c`` column per position with material, and the cells' code."""
+    spec = ""
+    for k in range(len(columns) + 1):
+        if k in inserts:
+            spec += "c"
+        if k < len(columns):
+            spec += columns[k]
+    rows = []
+    for row in _split(body, "\\\\"):
+        cells = _split(row, "&")
+        if len(cells) == 1 and not cells[0].strip():
+            rows.append(row)
+            continue
+        out: list[str] = []
+        for k in range(len(columns) + 1):
+            if k in inserts and k <= len(cells):
+                out.append(inserts[k])
+            if k < len(cells):
+                out.append(before.get(k, "") + cells[k] + after.get(k, ""))
+        rows.append(" & ".join(out))
+    return spec, "\\\\".join(rows)
+
+
+def _split(text: str, separator: str) -> list[str]:
+    """``text`` split at ``separator`` (``&`` or ``\\\\``) outside brace groups and inner environments."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if text.startswith(separator, i) and depth == 0 and (separator != "&" or (i == 0 or text[i - 1] != "\\")):
+            parts.append(text[start:i])
+            i += len(separator)
+            start = i
+            continue
+        if c == "\\":
+            if text.startswith("\\begin", i):
+                depth += 1
+            elif text.startswith("\\end", i):
+                depth -= 1
+            i += 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        i += 1
+    parts.append(text[start:])
+    return parts
