@@ -344,7 +344,10 @@ def test_a_macro_use_right_after_a_control_word_keeps_the_tokens_apart(converter
         ("V = \\cases{Z e^2 / R_C & for $R \\leq R_C$, \\cr Z e^2 / R & otherwise \\cr}", "mtext"),
         ("\\text{matter} : \\begin{array}[t]{l} a \\\\ b \\end{array} \\hiderel{=} c", "mtable"),
         ("a \\lower.5ex\\hbox{$\\sim$} b + \\hyperref[def:E]{\\mathbb{E}} X \\index[sym]{$E$}", "∼"),
-        ("\\begin{array}{@{}l@{\\;::=\\;}l@{\\qquad}l} e & x \\mid e\\,e & \\text{terms} \\end{array}", "<mo>:</mo><mo>:</mo><mo>=</mo>"),
+        (
+            "\\begin{array}{@{}l@{\\;::=\\;}l@{\\qquad}l} e & x \\mid e\\,e & \\text{terms} \\end{array}",
+            "<mo>:</mo><mo>:</mo><mo>=</mo>",
+        ),
         ("\\framebox{\\AxiomC{$a$}\\noLine\\UnaryInfC{$b$}\\DisplayProof}", "mfrac"),
         (
             "\\mprset{flushleft}\\inferrule*[right=$\\beta$]"
