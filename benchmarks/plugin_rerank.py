@@ -12,8 +12,11 @@ measures of each and whether the two default runs are identical (ids, order and 
 once beforehand (KaTeX and the encoder run once per topic, as for a cached formula), repeated in interleaved rounds
 (plain, plugin, kNN, plain, ...); per query, the client's CPU (``time.process_time``) and the node's (its process CPU
 from ``_nodes/stats``, read fresh), and the median of the rounds. The ``_msearch`` body's size is printed too.
-``replicate`` writes K copies of each equation of a prefix into a new prefix (ids suffixed), for a larger index
-without another ingest: copies tie, so it measures cost, not quality. Run from the repository root::
+``rescore``: the structural request alone, without the sub-expression rescore, with the plain one and with the
+plugin's, replayed interleaved: node CPU per request. ``nodevectors``: a copy of an index with each formula's node
+vectors stored, for the plugin's MaxSim. ``replicate`` writes K copies of each equation of a prefix into a new prefix
+(ids suffixed), for a larger index without another ingest: copies tie, so it measures cost, not quality. Run from the
+repository root::
 
     EQSEARCH_ES_URL=http://127.0.0.1:9400 nice -n 10 .venv/bin/python benchmarks/plugin_rerank.py quality --prefix P
     EQSEARCH_ES_URL=http://127.0.0.1:9400 nice -n 10 .venv/bin/python benchmarks/plugin_rerank.py cost --prefix P
@@ -138,6 +141,50 @@ def cost(args: argparse.Namespace) -> None:
     print(json.dumps(out))
 
 
+def rescore(args: argparse.Namespace) -> None:
+    """The structural request alone, three ways: without the sub-expression rescore, with the plain one, with the
+    plugin's (each topic's first stage as the service picks it); node CPU per request, interleaved rounds."""
+    from eqsearch.engine.search.query import ranking_only, structure_body
+
+    client, _ = connect(EsConfig.from_env())
+    topics = read_formula_file(args.topics, "topic")
+    with KatexConverter() as converter:
+        service = SearchService(client, load_encoder(None), converter, index_prefix=args.prefix)
+        bodies: dict[str, list[dict[str, Any]]] = {"none": [], "plain": [], "plugin": []}
+        for _, latex in topics:
+            formula = service.formulas.get(read_query_variables(latex))
+            if formula.structure is None or not formula.structure.tokens:
+                continue
+            first_stage = service._first_stage(formula.structure, 300)
+            for mode, bucket in bodies.items():
+                weight = 0.0 if mode == "none" else 0.5
+                body = structure_body(
+                    formula.structure,
+                    50,
+                    [],
+                    rerank_window=300,
+                    rerank_weight=weight,
+                    first_stage=first_stage,
+                    candidate_sizes=True,
+                    plugin=mode == "plugin",
+                )
+                bucket.append(ranking_only(body))
+    index = alias_name(args.prefix, "equations")
+    rounds: dict[str, list[float]] = {mode: [] for mode in bodies}
+    for _ in range(args.rounds):
+        for mode, bucket in bodies.items():
+            node = node_cpu_ms(client)
+            for _ in range(args.repeat):
+                for body in bucket:
+                    client.search(index=index, **body)
+            rounds[mode].append((node_cpu_ms(client) - node) / (args.repeat * len(bucket)))
+    out = {
+        mode: {"node_ms": round(statistics.median(v), 2), "rounds": [round(x, 2) for x in v]}
+        for mode, v in rounds.items()
+    }
+    print(json.dumps({"prefix": args.prefix, "requests_per_round": args.repeat * len(bodies["none"]), **out}))
+
+
 def replicate(args: argparse.Namespace) -> None:
     """K copies of each equation of ``--prefix`` under ``--into`` (same mapping and _meta), ids suffixed."""
     from elasticsearch.helpers import bulk, scan
@@ -228,7 +275,14 @@ def nodevectors(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, handler in (("quality", quality), ("cost", cost), ("replicate", replicate), ("nodevectors", nodevectors)):
+    handlers = (
+        ("quality", quality),
+        ("cost", cost),
+        ("rescore", rescore),
+        ("replicate", replicate),
+        ("nodevectors", nodevectors),
+    )
+    for name, handler in handlers:
         command = commands.add_parser(name)
         command.add_argument("--prefix", required=True, help="the indexed collection's prefix")
         command.add_argument("--topics", type=Path, default=DEV / "topics.tsv")
