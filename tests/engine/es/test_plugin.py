@@ -105,3 +105,31 @@ def test_the_plugin_can_be_turned_off_for_the_managed_node():
     assert LocalNodeConfig.from_env({"EQSEARCH_HOME": "/tmp/x"}).plugin is True
     for value in ("0", "false", "off", "no"):
         assert LocalNodeConfig.from_env({"EQSEARCH_HOME": "/tmp/x", "EQSEARCH_ES_PLUGIN": value}).plugin is False
+
+
+def _private_dist(dist_dir: Path, home: Path) -> Path:
+    """A distribution of its own under ``home``, sharing the managed one's jars and modules (no node's plugins)."""
+    dist = home / "dist" / PINNED.version
+    for name in ("bin", "config"):
+        shutil.copytree(dist_dir / name, dist / name, symlinks=True)
+    for name in ("lib", "modules"):
+        (dist / name).symlink_to(dist_dir / name)
+    (dist / "plugins").mkdir()
+    return dist
+
+
+def test_a_start_without_a_jdk_runs_the_node_without_the_plugin_and_says_why(dist_dir, tmp_path, monkeypatch):
+    from eqsearch.engine.es.local_node import LocalNode
+
+    _private_dist(dist_dir, tmp_path)
+    node = LocalNode(LocalNodeConfig(home=tmp_path))
+    for name in ("JAVAC_HOME", "JAVA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EQSEARCH_JDK_DIRS", str(tmp_path / "no-jdks"))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    outcome = node.install_plugin(find_java())
+    assert not outcome.installed and "no JDK 21+ compiler" in outcome.note and "JAVAC_HOME" in outcome.note
+    with pytest.raises(PluginBuildError):
+        node.install_plugin(find_java(), strict=True)
+    off = LocalNode(LocalNodeConfig(home=tmp_path, plugin=False)).install_plugin(find_java())
+    assert not off.installed and "EQSEARCH_ES_PLUGIN=0" in off.note
