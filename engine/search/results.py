@@ -142,7 +142,9 @@ def equation_hit(item: Fused, raw: Mapping[str, Any], channels: Sequence[str] = 
         channels: the channels that found it (default: derived from the fused lists, ``embedding`` for a formula).
     """
     source = raw.get("_source") or {}
-    named = set(item.sources)  # the lists it was found in: kNN (formula), BM25 (text) or both
+    named = set(item.sources)  # the sides it was found by: the formula, the words (its own or its paper's), both
+    if "papers" in named:
+        named.add("text")
     matched: Matched = "both" if {"formula", "text"} <= named else ("formula" if "formula" in named else "text")
     abstract = source.get("abstract") or ""
     if len(abstract) > ABSTRACT_SNIPPET:

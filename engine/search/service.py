@@ -62,8 +62,15 @@ if TYPE_CHECKING:
 
 __all__ = ["META_SECONDS", "EquationNotFoundError", "SearchError", "SearchService"]
 
-#: The channel each ranked list stands for, as hits report it.
-CHANNEL_OF_LIST = {"structure": "structure", "embedding": "embedding", "text": "text", "context": "context"}
+#: The channel each ranked list stands for, as hits report it (a paper's best equation for the words, from the
+#: ``papers`` list, was found by the words' BM25 as the ``text`` list's are).
+CHANNEL_OF_LIST = {
+    "structure": "structure",
+    "embedding": "embedding",
+    "text": "text",
+    "papers": "text",
+    "context": "context",
+}
 
 
 class SearchService:
@@ -455,5 +462,7 @@ def channels_of(lists: dict[str, list[tuple[str, float]]]) -> dict[str, tuple[st
     found: dict[str, list[str]] = {}
     for name, channel in CHANNEL_OF_LIST.items():
         for eq_id, _ in lists.get(name, ()):
-            found.setdefault(eq_id, []).append(channel)
+            channels = found.setdefault(eq_id, [])
+            if channel not in channels:
+                channels.append(channel)
     return {eq_id: tuple(names) for eq_id, names in found.items()}
