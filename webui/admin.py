@@ -108,6 +108,7 @@ def indices():
         prefix=services().prefix,
         migration=services().migration(),
         last_migrations=services().last_migrations(),
+        plugin=services().plugin_note(),
     )
 
 

@@ -288,6 +288,14 @@ class WebServices:
 
     # -- indices ---------------------------------------------------------------------------------------------
 
+    def plugin_note(self) -> str:
+        """One line on eqsearch's Elasticsearch plugin: on every node (the structural rerank runs inside them), on
+        some (a mixed cluster: not used), or on none (the plain requests)."""
+        from eqsearch.engine.search.plugin import detect_plugin
+
+        with self._elasticsearch("asking the nodes for their plugins"):
+            return detect_plugin(self.client).note
+
     def indices(self) -> list[IndexRow]:
         """The deployment's versioned indices with their alias, counts and mapping version."""
         from eqsearch.engine.index import MAPPING_VERSIONS

@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 from eqsearch.engine.es.config import EsConfig
 from eqsearch.webui import create_app
+from markupsafe import escape
 
 from .conftest import ADMIN_TOKEN, CORPUS, csrf_of, drop_prefix, login, make_app
 
@@ -394,6 +395,10 @@ def test_migration_from_the_admin_pages_keeps_every_document(fresh_app):
     page = client.get("/admin/").get_data(as_text=True)
     # 12 displays and 2003.00003's one inline formula of three symbols or more
     assert 'id="last-migrations"' in page and f"13 documents copied; {services.alias('equations')} now reads" in page
+    # the plugin's one line, as 'eqsearch es check' prints it (the node here may or may not carry the plugin)
+    from eqsearch.engine.search.plugin import detect_plugin
+
+    assert 'id="plugin-note"' in page and escape(detect_plugin(services.client).note) in page
     unknown = client.post(
         "/admin/kinds/nope/migrate", data={"confirm": "yes", "csrf_token": csrf_of(client)}, follow_redirects=True
     )
