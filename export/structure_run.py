@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tau-student", type=float, default=0.05)
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--span-weight", type=float, default=0.5, help="the teacher's sub-expression match weight")
+    parser.add_argument("--context-weight", type=float, default=0.0, help="the teacher's same-document weight")
     parser.add_argument("--no-bundle", action="store_true")
     parser.add_argument(
         "--variants",
@@ -148,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         per_seed=args.per_seed,
         views=not args.no_views,
         span_weight=args.span_weight,
+        context_weight=args.context_weight,
         learning_rate=args.lr,
         tau_teacher=args.tau_teacher,
         tau_student=args.tau_student,
@@ -162,9 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     clock = time.perf_counter()
     records = read_formula_file(args.formulas)
     training = [r.mathml for r in records if not r.held_out]
+    training_docs = [r.doc for r in records if not r.held_out]
     held = [r.mathml for r in records if r.held_out]
     if args.limit:
-        training = training[: args.limit]
+        training, training_docs = training[: args.limit], training_docs[: args.limit]
     result["data"] = {
         "formulas": len(records),
         "training_formulas": len(training),
@@ -173,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         "held_out_documents": len({r.doc for r in records if r.held_out}),
     }
     log(f"data {result['data']}")
-    data: TrainingData = prepare(training, features, workers=args.prep_workers)
+    data: TrainingData = prepare(training, features, workers=args.prep_workers, documents=training_docs)
     held_terms = term_data(held[:5000], features, workers=args.prep_workers)
     result["prepare_seconds"] = round(time.perf_counter() - clock, 1)
     log(f"prepared in {result['prepare_seconds']} s")

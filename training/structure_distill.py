@@ -42,6 +42,7 @@ class DistillConfig:
         tau_teacher, tau_student: softmax temperatures of the teacher's normalised scores and the student's cosines.
         views: train with the augmented views (False: formulas only, no contrastive positives).
         span_weight: weight of the rerank's sub-expression match in the teacher (`teacher_matrix`; 0: BM25 alone).
+        context_weight: weight of "from the same document" in the teacher (the paper's contextual signal; 0: none).
         learning_rate, warmup_steps: AdamW (no weight decay), linear warm-up then cosine decay to a tenth.
         seed: random seed (initialisation and batches).
         workers: processes composing batches (0: in the training process).
@@ -59,6 +60,7 @@ class DistillConfig:
     tau_student: float = 0.05
     views: bool = True
     span_weight: float = 0.0
+    context_weight: float = 0.0
     learning_rate: float = 2e-3
     warmup_steps: int = 100
     seed: int = 0
@@ -83,18 +85,37 @@ class TrainingData:
     views: TermData
     teacher: Bm25Teacher
     spans: SpanTeacher
+    documents: np.ndarray | None = None
 
 
-def prepare(mathml: list[str], features: StructureFeatures, *, workers: int = 1, view_seed: int = 1) -> TrainingData:
-    """Terms of the training formulas and of one augmented view of each; the BM25 teacher over the formulas."""
+def prepare(
+    mathml: list[str],
+    features: StructureFeatures,
+    *,
+    workers: int = 1,
+    view_seed: int = 1,
+    documents: list[str] | None = None,
+) -> TrainingData:
+    """Terms of the training formulas and of one augmented view of each; the teachers over the formulas; each
+    formula's document (for the contextual signal), when given."""
     terms = term_data(mathml, features, workers=workers)
     views = term_data(mathml, features, view_seed=view_seed, workers=workers)
-    return TrainingData(terms, views, Bm25Teacher.build(terms), SpanTeacher.build(terms))
+    docs = None if documents is None else np.unique(np.asarray(documents), return_inverse=True)[1].astype(np.int64)
+    return TrainingData(terms, views, Bm25Teacher.build(terms), SpanTeacher.build(terms), docs)
 
 
-def teacher_matrix(bm25: Bm25Teacher, spans: SpanTeacher, items: np.ndarray, span_weight: float) -> np.ndarray:
+def teacher_matrix(
+    bm25: Bm25Teacher,
+    spans: SpanTeacher,
+    items: np.ndarray,
+    span_weight: float,
+    documents: np.ndarray | None = None,
+    context_weight: float = 0.0,
+) -> np.ndarray:
     """The soft targets among some formulas: each row's BM25 scores over the row formula's own score, plus
-    ``span_weight`` times the sub-expression match, over ``1 + span_weight`` (so the diagonal is 1).
+    ``span_weight`` times the sub-expression match, plus ``context_weight`` where two formulas come from the same
+    document (``documents``: each formula's document index), over ``1 + span_weight + context_weight`` (so the
+    diagonal is 1).
 
     Shapes: returns ``[len(items), len(items)]`` float32.
     """
@@ -102,8 +123,11 @@ def teacher_matrix(bm25: Bm25Teacher, spans: SpanTeacher, items: np.ndarray, spa
     own = np.maximum(np.diag(scores).copy(), 1e-6)
     target = scores / own[:, None]
     if span_weight:
-        target = (target + span_weight * spans.match(items, items)) / (1.0 + span_weight)
-    return target.astype(np.float32)
+        target = target + span_weight * spans.match(items, items)
+    if context_weight and documents is not None:
+        doc = documents[items]
+        target = target + context_weight * (doc[:, None] == doc[None, :])
+    return (target / (1.0 + span_weight + context_weight)).astype(np.float32)
 
 
 def model_inputs(data: TermData, items: np.ndarray, features: StructureFeatures) -> dict[str, np.ndarray]:
@@ -132,7 +156,9 @@ def make_batch(
     return {
         "formulas": model_inputs(data.terms, items, config.features),
         "views": model_inputs(data.views, items, config.features),
-        "teacher": teacher_matrix(data.teacher, data.spans, items, config.span_weight),
+        "teacher": teacher_matrix(
+            data.teacher, data.spans, items, config.span_weight, data.documents, config.context_weight
+        ),
         "items": items,
     }
 

@@ -181,3 +181,18 @@ def test_the_span_teacher_is_the_largest_shared_sub_expression_over_the_larger_f
     assert match[0, 1] == 1.0 and match[0, 4] < 1.0
     target = teacher_matrix(Bm25Teacher.build(data), spans, np.arange(4), span_weight=0.5)
     np.testing.assert_allclose(np.diag(target), 1.0, rtol=1e-6)
+
+
+def test_the_contextual_signal_raises_the_targets_of_formulas_of_one_document() -> None:
+    from eqsearch.training.structure_distill import teacher_matrix
+    from eqsearch.training.structure_teacher import SpanTeacher
+
+    data = term_data(FORMULAS[:4], StructureFeatures())
+    bm25, spans = Bm25Teacher.build(data), SpanTeacher.build(data)
+    items = np.arange(4)
+    plain = teacher_matrix(bm25, spans, items, 0.0)
+    docs = np.array([0, 0, 1, 1])
+    context = teacher_matrix(bm25, spans, items, 0.0, docs, context_weight=1.0)
+    np.testing.assert_allclose(np.diag(context), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(context[0, 1], (plain[0, 1] + 1.0) / 2.0, rtol=1e-6)
+    np.testing.assert_allclose(context[0, 2], plain[0, 2] / 2.0, rtol=1e-6)
