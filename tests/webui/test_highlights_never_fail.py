@@ -81,11 +81,11 @@ def hostile_app(es_config, es_client, tmp_path_factory):
     papers = write_papers(path, contexts)
     app = make_app(es_config, prefix)
     services = app.extensions["eqsearch.services"]
-    job = services.start_job(str(path), wait=True)
-    assert job["state"] == "finished", job
-    assert job["counts"]["equations"] == len(contexts), job
-    assert es_client.count(index=f"{prefix}-papers")["count"] == papers
     try:
+        job = services.start_job(str(path), wait=True)
+        assert job["state"] == "finished", job
+        assert job["counts"]["equations"] == len(contexts), job
+        assert es_client.count(index=f"{prefix}-papers")["count"] == papers
         yield app
     finally:
         services.close()
