@@ -40,6 +40,8 @@ NODE_VECTORS_FIELD = "node_vectors"
 NODE_VECTORS_MAPPING: dict[str, Any] = {"type": "binary", "doc_values": True}
 #: The text encoder's vector of the words around the formula (`engine.model.text`): kNN on it is the context channel.
 CONTEXT_VECTOR_FIELD = "context_vector"
+#: Every vector field of an equation: large, and never read back by a search (`engine.search.query.SOURCE_EXCLUDES`).
+VECTOR_FIELDS = (VECTOR_FIELD, CONTEXT_VECTOR_FIELD, NODE_VECTORS_FIELD)
 DEFAULT_DIMS = 64
 #: The width of the shipped text encoder's vectors (`engine/model/text-encoder.json`'s ``dim``).
 DEFAULT_CONTEXT_DIMS = 256

@@ -9,23 +9,15 @@ and two doc values only (`ranking_only`); the page's equations are then fetched 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from eqsearch.engine.index.mappings import (
-    CONTEXT_VECTOR_FIELD,
-    NODE_VECTORS_FIELD,
-    SIZE_FIELD,
-    SPANS_FIELD,
-    STRUCTURE_FIELD,
-    VECTOR_FIELD,
-)
+from eqsearch.engine.index.mappings import CONTEXT_VECTOR_FIELD, VECTOR_FIELD, VECTOR_FIELDS
 from eqsearch.engine.model.structure import SPAN_KINDS, FormulaStructure
-from eqsearch.engine.search.plugin import structure_rescore
 from eqsearch.engine.search.rankers import FormulaRanking
+from eqsearch.engine.search.structure_query import structure_body, structure_rerank_window
 
 __all__ = [
     "FUSIONS",
@@ -48,7 +40,7 @@ __all__ = [
     "query_filters",
     "ranking_only",
     "ranking_searches",
-    "structure_body",
+    "structure_body",  # from `engine.search.structure_query`, the structural list's body
     "structure_rerank_window",
     "text_body",
 ]
@@ -75,7 +67,7 @@ _OWN_FIELDS = ("section_title^1.5", "context")
 #: that nothing can be skipped anyway; see benchmarks/search.md.)
 TEXT_COUNT_LIMIT = MAX_RESULT_WINDOW
 #: Never sent back: the vectors are large and no caller reads them from a hit.
-SOURCE_EXCLUDES = [VECTOR_FIELD, CONTEXT_VECTOR_FIELD, NODE_VECTORS_FIELD]
+SOURCE_EXCLUDES = list(VECTOR_FIELDS)
 #: The doc values a ranking search returns per hit (``eq_id`` equals ``_id`` for every writer).
 RANKING_FIELDS = ("eq_id", "paper_id")
 
@@ -227,175 +219,6 @@ def knn_body(
     return {"query": {"knn": knn}, "size": k, "_source": {"excludes": SOURCE_EXCLUDES}, "track_total_hits": False}
 
 
-def _larger_size_share(query_size: int) -> list[dict[str, Any]]:
-    """``function_score`` functions that scale the shared sub-expressions' share of the query's size to their share
-    of the larger of the query's and the candidate's: 1 up to the query's size, then query size / candidate size
-    (a candidate without a size counts as the query's). Functions, not a script: the minimal distribution of
-    Elasticsearch has no scripting language."""
-    return [
-        {"filter": {"range": {SIZE_FIELD: {"lte": query_size}}}, "weight": 1.0},
-        {
-            "field_value_factor": {
-                "field": SIZE_FIELD,
-                "factor": 1.0 / query_size,
-                "modifier": "reciprocal",
-                "missing": query_size,
-            }
-        },
-    ]
-
-
-#: The smallest sub-expression the rerank looks for. One symbol (``x``, ``=``, ``V:*``) is shared by nearly every
-#: candidate in the window, so its posting list is the longest to walk for the smallest share: left out, the
-#: development figures do not move and the structural request takes ~0.5 ms less at 1M (benchmarks/formula_search.md).
-MIN_RERANK_SPAN = 2
-#: The most sub-expressions of one kind a query sends to the rerank: its largest. A formula of a few hundred symbols
-#: has thousands of spans, and Elasticsearch refuses a query of more clauses than its ``max_clause_count`` (16,384 on
-#: the local node's 1 GiB heap) outright; past this cap a very long query loses only the credit of its small spans.
-MAX_RERANK_SPANS = 2048
-
-
-def _rerank_spans(structure: FormulaStructure, kind: str) -> list[tuple[str, int]]:
-    """The query's sub-expressions of one kind (``r`` renamed, ``e`` exact, ``g`` generalised) the rerank looks
-    for, as (hash, size): those of at least `MIN_RERANK_SPAN` symbols, the `MAX_RERANK_SPANS` largest."""
-    spans = [
-        (span, span_size)
-        for span, span_size in structure.spans.items()
-        if span.startswith(kind) and span_size >= MIN_RERANK_SPAN
-    ]
-    if len(spans) > MAX_RERANK_SPANS:
-        spans = sorted(spans, key=lambda item: (-item[1], item[0]))[:MAX_RERANK_SPANS]
-    return sorted(spans)
-
-
-def _span_match(structure: FormulaStructure, kind: str, weight: float) -> dict[str, Any] | None:
-    """The largest of the query's sub-expressions of one kind (`_rerank_spans`) that a candidate shares, as
-    ``weight`` x its size / the query's size: a ``dis_max`` of one constant-score term per span."""
-    size = max(structure.size, 1)
-    queries = [
-        {"constant_score": {"filter": {"term": {SPANS_FIELD: span}}, "boost": weight * span_size / size}}
-        for span, span_size in _rerank_spans(structure, kind)
-    ]
-    return {"dis_max": {"queries": queries, "tie_breaker": 0.0}} if queries else None
-
-
-def _terms_match(structure: FormulaStructure, only: Sequence[str] | None = None) -> dict[str, Any]:
-    """BM25 over the formula's terms (or those of them in ``only``), each once with its count as boost: the score
-    of a ``match`` on the whole text (where a repeated term adds its clause again), in a third fewer clauses."""
-    counts = Counter(structure.tokens)
-    kept = set(only) if only is not None else None
-    should = [
-        {"term": {STRUCTURE_FIELD: {"value": term, "boost": float(count)}}}
-        if count > 1
-        else {"term": {STRUCTURE_FIELD: term}}
-        for term, count in counts.items()
-        if kept is None or term in kept
-    ]
-    return {"bool": {"should": should}}
-
-
-def structure_body(
-    structure: FormulaStructure,
-    k: int,
-    filters: list[dict[str, Any]],
-    *,
-    rerank_window: int = 0,
-    rerank_weight: float = 0.0,
-    first_stage: Sequence[str] | None = None,
-    candidate_sizes: bool = False,
-    span_kinds: Sequence[str] = SPAN_KINDS,
-    plugin: bool = False,
-) -> dict[str, Any]:
-    """BM25 over the structural terms of the equations (`engine.model.structure`), optionally reranked.
-
-    The rerank rescores the top ``rerank_window`` by the sub-expressions they share with the query: the BM25 score
-    times ``1 + rerank_weight x (exact + generalised)``, each part the size of the largest shared sub-expression
-    over the query's size, or with ``candidate_sizes`` over the larger of the query's and the candidate's (the
-    index's `SIZE_FIELD`): then only a candidate of the query's size that is the query scores the full factor, and
-    a long formula holding the query, or a short piece of it, less. A product rather than a sum, so that the rerank
-    needs no knowledge of the BM25 scale.
-
-    With ``first_stage`` (the query's rarest terms, `engine.search.termstats`), the equations are first matched on
-    those terms alone, and a first rescore adds the BM25 of the other terms to the top ``rerank_window``'s scores
-    before the sub-expression rescore: BM25 is a sum over the terms, so those candidates get the same scores as
-    without a first stage, for a fraction of the posting lists walked. Candidates below the window keep their
-    first-stage score, which is never above the full score of any candidate in it.
-
-    Args:
-        structure: the query formula's structure (`formula_structure`).
-        k: how many equations.
-        filters: filter clauses (`query_filters`).
-        rerank_window: candidates rescored (0: no rerank).
-        rerank_weight: weight of the shared sub-expressions in the rescore.
-        first_stage: the terms matched first (None: all of them); needs a ``rerank_window``.
-        candidate_sizes: weigh the shared sub-expressions by the larger size (the index must have `SIZE_FIELD`;
-            a document without it counts as the query's size).
-        span_kinds: the two kinds of sub-expressions matched (`SPAN_KINDS`: renamed and generalised; ``("e", "g")``
-            for an index made before structure version 2, which holds spans with the letters kept).
-        plugin: the cluster has eqsearch's plugin on every node (`engine.search.plugin`): the sub-expression
-            rescore is its ``eqsearch_structure`` rescorer, the same scores from a list of spans instead of a query
-            of one clause per span.
-
-    Returns:
-        The search body.
-    """
-    staged = first_stage is not None and rerank_window > 0
-    body: dict[str, Any] = {
-        "query": {"bool": {"must": [_terms_match(structure, first_stage if staged else None)], "filter": filters}},
-        "size": k,
-        "_source": {"excludes": SOURCE_EXCLUDES},
-        "track_total_hits": False,
-    }
-    rescores: list[dict[str, Any]] = []
-    rest = [] if first_stage is None else sorted(set(structure.tokens) - set(first_stage))
-    if staged and rest:
-        rest_match = {"rescore_query": _terms_match(structure, rest), "query_weight": 1.0, "rescore_query_weight": 1.0}
-        rescores.append({"window_size": rerank_window, "query": {**rest_match, "score_mode": "total"}})
-    if plugin:
-        selected = [span for kind in span_kinds for span in _rerank_spans(structure, kind)]
-        if rerank_window > 0 and rerank_weight > 0 and selected:
-            rescores.append(
-                structure_rescore(
-                    selected,
-                    query_size=max(structure.size, 1),
-                    weight=rerank_weight,
-                    window=rerank_window,
-                    candidate_sizes=candidate_sizes,
-                )
-            )
-    spans = [] if plugin else [m for kind in span_kinds if (m := _span_match(structure, kind, rerank_weight))]
-    if rerank_window > 0 and rerank_weight > 0 and spans:
-        # The match_all clause makes every candidate match with 1 + the shared sub-expressions, so that the
-        # multiplication keeps the BM25 order of the candidates that share nothing.
-        if candidate_sizes:
-            shares = _larger_size_share(max(structure.size, 1))
-            spans = [
-                {
-                    "function_score": {
-                        "query": {"bool": {"should": spans}},
-                        "functions": shares,
-                        "score_mode": "first",
-                        "boost_mode": "multiply",
-                    }
-                }
-            ]
-        rescore = {"bool": {"should": [{"match_all": {"boost": 1.0}}, *spans]}}
-        rescores.append(
-            {
-                "window_size": rerank_window,
-                "query": {
-                    "rescore_query": rescore,
-                    "query_weight": 1.0,
-                    "rescore_query_weight": 1.0,
-                    "score_mode": "multiply",
-                },
-            }
-        )
-    if rescores:
-        body["rescore"] = rescores[0] if len(rescores) == 1 else rescores
-    return body
-
-
 def _text_match(keywords: str) -> dict[str, Any]:
     return {"multi_match": {"query": keywords, "fields": list(TEXT_FIELDS), "type": "best_fields"}}
 
@@ -447,12 +270,6 @@ def ranking_only(body: dict[str, Any]) -> dict[str, Any]:
     """
     light = {key: value for key, value in body.items() if key not in ("highlight", "_source")}
     return {**light, "stored_fields": "_none_", "docvalue_fields": list(RANKING_FIELDS)}
-
-
-def structure_rerank_window(ranking: FormulaRanking, depth: int) -> int:
-    """How many structural candidates the rerank covers: the ranking's rerank window, or the list's ``depth`` when
-    that is deeper, so that a deep evaluation reranks what it reads (0: the ranking has no rerank)."""
-    return max(ranking.rerank_window, depth) if ranking.rerank_window else 0
 
 
 def ranking_searches(

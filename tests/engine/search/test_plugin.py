@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, formula_structure, parse_layout_latex, structure_of_layout
 from eqsearch.engine.search.plugin import PLUGIN_NAME, STRUCTURE_RESCORER, plugin_support
-from eqsearch.engine.search.query import MAX_RERANK_SPANS, MIN_RERANK_SPAN, structure_body
+from eqsearch.engine.search.structure_query import MAX_RERANK_SPANS, MIN_RERANK_SPAN, structure_body
 
 
 def _nodes(*plugins: list[tuple[str, str]]) -> dict:

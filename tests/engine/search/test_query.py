@@ -236,7 +236,7 @@ def test_the_rerank_multiplies_bm25_by_one_plus_the_largest_shared_subexpression
 
 def test_a_long_query_sends_the_rerank_its_largest_sub_expressions_only():
     from eqsearch.engine.model import formula_structure
-    from eqsearch.engine.search.query import MAX_RERANK_SPANS, structure_body
+    from eqsearch.engine.search.structure_query import MAX_RERANK_SPANS, structure_body
 
     long = "+".join(rf"\frac{{x_{{{i}}}^{{2}}}}{{y_{{{i}}}+1}}" for i in range(300))  # 600 baseline symbols
     structure = formula_structure(None, long)
