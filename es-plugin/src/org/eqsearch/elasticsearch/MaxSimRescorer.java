@@ -5,9 +5,7 @@ package org.eqsearch.elasticsearch;
 
 import java.io.IOException;
 import java.util.Arrays;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 
 import org.apache.lucene.index.BinaryDocValues;
 import org.apache.lucene.index.DocValues;
@@ -59,15 +57,7 @@ final class MaxSimRescorer implements Rescorer {
         if (topDocs == null || topDocs.scoreDocs.length == 0) {
             return topDocs;
         }
-        ScoreDoc[] all = topDocs.scoreDocs;
-        int window = Math.min(context.getWindowSize(), all.length);
-        ScoreDoc[] rescored = new ScoreDoc[window];
-        Set<Integer> windowDocs = new HashSet<>();
-        for (int i = 0; i < window; i++) {
-            rescored[i] = new ScoreDoc(all[i].doc, all[i].score, all[i].shardIndex);
-            windowDocs.add(all[i].doc);
-        }
-        context.setRescoredDocs(windowDocs);
+        ScoreDoc[] rescored = RescoreWindow.take(topDocs, context);
         ScoreDoc[] byDoc = rescored.clone();
         Arrays.sort(byDoc, (a, b) -> Integer.compare(a.doc, b.doc));
         List<LeafReaderContext> leaves = searcher.getIndexReader().leaves();
@@ -83,13 +73,7 @@ final class MaxSimRescorer implements Rescorer {
             }
             hit.score = score(context, values, hit.doc - leaf.docBase);
         }
-        Arrays.sort(rescored, (a, b) -> a.score != b.score ? Float.compare(b.score, a.score) : Integer.compare(a.doc, b.doc));
-        ScoreDoc[] out = all.clone();
-        System.arraycopy(rescored, 0, out, 0, window);
-        if (out.length > window) {
-            Arrays.sort(out, SCORE_DOC_COMPARATOR);
-        }
-        return new TopDocs(topDocs.totalHits, out);
+        return RescoreWindow.putBack(topDocs, rescored);
     }
 
     static float score(Context context, BinaryDocValues values, int doc) throws IOException {

@@ -5,9 +5,7 @@ package org.eqsearch.elasticsearch;
 
 import java.io.IOException;
 import java.util.Arrays;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 
 import org.apache.lucene.index.DocValues;
 import org.apache.lucene.index.LeafReaderContext;
@@ -57,17 +55,7 @@ final class StructureRescorer implements Rescorer {
         if (topDocs == null || topDocs.scoreDocs.length == 0) {
             return topDocs;
         }
-        ScoreDoc[] all = topDocs.scoreDocs;
-        int window = Math.min(context.getWindowSize(), all.length);
-        ScoreDoc[] rescored = new ScoreDoc[window];
-        for (int i = 0; i < window; i++) {
-            rescored[i] = new ScoreDoc(all[i].doc, all[i].score, all[i].shardIndex);
-        }
-        Set<Integer> windowDocs = new HashSet<>();
-        for (ScoreDoc hit : rescored) {
-            windowDocs.add(hit.doc);
-        }
-        context.setRescoredDocs(windowDocs); // for explain
+        ScoreDoc[] rescored = RescoreWindow.take(topDocs, context); // recorded for explain
         ScoreDoc[] byDoc = rescored.clone();
         Arrays.sort(byDoc, (a, b) -> Integer.compare(a.doc, b.doc));
         List<LeafReaderContext> leaves = searcher.getIndexReader().leaves();
@@ -91,14 +79,7 @@ final class StructureRescorer implements Rescorer {
             }
             start = end;
         }
-        // Lucene's QueryRescorer order: score descending, then document id
-        Arrays.sort(rescored, (a, b) -> a.score != b.score ? Float.compare(b.score, a.score) : Integer.compare(a.doc, b.doc));
-        ScoreDoc[] out = all.clone();
-        System.arraycopy(rescored, 0, out, 0, window);
-        if (out.length > window) {
-            Arrays.sort(out, SCORE_DOC_COMPARATOR);
-        }
-        return new TopDocs(topDocs.totalHits, out);
+        return RescoreWindow.putBack(topDocs, rescored); // Lucene's QueryRescorer order
     }
 
     /** The rescore's factor of each document (segment-local ids, ascending): {@code 1 + shares x size factor}. */
