@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from eqsearch.engine.latex.macros import MacroDef, format_argument_spec, parse_argument_spec
 from eqsearch.engine.latex.scan import read_argument, read_optional
+from eqsearch.ingest.macroloops import named_definitions, unrolled_loops
 from eqsearch.ingest.records import Issue
 
 _DEFINERS = {
@@ -126,7 +127,10 @@ def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMa
     aliases = _definer_aliases(text)
     definer = _definer_pattern(aliases) if aliases else _DEFINER
     table.spans = _read_definitions(text, table, definer, aliases)
-    made = _definer_macro_uses(text, table)
+    loops = unrolled_loops(text)  # what \@for / \foreach loops define (after the definitions they use)
+    if loops:
+        _read_definitions(loops, table, definer, aliases)
+    made = _definer_macro_uses(f"{text}\n{loops}" if loops else text, table)
     if made:
         _read_definitions(made, table, definer, aliases)
     _drop_recursive(table)
@@ -159,6 +163,7 @@ def _read_definitions(
 # A user macro that defines the macro named by its first argument: \def\newbfop#1#2{\def#1{\mathbf{#2}}}
 _DEFINES_ARGUMENT = re.compile(
     r"\A\s*\\(?:(?:re|provide)?newcommand\*?|[gex]?def|DeclareMathOperator\*?|(?:re)?newrobustcmd)\s*\{?\s*#1(?!\d)"
+    r"|\A\s*\\expandafter\s*\\(?:(?:re|provide)?newcommand\*?|[gex]?def|let)\s*\\csname[^\\]*?#1(?!\d)"
 )
 _PARAMETER = re.compile(r"(?<!#)#([1-9])")
 
@@ -169,7 +174,10 @@ def _definer_macro_uses(text: str, table: DocumentMacros) -> str:
     definers = {
         name: macro
         for name, macro in table.macros.items()
-        if macro.nargs >= 1 and macro.spec is None and macro.default is None and _DEFINES_ARGUMENT.match(macro.body)
+        if macro.nargs >= 1
+        and (macro.spec is None or set(macro.spec.split()) == {"m"})
+        and macro.default is None
+        and _DEFINES_ARGUMENT.match(macro.body)
     }
     if not definers:
         return ""
@@ -190,7 +198,7 @@ def _definer_macro_uses(text: str, table: DocumentMacros) -> str:
             args.append(arg[0])
             end = arg[1]
         if len(args) == macro.nargs:
-            made.append(_substitute_parameters(macro.body, args))
+            made.append(named_definitions(_substitute_parameters(macro.body, args)))
     return "\n".join(made)
 
 

@@ -99,7 +99,7 @@ _INTERNALS = re.compile(
     r"\\[A-Za-z]*@[A-Za-z@]*|\\(?:csname|expandafter|futurelet|afterassignment|aftergroup|ifnum|ifdim|ifx|ifcase"
     r"|ifcat|ifcsname|ifdefined|noexpand|unexpanded|romannumeral|numexpr|dimexpr|ExplSyntaxOn)(?![A-Za-z@])"
 )
-_DRAWS = re.compile(r"\\begin\s*\{(?:tikzcd|tikzpicture|xy|psmatrix)\}")
+_DRAWS = re.compile(r"\\begin\s*\{(?:tikzcd|tikzpicture|xy|psmatrix)\}|\\tikz(?![A-Za-z@])")
 # \ifmmode A\else B\fi in a macro body: a formula is in math mode, so A
 _IFMMODE = re.compile(r"\\ifmmode(?![A-Za-z@])(.*?)(?:\\else(?![A-Za-z@]).*?)?\\fi(?![A-Za-z@])", re.DOTALL)
 # \ifx<token><token> A \else B \fi in a macro body (an "is the argument empty / a tie?" test): B, or nothing

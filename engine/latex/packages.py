@@ -43,6 +43,8 @@ KNOWN_PACKAGES = frozenset(
         "textcomp",
         "unicode-math",
         "dsfont",
+        "euscript",
+        "eucal",
         "bbm",
         "mathrsfs",
         "stmaryrd",
@@ -172,6 +174,7 @@ _BRAKET = (
 _OUTER = "\\left|#1\\right\\rangle\\!\\left\\langle \\IfNoValueTF{#2}{#1}{#2}\\right|"
 
 # name -> (nargs, body); spec'd entries are built below
+_GLYPHS = {"dh": "ð", "DH": "Ð", "th": "þ", "TH": "Þ", "dj": "đ", "DJ": "Đ", "ng": "ŋ", "NG": "Ŋ"}
 _SIMPLE: dict[str, tuple[int, str]] = {
     # upgreek (and MNRAS's \upi): upright Greek -> Greek
     **{f"\\up{g}": (0, f"\\{g}") for g in _GREEK},
@@ -222,6 +225,11 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\textbullet": (0, "\\text{•}"),
     "\\textmu": (0, "\\text{µ}"),
     "\\textperthousand": (0, "\\text{‰}"),
+    # T1 glyphs KaTeX lacks (\text{\normalfont\dh} is the spin-raising eth of CMB papers)
+    **{f"\\{name}": (0, f"\\text{{{glyph}}}") for name, glyph in _GLYPHS.items()},
+    # euscript / eucal: Euler script
+    "\\EuScript": (1, "\\mathcal{#1}"),
+    "\\CMcal": (1, "\\mathcal{#1}"),
     # mathtools, relsize, graphicx, amsthm
     "\\prescript": (3, "{}^{#1}_{#2}{#3}"),
     "\\mathsmaller": (1, "#1"),
@@ -325,7 +333,10 @@ _SPEC: dict[str, tuple[str, str]] = {
     "\\ev": ("s m g", _BRAKET),
     "\\expval": ("s m g", _BRAKET),
     "\\smashoperator": ("o m", "#2"),
-    "\\scalebox": ("m o m", "#3"),
+    # graphicx's boxes hold text (LR mode), math inside them is written $..$: \scalebox{.9}[1]{$\bigwedge$}
+    "\\scalebox": ("m o m", "\\text{#3}"),
+    "\\resizebox": ("s m m m", "\\text{#4}"),
+    "\\rotatebox": ("o m m", "\\text{#3}"),
     "\\eval": ("a", "\\left.#1\\right|"),
     # physics' outer products: \ketbra{a}{b}, or \ketbra{a} for |a><a|
     "\\ketbra": ("m g", _OUTER),

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, skip_space
 
-__all__ = ["rewrite_plain_tex"]
+__all__ = ["change_case", "rewrite_plain_tex"]
 
 _ROOT = re.compile(r"\\root(?![A-Za-z@])(.*?)\\of(?![A-Za-z@])\s*", re.DOTALL)
 _BUILDREL = re.compile(r"\\buildrel(?![A-Za-z@])(.*?)\\over(?![A-Za-z@])\s*", re.DOTALL)
@@ -152,3 +152,30 @@ def _enclosing_group(latex: str, at: int) -> tuple[int, int]:
                 break
             depth -= 1
     return start, end
+
+
+# \MakeLowercase{B} (a macro body \mathfrak{\MakeLowercase{#1}}), \uppercase{x}: letters outside control words
+_CASE = re.compile(r"\\(MakeLowercase|MakeUppercase|lowercase|uppercase)(?![A-Za-z@])\s*(?=\{)")
+
+
+def change_case(latex: str) -> str:
+    """``\\MakeLowercase{..}`` and ``\\MakeUppercase{..}`` (and TeX's ``\\lowercase``, ``\\uppercase``) applied to the
+    letters of their argument, control words kept: ``\\mathfrak{\\MakeLowercase{G}}`` -> ``\\mathfrak{g}``. Run after
+    macro expansion, since the argument is often a macro's parameter."""
+    if "case" not in latex:
+        return latex
+    out: list[str] = []
+    pos = 0
+    for m in _CASE.finditer(latex):
+        if m.start() < pos:
+            continue
+        argument = read_argument(latex, m.end())
+        if argument is None:
+            continue
+        lower = m.group(1) in ("MakeLowercase", "lowercase")
+        parts = re.split(r"(\\[A-Za-z@]+)", argument[0])
+        changed = "".join(p if p.startswith("\\") else (p.lower() if lower else p.upper()) for p in parts)
+        out += [latex[pos : m.start()], "{", change_case(changed), "}"]
+        pos = argument[1]
+    out.append(latex[pos:])
+    return "".join(out)

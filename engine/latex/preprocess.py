@@ -405,6 +405,8 @@ def replace_diagrams(latex: str) -> tuple[str, list[str]]:
 
 
 _TIKZ = re.compile(r"\\tikz(?![A-Za-z@])\s*(?:\[[^\]]*\])?\s*")
+# \tikz{\node[scale=.7, circle]{$\bullet$};}: one node without a border or a fill, its text only
+_TIKZ_NODE = re.compile(r"\s*\\node\s*(?:\[([^\]]*)\])?\s*(?:\([^)]*\)\s*)?(?:at\s*\([^)]*\)\s*)?\{(.*)\}\s*;\s*", re.S)
 
 
 def _inline_tikz(latex: str, kinds: list[str]) -> str:
@@ -420,8 +422,12 @@ def _inline_tikz(latex: str, kinds: list[str]) -> str:
         else:
             semicolon = latex.find(";", m.end())
             end = len(latex) if semicolon < 0 else semicolon + 1
-        out += [latex[pos : m.start()], "\\text{[diagram]}"]
-        kinds.append("tikz")
+        node = _TIKZ_NODE.fullmatch(latex, m.end() + 1, end - 1) if latex.startswith("{", m.end()) else None
+        if node is not None and ";" not in node.group(2) and not re.search(r"\b(?:draw|fill)\b", node.group(1) or ""):
+            out += [latex[pos : m.start()], f"\\text{{{node.group(2)}}}"]  # a lone node: what it shows is its text
+        else:
+            out += [latex[pos : m.start()], "\\text{[diagram]}"]
+            kinds.append("tikz")
         pos = end
     out.append(latex[pos:])
     return "".join(out)

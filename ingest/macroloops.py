@@ -1,0 +1,102 @@
+"""Macros a preamble makes with TeX's own machinery: names built with ``\\csname``, definitions made in loops.
+
+Preambles define families of macros at once: ``\\@for\\i:=\\lst\\do{\\expandafter\\MakeLie\\i}`` with
+``\\def\\MakeLie#1{\\expandafter\\def\\csname Lie#1\\endcsname{\\mathfrak{#1}}}`` makes ``\\LieB``, ``\\LieG``...;
+``\\foreach \\x in {A,...,Z}{\\expandafter\\xdef\\csname c\\x\\endcsname{\\noexpand\\mathcal{\\x}}}`` makes ``\\cA``
+to ``\\cZ``. `unrolled_loops` writes out what such loops run, one body per item, and `named_definitions` turns a
+definition of a ``\\csname``-built name into the plain definition (``\\def\\LieB{...}``), so that the document's
+macro reader (`eqsearch.ingest.macros`) reads both like any other definition.
+"""
+
+from __future__ import annotations
+
+import re
+
+from eqsearch.engine.latex.scan import read_argument, skip_space
+
+__all__ = ["CSNAME_DEFINITION", "named_definitions", "unrolled_loops"]
+
+_DEFINERS = (
+    r"(?:(?:re|provide)?newcommand\*?|[gex]?def|let|DeclareMathOperator\*?|(?:New|Renew|Provide)DocumentCommand)"
+)
+#: ``\expandafter\def\csname NAME\endcsname`` (NAME may still hold a parameter: ``Lie#1``).
+CSNAME_DEFINITION = re.compile(r"\\expandafter\s*\\(" + _DEFINERS + r")\s*\\csname\s*([^{}]*?)\s*\\endcsname")
+# \@for\i:=\lst\do{..}, \@for\i:={a,b}\do{..}; pgffor's \foreach \x in {a,b}{..} (or \foreach \x in {..} \do{..})
+_FOR = re.compile(r"\\@for\s*(\\[A-Za-z@]+)\s*:=\s*")
+_FOREACH = re.compile(r"\\foreach\s*(\\[A-Za-z@]+)\s*in\s*")
+_DO = re.compile(r"\s*\\do(?![A-Za-z@])\s*")
+_RANGE = re.compile(r"\A([A-Za-z0-9])\s*,\s*\.\.\.\s*,\s*([A-Za-z0-9])\Z")
+_LIMIT = 200  # items of one loop written out at most
+
+
+def named_definitions(text: str) -> str:
+    """``text`` with each ``\\expandafter\\def\\csname NAME\\endcsname`` whose NAME is letters written
+    ``\\def\\NAME`` (``\\newcommand{\\NAME}`` for the LaTeX definers), and ``\\noexpand`` dropped: what TeX defines."""
+
+    def plain(m: re.Match[str]) -> str:
+        name = m.group(2).strip()
+        if not re.fullmatch(r"[A-Za-z@]+", name):
+            return "\\relax "  # a name still made of a variable: nothing TeX would define here
+        definer = m.group(1)
+        if re.fullmatch(r"[gex]?def|let", definer):
+            return f"\\{definer}\\{name}"
+        return f"\\{definer}{{\\{name}}}"
+
+    out = CSNAME_DEFINITION.sub(plain, text)
+    return out.replace("\\noexpand", "") if "\\noexpand" in out else out
+
+
+def _items(text: str, pos: int, preamble: str) -> tuple[list[str], int] | None:
+    """The items of a loop's list at ``pos`` (a braced list, or a macro holding one) and where the list ends."""
+    arg = read_argument(text, pos)
+    if arg is None:
+        return None
+    listed, end = arg
+    listed = listed.strip()
+    if re.fullmatch(r"\\[A-Za-z@]+", listed):  # a macro holding the list: its (last) definition before the loop
+        name = re.escape(listed)
+        found = None
+        for d in re.finditer(
+            r"\\(?:[gex]?def\s*" + name + r"|(?:re)?newcommand\*?\s*\{?\s*" + name + r"\s*\}?)\s*(?=\{)", preamble
+        ):
+            body = read_argument(preamble, d.end())
+            if body is not None:
+                found = body[0]
+        if found is None:
+            return None
+        listed = found.strip()
+    span = _RANGE.match(listed)
+    if span is not None:  # pgffor's A,...,Z
+        first, last = ord(span.group(1)), ord(span.group(2))
+        items = [chr(c) for c in range(first, last + 1)] if first <= last else []
+    else:
+        items = [item.strip() for item in listed.split(",") if item.strip()]
+    return items[:_LIMIT], end
+
+
+def unrolled_loops(text: str) -> str:
+    """What the ``\\@for`` and ``\\foreach`` loops of ``text`` run, written out: each body once per item, the loop
+    variable replaced by the item (``\\expandafter\\MakeLie\\i`` -> ``\\MakeLie{B}``), ``\\csname`` names made plain.
+    Empty when ``text`` has no loop."""
+    if "\\@for" not in text and "\\foreach" not in text:
+        return ""
+    made: list[str] = []
+    for pattern in (_FOR, _FOREACH):
+        for m in pattern.finditer(text):
+            found = _items(text, skip_space(text, m.end()), text[: m.start()])
+            if found is None:
+                continue
+            items, end = found
+            do = _DO.match(text, end)
+            body = read_argument(text, do.end() if do else skip_space(text, end))
+            if body is None:
+                continue
+            variable = re.escape(m.group(1)) + r"(?![A-Za-z@])"
+            for item in items:
+                once = re.sub(
+                    r"\\expandafter\s*(\\[A-Za-z@]+)\s*" + variable,
+                    lambda c, item=item: f"{c.group(1)}{{{item}}}",
+                    body[0],
+                )
+                made.append(re.sub(variable, lambda _, item=item: item, once))
+    return named_definitions("\n".join(made))

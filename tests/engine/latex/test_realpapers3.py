@@ -1,0 +1,68 @@
+"""Constructs of the third set of unseen real papers (benchmarks/ingest.md, issue 25), through the real KaTeX:
+graphicx boxes holding ``$..$``, T1 glyphs, Euler script, case changes after expansion, and an inline TikZ node."""
+
+from __future__ import annotations
+
+import pytest
+from eqsearch.engine.latex.converter import KatexConfig, KatexConverter
+from eqsearch.engine.latex.install import KatexNotInstalledError, check_installed
+from eqsearch.engine.latex.macros import MacroDef
+from eqsearch.engine.latex.plaintex import change_case
+
+
+@pytest.fixture(scope="module")
+def converter():
+    try:
+        check_installed()
+    except KatexNotInstalledError as error:
+        pytest.skip(str(error))
+    with KatexConverter(KatexConfig(workers=1)) as conv:
+        yield conv
+
+
+@pytest.mark.parametrize(
+    ("latex", "expected"),
+    [
+        # \def\asym{\scalebox{.9}[1]{$\bigwedge$}}: a graphicx box is text; the math inside it is written $..$
+        ("\\scalebox{.9}[1]{$\\bigwedge$}^k V", "<mo>⋀</mo>"),
+        ("\\resizebox{2cm}{!}{$\\sum_i x_i$} + \\rotatebox{90}{\\(y\\)}", "∑"),
+        # \newcommand{\sr}{\text{\normalfont\dh}}: the spin-raising eth of CMB papers (a T1 glyph)
+        ("\\text{\\normalfont\\dh}^2 (Q + iU)", "<mtext>ð</mtext>"),
+        ("K[t] = \\bigcap_{\\EuScript{O} \\in E} \\EuScript{O}", '<mi mathvariant="script">O</mi>'),
+        ("\\mathfrak{\\MakeLowercase{G}}_0 \\oplus \\uppercase{x}", '<mi mathvariant="fraktur">g</mi>'),
+    ],
+)
+def test_boxes_glyphs_and_case_changes_convert_exactly(converter, latex, expected):
+    result = converter.convert(latex, "equation")
+    assert (result.status, result.reason) == ("ok", None), result.message
+    assert expected in result.mathml
+
+
+def test_a_text_box_without_dollars_stays_text(converter):
+    result = converter.convert("\\scalebox{0.8}{if} x", "equation")
+    assert result.status == "ok" and "<mtext>if</mtext>" in result.mathml
+
+
+def test_case_changes_keep_control_words():
+    assert change_case("\\mathfrak{\\MakeLowercase{GL}}") == "\\mathfrak{{gl}}"
+    assert change_case("\\MakeUppercase{a\\alpha b}") == "{A\\alpha B}"
+    assert change_case("x_{\\lowercase{\\Lambda}}") == "x_{{\\Lambda}}"
+    assert change_case("no case here") == "no case here"
+
+
+def test_a_macro_drawing_a_lone_tikz_node_shows_the_node_and_a_picture_stays_a_placeholder(converter):
+    bullet = MacroDef(
+        "\\sbt",
+        "\\tikz[baseline]{\\node[scale=.7,inner\n sep=0, outer sep=0, circle, anchor=base]\n {$\\bullet$};}",
+        0,
+        None,
+        "newcommand",
+    )
+    base = MacroDef("\\base", "\\mathord{\\sbt}", 0, None, "newcommand")
+    boxed = MacroDef("\\pt", "\\tikz{\\node[draw, circle]{$x$};}", 0, None, "newcommand")
+    node, drawn = converter.convert_many(
+        [("b : T(\\base)", "equation"), ("a \\pt b", "equation")], macros=(bullet, base, boxed)
+    )
+    assert (node.status, node.reason) == ("ok", None), node.message
+    assert "∙" in node.mathml or "•" in node.mathml
+    assert (drawn.status, drawn.reason) == ("approximate", "diagram-placeholder")

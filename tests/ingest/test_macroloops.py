@@ -1,0 +1,35 @@
+"""Macros a preamble makes in loops and with ``\\csname``-built names (`eqsearch.ingest.macroloops`), read by
+`eqsearch.ingest.macros.extract_macros` like any other definition."""
+
+from __future__ import annotations
+
+from eqsearch.ingest.macroloops import named_definitions, unrolled_loops
+from eqsearch.ingest.macros import extract_macros
+
+
+def test_a_for_loop_over_a_list_macro_runs_a_definer_per_item():
+    text = r"""\NewDocumentCommand\Lie{m}{\ensuremath{\mathfrak{\MakeLowercase{#1}}}}
+\NewDocumentCommand\MakeLie{m}{\expandafter\def\csname Lie#1\endcsname{\Lie{#1}}}
+\def\lst{B,G,H}
+\makeatletter
+\@for\i:=\lst\do{\expandafter\MakeLie \i}
+\makeatother"""
+    made = {m.name: m.body for m in extract_macros(text).definitions()}
+    assert made["\\LieB"] == "\\Lie{B}" and made["\\LieG"] == "\\Lie{G}" and made["\\LieH"] == "\\Lie{H}"
+    assert "\\Liei" not in made and "\\csname" not in made
+
+
+def test_foreach_over_a_letter_range_and_a_definer_with_a_csname_name():
+    text = r"""\foreach \x in {A,...,D}{\expandafter\xdef\csname c\x\endcsname{\noexpand\mathcal{\x}}}
+\def\mk#1{\expandafter\newcommand\csname bb#1\endcsname{\mathbb{#1}}}
+\mk{R} \mk{Z}"""
+    made = {m.name: m.body for m in extract_macros(text).definitions()}
+    assert [made[f"\\c{c}"] for c in "ABCD"] == ["\\mathcal{A}", "\\mathcal{B}", "\\mathcal{C}", "\\mathcal{D}"]
+    assert made["\\bbR"] == "\\mathbb{R}" and made["\\bbZ"] == "\\mathbb{Z}"
+
+
+def test_names_still_made_of_a_variable_define_nothing_and_no_loop_means_nothing():
+    assert named_definitions(r"\expandafter\def\csname Lie\i\endcsname{x}") == r"\relax {x}"
+    assert named_definitions(r"\expandafter\let\csname foo\endcsname\relax") == r"\let\foo\relax"
+    assert unrolled_loops(r"\newcommand{\R}{\mathbb{R}}") == ""
+    assert unrolled_loops(r"\@for\i:=\undefinedlist\do{\x}") == ""  # a list the text never defines: nothing
