@@ -6,6 +6,9 @@ Grammars and case tables put material between columns with ``@{...}`` and ``!{..
 ``*{n}{spec}``. KaTeX's ``array`` takes only ``l``, ``c``, ``r``, ``|`` and ``:``. The material between columns
 becomes a column of its own, put into every row; the code of ``>{}`` and ``<{}`` goes into the column's cells;
 paragraph columns become ``l``.
+
+A ``tabular`` inside a display (a case table written as text) becomes an ``array`` whose cells are text:
+``\\begin{tabular}{cc} 0 & $r<a$ \\\\ \\end{tabular}`` -> ``\\begin{array}{cc} \\text{0} & \\text{$r<a$} \\end{array}``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import re
 
 from eqsearch.engine.latex.scan import read_argument
 
-__all__ = ["rewrite_array_specs"]
+__all__ = ["rewrite_array_specs", "rewrite_tabulars"]
 
 _BEGIN_ARRAY = re.compile(r"\\begin\s*\{array\}\s*")
 _ARRAY_TOKEN = re.compile(r"\\(begin|end)\s*\{array\}")
@@ -176,3 +179,43 @@ def _split(text: str, separator: str) -> list[str]:
         i += 1
     parts.append(text[start:])
     return parts
+
+
+_BEGIN_TABULAR = re.compile(r"\\begin\s*\{tabular\}\s*(?:\[[tbc]\]\s*)?")
+_TABULAR_TOKEN = re.compile(r"\\(begin|end)\s*\{tabular\}")
+_RULES = re.compile(r"\A\s*((?:\\(?:hline|toprule|midrule|bottomrule)(?![A-Za-z@])|\\cline\s*\{[^{}]*\}|\s)*)")
+
+
+def rewrite_tabulars(latex: str) -> str:
+    """Every ``tabular`` of ``latex`` as an ``array`` of text cells (module docstring); rules kept as ``\\hline``."""
+    out: list[str] = []
+    pos = 0
+    for m in _BEGIN_TABULAR.finditer(latex):
+        if m.start() < pos:
+            continue
+        spec = read_argument(latex, m.end())
+        if spec is None:
+            continue
+        depth, end = 1, None
+        for t in _TABULAR_TOKEN.finditer(latex, spec[1]):
+            depth += 1 if t.group(1) == "begin" else -1
+            if depth == 0:
+                end = t
+                break
+        if end is None:
+            continue
+        rows = []
+        for row in _split(rewrite_tabulars(latex[spec[1] : end.start()]), "\\\\"):
+            rules = _RULES.match(row)
+            lead = "".join(
+                "\\hline " for _ in re.finditer(r"\\(?:hline|toprule|midrule|bottomrule)(?![A-Za-z@])", rules.group(1))
+            )
+            cells = _split(row[rules.end() :], "&")
+            text = " & ".join(f"\\text{{{cell.strip()}}}" if cell.strip() else "" for cell in cells)
+            rows.append(lead + text)
+        while rows and not rows[-1].strip():
+            rows.pop()
+        out += [latex[pos : m.start()], f"\\begin{{array}}{{{spec[0]}}}", " \\\\ ".join(rows), "\\end{array}"]
+        pos = end.end()
+    out.append(latex[pos:])
+    return "".join(out)

@@ -97,8 +97,12 @@ class MacroDef:
 _NAME = re.compile(r"\\(?:[A-Za-z@]+|[^A-Za-z@\s])")
 _INTERNALS = re.compile(
     r"\\[A-Za-z]*@[A-Za-z@]*|\\(?:csname|expandafter|futurelet|afterassignment|aftergroup|ifnum|ifdim|ifx|ifcase"
-    r"|ifcat|ifcsname|ifdefined|noexpand|unexpanded|romannumeral|numexpr|dimexpr|ExplSyntaxOn)(?![A-Za-z@])"
+    r"|ifcat|ifcsname|ifdefined|noexpand|unexpanded|romannumeral|numexpr|dimexpr|ExplSyntaxOn|setbox|wd|ht|dp)(?![A-Za-z@])"
 )
+# \def\Xint#1{\mathchoice{\XXint\displaystyle\textstyle{#1}}..} with \def\XXint#1#2#3{{\setbox0=\hbox{..}..}}:
+# the TeX FAQ's integral with a sign through it, used as \def\dashint{\Xint-} and \def\ddashint{\Xint=}
+_XINT = re.compile(r"\s*\\Xint\s*([-=])\s*")
+_XINT_SIGNS = {"-": "\\mathop{\u2a0d}\\nolimits", "=": "\\mathop{\u2a0e}\\nolimits"}
 _DRAWS = re.compile(r"\\begin\s*\{(?:tikzcd|tikzpicture|xy|psmatrix)\}|\\tikz(?![A-Za-z@])")
 # \ifmmode A\else B\fi in a macro body: a formula is in math mode, so A
 _IFMMODE = re.compile(r"\\ifmmode(?![A-Za-z@])(.*?)(?:\\else(?![A-Za-z@]).*?)?\\fi(?![A-Za-z@])", re.DOTALL)
@@ -161,6 +165,9 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
             continue
         if "\\ifx" in macro.body:  # \ifx#1\empty A\else B\fi: the general case, B, is what a formula means
             macro = replace(macro, body=_IFX.sub(lambda m: m.group(1) or "", macro.body))
+        xint = _XINT.fullmatch(macro.body)
+        if xint is not None:  # the TeX FAQ's average integral \def\dashint{\Xint-}: what it draws
+            macro = replace(macro, body=_XINT_SIGNS[xint.group(1)])
         if macro.delimiters is not None and macro.nargs == 1 and _INTERNALS.search(macro.body):
             # a paired delimiter whose body plays TeX group tricks (an active \given bar): the argument between them
             macro = replace(macro, body="#1")

@@ -237,6 +237,14 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\scaleobj": (2, "#2"),
     "\\sideset": (3, "{}#1{#3}#2"),
     "\\qed": (0, "\\quad\\square"),
+    # AASTeX's units and symbols (the class defines them; a document using it rarely does)
+    "\\kms": (0, "\\mathrm{km\\,s^{-1}}"),
+    "\\arcsec": (0, "{}^{\\prime\\prime}"),
+    "\\arcmin": (0, "{}^{\\prime}"),
+    "\\arcdeg": (0, "{}^{\\circ}"),
+    "\\micron": (0, "\\mu\\mathrm{m}"),
+    "\\sun": (0, "\\odot"),
+    "\\earth": (0, "\\oplus"),
     # MNRAS's roman text, TeX's \displaylimits
     "\\rmn": (1, "\\mathrm{#1}"),
     "\\displaylimits": (0, "\\limits"),

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from eqsearch.engine.latex.arrays import rewrite_array_specs
+from eqsearch.engine.latex.arrays import rewrite_array_specs, rewrite_tabulars
 from eqsearch.engine.latex.plaintex import rewrite_plain_tex
 from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
 from eqsearch.engine.latex.scan import read_argument, read_optional, skip_space
@@ -201,6 +201,8 @@ _RULES: dict[str, _Rule] = {
     "doubleLine": _drop,
     "DisplayProof": _drop,
     "index": _drop_star_optional_argument,  # an index entry written inside a display
+    "footnote": _drop_with_argument,  # a note set apart from the formula (its mark is dropped too)
+    "footnotemark": _drop_star_optional,
     "/": _drop,  # italic correction
     "null": _drop,
     "strut": _drop,
@@ -439,7 +441,7 @@ _MU = {"thin": 3, "med": 4, "thick": 5}
 
 
 # \overset{(a)}&= in an alignment: amsmath sets the relation in the next column; KaTeX wants the tab first
-_SET_BEFORE_TAB = re.compile(r"\\(overset|underset|stackrel)\s*(?=\{)")
+_SET_BEFORE_TAB = re.compile(r"\\(overset|underset|stackrel)(?![A-Za-z@])\s*")
 # \lower.5ex\hbox{$\sim$}, \raise 2pt\hbox{..}: plain TeX's box shifts
 _SHIFT = re.compile(r"\\(raise|lower)\s*(-?\s*\d*\.?\d+\s*(?:pt|ex|em|mm|cm|in|bp|mu))\s*\\hbox\s*(?=\{)")
 
@@ -506,6 +508,8 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
     """Proof trees rewritten (`engine.latex.prooftrees`), plain TeX constructs too (`engine.latex.plaintex`),
     `clean_latex`, then `wrap_environment`: the text KaTeX gets for one display."""
     text = clean_latex(rewrite_plain_tex(rewrite_proof_trees(body)))
+    if "tabular" in text:
+        text = rewrite_tabulars(text)
     if "array" in text:
         text = rewrite_array_specs(text)
     text = register_spacing(text)

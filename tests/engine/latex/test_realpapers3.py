@@ -30,6 +30,15 @@ def converter():
         ("\\text{\\normalfont\\dh}^2 (Q + iU)", "<mtext>ð</mtext>"),
         ("K[t] = \\bigcap_{\\EuScript{O} \\in E} \\EuScript{O}", '<mi mathvariant="script">O</mi>'),
         ("\\mathfrak{\\MakeLowercase{G}}_0 \\oplus \\uppercase{x}", '<mi mathvariant="fraktur">g</mi>'),
+        # a case table written as a tabular inside the display: an array of text cells
+        (
+            "V(r) = \\left\\{ \\begin{tabular}{ccc} \\hline 0 & & r<a, \\\\ $\\infty$ & & r>a. \\end{tabular} \\right.",
+            '<mi mathvariant="normal">∞</mi>',
+        ),
+        # a footnote inside a display is set apart from the formula
+        ("\\mu(C) \\geq 1 - p .\\footnote{Corollary 4.3 gives a weaker bound for non-simple $E$.}", "≥"),
+        # AASTeX's units, which the class defines
+        ("v = 150~\\kms, \\quad \\theta = 0.2\\arcsec", '<mi mathvariant="normal">k</mi>'),
     ],
 )
 def test_boxes_glyphs_and_case_changes_convert_exactly(converter, latex, expected):
@@ -66,3 +75,33 @@ def test_a_macro_drawing_a_lone_tikz_node_shows_the_node_and_a_picture_stays_a_p
     assert (node.status, node.reason) == ("ok", None), node.message
     assert "∙" in node.mathml or "•" in node.mathml
     assert (drawn.status, drawn.reason) == ("approximate", "diagram-placeholder")
+
+
+def test_a_relation_set_over_a_single_token_moves_behind_the_tab(converter):
+    result = converter.convert("0\\overset!&= \\exp(x) \\\\ &\\overset{(a)}= y", "align*")
+    assert (result.status, result.reason) == ("ok", None), result.message
+    assert result.mathml.count("<mover>") == 2
+
+
+def test_the_tex_faq_average_integral_and_a_box_register_macro(converter):
+    xint = MacroDef(
+        "\\Xint",
+        "\\mathchoice{\\XXint\\displaystyle\\textstyle{#1}}{\\XXint\\textstyle\\scriptstyle{#1}}"
+        "{\\XXint\\scriptstyle\\scriptscriptstyle{#1}}{\\XXint\\scriptscriptstyle\\scriptscriptstyle{#1}}\\!\\int",
+        1,
+        None,
+        "def",
+    )
+    boxes = MacroDef(
+        "\\XXint", "{\\setbox0=\\hbox{$#1{#2#3}{\\int}$}\\vcenter{\\hbox{$#2#3$}}\\kern-.5\\wd0}", 3, None, "def"
+    )
+    dint = MacroDef("\\dint", "\\Xint-", 0, None, "def")
+    ddint = MacroDef("\\ddint", "\\Xint=", 0, None, "def")
+    uses_box = MacroDef("\\wide", "\\setbox0\\hbox{$x$}\\copy0", 0, None, "def")
+    average, double, box = converter.convert_many(
+        [("\\dint_\\Sigma \\omega", "equation"), ("\\ddint f", "equation"), ("\\wide + y", "equation")],
+        macros=(xint, boxes, dint, ddint, uses_box),
+    )
+    assert (average.status, double.status) == ("ok", "ok"), (average.message, double.message)
+    assert "\u2a0d" in average.mathml and "\u2a0e" in double.mathml
+    assert (box.status, box.reason) == ("approximate", "undefined-macro")  # not a parse error: its name as text
