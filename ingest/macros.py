@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from eqsearch.engine.latex.macros import MacroDef, format_argument_spec, parse_argument_spec
 from eqsearch.engine.latex.scan import read_argument, read_optional
 from eqsearch.ingest.macroloops import named_definitions, unrolled_loops
+from eqsearch.ingest.mathfonts import declared_alphabets
 from eqsearch.ingest.records import Issue
 
 _DEFINERS = {
@@ -127,6 +128,9 @@ def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMa
     aliases = _definer_aliases(text)
     definer = _definer_pattern(aliases) if aliases else _DEFINER
     table.spans = _read_definitions(text, table, definer, aliases)
+    for alphabet in declared_alphabets(text):  # \DeclareMathAlphabet{\mathpzc}{OT1}{pzc}{m}{it}
+        if alphabet.name not in table.macros:
+            _store(table, alphabet)
     loops = unrolled_loops(text)  # what \@for / \foreach loops define (after the definitions they use)
     if loops:
         _read_definitions(loops, table, definer, aliases)

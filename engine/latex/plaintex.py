@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, skip_space
+from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, read_optional, skip_space
 
-__all__ = ["change_case", "rewrite_plain_tex"]
+__all__ = ["change_case", "rewrite_plain_tex", "stagger_indices"]
 
 _ROOT = re.compile(r"\\root(?![A-Za-z@])(.*?)\\of(?![A-Za-z@])\s*", re.DOTALL)
 _BUILDREL = re.compile(r"\\buildrel(?![A-Za-z@])(.*?)\\over(?![A-Za-z@])\s*", re.DOTALL)
@@ -177,5 +177,45 @@ def change_case(latex: str) -> str:
         changed = "".join(p if p.startswith("\\") else (p.lower() if lower else p.upper()) for p in parts)
         out += [latex[pos : m.start()], "{", change_case(changed), "}"]
         pos = argument[1]
+    out.append(latex[pos:])
+    return "".join(out)
+
+
+_STAGGERED = re.compile(r"\\(tensor\*?|indices)(?![A-Za-z@])\s*")
+
+
+def stagger_indices(latex: str) -> str:
+    """The tensor package's index lists set staggered: ``\\tensor{R}{_{ia}_{jb}}`` -> ``\\tensor{R}{_{ia}{}_{jb}}``,
+    ``\\indices{^a_b}`` -> ``\\indices{^a{}_b}`` (each index after the first starts a new column, as the package
+    sets them; KaTeX would call two subscripts in a row an error)."""
+    if "\\tensor" not in latex and "\\indices" not in latex:
+        return latex
+    out: list[str] = []
+    pos = 0
+    for m in _STAGGERED.finditer(latex):
+        if m.start() < pos:
+            continue
+        end = m.end()
+        if m.group(1).startswith("tensor"):
+            end = read_optional(latex, end)[1]
+            base = read_argument(latex, end)
+            if base is None:
+                continue
+            end = base[1]
+        indices = read_argument(latex, end)
+        if indices is None:
+            continue
+        scripts: list[str] = []
+        at = skip_space(indices[0], 0)
+        while at < len(indices[0]) and indices[0][at] in "^_":
+            argument = read_argument(indices[0], at + 1)
+            if argument is None:
+                break
+            scripts.append(f"{indices[0][at]}{{{argument[0]}}}")
+            at = skip_space(indices[0], argument[1])
+        if at < len(indices[0]) or len(scripts) < 2:
+            continue  # not a plain list of indices: left as written
+        out += [latex[pos : indices[1] - len(indices[0]) - 2], "{", "{}".join(scripts), "}"]
+        pos = indices[1]
     out.append(latex[pos:])
     return "".join(out)

@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable
 
 from eqsearch.engine.latex.arrays import rewrite_array_specs, rewrite_tabulars
-from eqsearch.engine.latex.plaintex import rewrite_plain_tex
+from eqsearch.engine.latex.plaintex import rewrite_plain_tex, stagger_indices
 from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
 from eqsearch.engine.latex.scan import read_argument, read_optional, skip_space
 
@@ -345,6 +345,8 @@ def _strip_trailing_newlines(body: str) -> str:
     body = body.strip()
     while body.endswith("\\\\"):  # a final row separator would add an empty row
         body = body[:-2].rstrip()
+    if body.endswith("\\"):  # a control space ("X,\\ ") at the very end, its space stripped: only spacing
+        body = body[:-1].rstrip()
     return body
 
 
@@ -510,6 +512,7 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
     text = clean_latex(rewrite_plain_tex(rewrite_proof_trees(body)))
     if "tabular" in text:
         text = rewrite_tabulars(text)
+    text = stagger_indices(text)
     if "array" in text:
         text = rewrite_array_specs(text)
     text = register_spacing(text)

@@ -33,3 +33,17 @@ def test_names_still_made_of_a_variable_define_nothing_and_no_loop_means_nothing
     assert named_definitions(r"\expandafter\let\csname foo\endcsname\relax") == r"\let\foo\relax"
     assert unrolled_loops(r"\newcommand{\R}{\mathbb{R}}") == ""
     assert unrolled_loops(r"\@for\i:=\undefinedlist\do{\x}") == ""  # a list the text never defines: nothing
+
+
+def test_declared_math_alphabets_become_the_closest_katex_alphabet():
+    text = r"""\DeclareMathAlphabet{\mathpzc}{OT1}{pzc}{m}{it}
+\DeclareMathAlphabet{\mybb}{U}{BOONDOX-ds}{m}{n}
+\DeclareMathAlphabet\mathbfcal{OMS}{cmsy}{b}{n}
+\DeclareMathAlphabet{\mathbold}{OML}{txr}{b}{it}
+\DeclareMathAlphabet{\mathbf}{OT1}{ptm}{bx}{n}
+\DeclareMathAlphabet{\mathsfit}{OT1}{cmss}{m}{sl}"""
+    made = {m.name: m.body for m in extract_macros(text).definitions()}
+    assert made["\\mathpzc"] == "\\mathscr{#1}" and made["\\mybb"] == "\\mathbb{#1}"
+    assert made["\\mathbfcal"] == "\\mathcal{#1}" and made["\\mathbold"] == "\\boldsymbol{#1}"
+    assert made["\\mathsfit"] == "\\mathsf{#1}"
+    assert "\\mathbf" not in made  # KaTeX's own alphabet is kept

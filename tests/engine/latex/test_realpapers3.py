@@ -7,7 +7,7 @@ import pytest
 from eqsearch.engine.latex.converter import KatexConfig, KatexConverter
 from eqsearch.engine.latex.install import KatexNotInstalledError, check_installed
 from eqsearch.engine.latex.macros import MacroDef
-from eqsearch.engine.latex.plaintex import change_case
+from eqsearch.engine.latex.plaintex import change_case, stagger_indices
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +105,16 @@ def test_the_tex_faq_average_integral_and_a_box_register_macro(converter):
     assert (average.status, double.status) == ("ok", "ok"), (average.message, double.message)
     assert "\u2a0d" in average.mathml and "\u2a0e" in double.mathml
     assert (box.status, box.reason) == ("approximate", "undefined-macro")  # not a parse error: its name as text
+
+
+def test_staggered_tensor_indices_and_a_control_space_at_the_end(converter):
+    tensor, space = converter.convert_many(
+        [
+            ("\\tensor{R}{_{ia}_{jb}} = K(h_{ij}h_{ab}-h_{aj}h_{bi})", "equation"),
+            ("D \\coloneqq X^q Z^p,\\ ", "equation"),
+        ]
+    )
+    assert (tensor.status, space.status) == ("ok", "ok"), (tensor.message, space.message)
+    assert tensor.mathml.count("<msub><mrow></mrow>") == 2  # two index columns, not a double subscript
+    assert stagger_indices("\\tensor{T}{^a_b}") == "\\tensor{T}{^{a}{}_{b}}"
+    assert stagger_indices("\\tensor{T}{^a}") == "\\tensor{T}{^a}"  # one index: nothing to stagger
