@@ -38,10 +38,28 @@ RERANK_FIELDS_SINCE = 5
 #: `equations_definition`: no writer computes it at ingest yet; `NODE_VECTORS_MAPPING` adds it to an index.
 NODE_VECTORS_FIELD = "node_vectors"
 NODE_VECTORS_MAPPING: dict[str, Any] = {"type": "binary", "doc_values": True}
+#: The structure-bag encoder's vector of the formula's structural terms (`engine.model.structure_bag`): kNN on it is
+#: the structural list's first stage, whose window then gets the exact structural BM25 (`engine.search.rankers`).
+STRUCTURE_VECTOR_FIELD = "structure_vector"
+#: The width of the structure-bag vectors.
+STRUCTURE_VECTOR_DIMS = 64
+
+
+def structure_vector_mapping(dims: int = STRUCTURE_VECTOR_DIMS) -> dict[str, Any]:
+    """The structure-bag vector field: unit vectors compared by cosine, float HNSW (as the embedding's)."""
+    return {
+        "type": "dense_vector",
+        "dims": dims,
+        "index": True,
+        "similarity": "cosine",
+        "index_options": {"type": "hnsw"},
+    }
+
+
 #: The text encoder's vector of the words around the formula (`engine.model.text`): kNN on it is the context channel.
 CONTEXT_VECTOR_FIELD = "context_vector"
 #: Every vector field of an equation: large, and never read back by a search (`engine.search.query.SOURCE_EXCLUDES`).
-VECTOR_FIELDS = (VECTOR_FIELD, CONTEXT_VECTOR_FIELD, NODE_VECTORS_FIELD)
+VECTOR_FIELDS = (VECTOR_FIELD, CONTEXT_VECTOR_FIELD, NODE_VECTORS_FIELD, STRUCTURE_VECTOR_FIELD)
 DEFAULT_DIMS = 64
 #: The width of the shipped text encoder's vectors (`engine/model/text-encoder.json`'s ``dim``).
 DEFAULT_CONTEXT_DIMS = 256

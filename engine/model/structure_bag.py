@@ -24,7 +24,15 @@ from eqsearch.engine.model.bundle import STRUCTURE_BAG_INPUTS, BundleError, Bund
 from eqsearch.engine.model.structure import STRUCTURE_VERSION, FormulaStructure, formula_structure
 
 KIND = "structure-bag"
-__all__ = ["KIND", "STRUCTURE_BAG_INPUTS", "StructureBagEncoder", "StructureFeatures", "featurize_structure_bag"]
+__all__ = [
+    "KIND",
+    "STRUCTURE_BAG_INPUTS",
+    "StructureBagEncoder",
+    "StructureFeatures",
+    "featurize_structure_bag",
+    "stored_structure",
+    "structure_terms",
+]
 #: Feature hashing version: bump when the terms fed to the model or their hashing change.
 FEATURES_VERSION = 1
 
@@ -82,6 +90,12 @@ def structure_terms(structure: FormulaStructure, spans: bool = True) -> Counter[
     if spans:
         terms.update("s" + key for key in structure.spans)
     return terms
+
+
+def stored_structure(tokens_text: str, spans: Sequence[str]) -> FormulaStructure:
+    """The structure an equation document stores (its whitespace-joined tokens and its span hashes), as far as the
+    model reads it: the same terms `formula_structure` gave the writer (the spans' sizes are not stored: 0)."""
+    return FormulaStructure(tuple(tokens_text.split()), dict.fromkeys(spans, 0), 0)
 
 
 def term_digest(term: str) -> int:
@@ -177,6 +191,23 @@ class StructureBagEncoder(ManifestEncoder):
         feeds = {"ids": batch.ids, "weights": batch.weights, "graph": batch.graph, "graph_sizes": batch.graph_sizes}
         (vectors,) = self.session.run([self.manifest.output], feeds)
         return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def encode_structures(self, structures: Sequence[FormulaStructure]) -> np.ndarray:
+        """Vectors of formulas whose structure is already computed (the ingest job, a stored document, a query).
+
+        Shapes: returns ``[len(structures), dim]`` float32 (a formula without terms: a zero vector)."""
+        out = [
+            self.run_batch(
+                term_batch(
+                    [
+                        term_features(structure_terms(s, self.features.spans), self.features)
+                        for s in structures[i : i + self.batch_size]
+                    ]
+                )
+            )
+            for i in range(0, len(structures), self.batch_size)
+        ]
+        return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
 
     def encode(self, mathml: Sequence[str]) -> np.ndarray:
         """Vectors of MathML formulas, in order. Shapes: returns ``[len(mathml), dim]`` float32."""

@@ -3,8 +3,9 @@
 With the plugin (``es-plugin/``, installed by ``eqsearch es start``), the structural rerank is one
 ``eqsearch_structure`` rescorer: the query's sub-expressions as a list of span hashes and sizes, scored inside the
 node against each candidate's spans and size, where without it the same scores take a ``function_score`` over a
-``dis_max`` of one ``constant_score`` term clause per span (`engine.search.structure_query.structure_body`). The plugin computes
-exactly those scores (``tests/es_plugin/`` compares them on a real node), so the ranking is the same either way.
+``dis_max`` of one ``constant_score`` term clause per span (`engine.search.structure_query.structure_body`). The
+plugin computes exactly those scores (``tests/es_plugin/`` compares them on a real node), so the ranking is the
+same either way.
 
 A cluster may lack the plugin (a hosted cluster, another version, a node added later): `detect_plugin` asks
 ``_nodes/plugins`` once, and the engine uses the plugin only when every node has a compatible version of it; otherwise

@@ -176,6 +176,10 @@ def query_filters(query: HybridQuery) -> list[dict[str, Any]]:
     return filters
 
 
+#: The structural kNN first stage's ``num_candidates`` per candidate of its window (`structure_body`).
+STRUCTURE_KNN_CANDIDATES_FACTOR = 2
+
+
 def num_candidates(k: int, factor: int) -> int:
     """kNN ``num_candidates`` for ``k`` hits: ``factor`` times k, at least 100 and at most 10,000."""
     return min(10_000, max(100, k * factor))
@@ -285,6 +289,7 @@ def ranking_searches(
     first_stage: Sequence[str] | None = None,
     rerank_fields: bool = True,
     plugin: bool = False,
+    structure_vector: np.ndarray | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The ranked lists a query needs, as ``(name, body)``: ``structure`` (BM25 over structural terms),
     ``embedding`` (kNN on the formula vectors), ``text`` (BM25 over the words), ``papers`` (the same, one hit per
@@ -311,6 +316,8 @@ def ranking_searches(
             larger of the query's and the candidate's size, and spans with renamed variables; without (False), the
             rerank matches spans with the letters kept and weighs them by the query's size.
         plugin: every node has eqsearch's plugin: the structural rerank is its rescorer (`structure_body`).
+        structure_vector: the query's structure-bag vector, from which the structural list starts (kNN on the
+            index's, `structure_body`; None: from its terms).
     """
     filters = query_filters(query)
     searches: list[tuple[str, dict[str, Any]]] = []
@@ -327,6 +334,9 @@ def ranking_searches(
             candidate_sizes=rerank_fields and ranking.rerank_symmetric,
             span_kinds=SPAN_KINDS if rerank_fields else ("e", "g"),
             plugin=plugin,
+            structure_vector=structure_vector,
+            knn_window=ranking.structure_knn,
+            knn_candidates=num_candidates(max(ranking.structure_knn, depth), STRUCTURE_KNN_CANDIDATES_FACTOR),
         )
         if query.formula_weight > 0:
             searches.append(("structure", ranking_only(body)))

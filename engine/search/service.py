@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from eqsearch.engine.latex.converter import ConversionResult
     from eqsearch.engine.model.encoder import Encoder
     from eqsearch.engine.model.nodes import NodeEncoder
+    from eqsearch.engine.model.structure_bag import StructureBagEncoder
     from eqsearch.engine.model.text import TextEncoder
 
 __all__ = ["META_SECONDS", "EquationNotFoundError", "SearchError", "SearchService"]
@@ -105,6 +106,9 @@ class SearchService:
         node_cache_size: how many candidates' node vectors to keep (computed from their MathML at rerank time).
         plugin: use eqsearch's Elasticsearch plugin (`engine.search.plugin`: the structural rerank inside the node,
             the same ranking): None when every node of the cluster has it (asked at the first search), False never.
+        structure_encoder: the structure-bag encoder of a ranking's structural kNN first stage
+            (`FormulaRanking.structure_knn`); used on an index filled by the same bundle (its ``_meta``), else the
+            structural list starts from the rare terms.
     """
 
     def __init__(
@@ -126,8 +130,10 @@ class SearchService:
         node_encoder: NodeEncoder | None = None,
         node_cache_size: int = 8192,
         plugin: bool | None = None,
+        structure_encoder: StructureBagEncoder | None = None,
     ) -> None:
         self.client = client
+        self.structure_encoder = structure_encoder if ranking is not None and ranking.structure_knn else None
         self.encoder = encoder
         self.converter = converter
         self.equations_alias = alias_name(index_prefix, "equations")
@@ -159,6 +165,7 @@ class SearchService:
             node_encoder=self.node_encoder,
             normalise=self.meta.normalises_vectors,
             size=formula_cache_size,
+            structure_encoder=self.structure_encoder,
         )
         self.term_statistics = TermStatistics(client.termvectors, STRUCTURE_FIELD)
         self.plugin = PluginUse(client, plugin)
@@ -232,8 +239,13 @@ class SearchService:
                 vector = None
         pattern = formula is not None and formula.pattern.has_variables
         structure_depth = max(list_depth, self.pattern_candidates) if pattern else list_depth
+        structure_vector = self._structure_vector(formula) if query.formula_weight > 0 else None
         first_stage = (
-            self._first_stage(structure, structure_rerank_window(self.ranking, structure_depth))
+            self._first_stage(
+                structure,
+                structure_rerank_window(self.ranking, structure_depth),
+                self.ranking.structure_knn_rare if structure_vector is not None else self.ranking.first_stage_share,
+            )
             if query.formula_weight > 0
             else None
         )
@@ -249,7 +261,15 @@ class SearchService:
             first_stage=first_stage,
             rerank_fields=self._rerank_fields(structure, query, warnings),
             plugin=self.plugin.active,
+            structure_vector=structure_vector,
         )
+
+    def _structure_vector(self, formula: QueryFormula | None) -> np.ndarray | None:
+        """The query's structure-bag vector when the structural list may start from kNN on the index's: the
+        ranking has that first stage and the index's vectors come from the same bundle (its ``_meta``)."""
+        if formula is None or formula.structure_vector is None or self.structure_encoder is None:
+            return None
+        return formula.structure_vector if self.meta.structure_encoder() == self.structure_encoder.identity else None
 
     def _sides(self, found: RankedLists, formula: QueryFormula | None) -> dict[str, list[tuple[str, float]]]:
         """The ``formula`` side (structure and embedding lists, blended by the ranking's weights, then the MaxSim
@@ -317,11 +337,14 @@ class SearchService:
             warnings.append(warning)
         return present
 
-    def _first_stage(self, structure: FormulaStructure | None, window: int) -> list[str] | None:
+    def _first_stage(
+        self, structure: FormulaStructure | None, window: int, share: float | None = None
+    ) -> list[str] | None:
         """The query's rarest structural terms, which the structural list matches first, when the ranking has a
         first stage and the query more terms than it takes (`engine.search.termstats`), enough of them to fill the
-        structural list's rerank ``window``; None: all terms."""
-        share = self.ranking.first_stage_share
+        structural list's rerank ``window``; None: all terms. ``share``: the ranking's ``first_stage_share`` unless
+        given (the rare terms joined to a kNN first stage, `FormulaRanking.structure_knn_rare`); 0: none."""
+        share = self.ranking.first_stage_share if share is None else share
         if not share or structure is None or not structure.tokens:
             return None
         frequencies = self.term_statistics.frequencies(self.equations_alias, structure.tokens)

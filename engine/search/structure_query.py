@@ -14,7 +14,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from eqsearch.engine.index.mappings import SIZE_FIELD, SPANS_FIELD, STRUCTURE_FIELD, VECTOR_FIELDS
+from eqsearch.engine.index.mappings import (
+    SIZE_FIELD,
+    SPANS_FIELD,
+    STRUCTURE_FIELD,
+    STRUCTURE_VECTOR_FIELD,
+    VECTOR_FIELDS,
+)
 from eqsearch.engine.model.structure import SPAN_KINDS, FormulaStructure
 from eqsearch.engine.search.plugin import structure_rescore
 from eqsearch.engine.search.rankers import FormulaRanking
@@ -100,6 +106,9 @@ def structure_body(
     candidate_sizes: bool = False,
     span_kinds: Sequence[str] = SPAN_KINDS,
     plugin: bool = False,
+    structure_vector: Sequence[float] | None = None,
+    knn_window: int = 0,
+    knn_candidates: int = 0,
 ) -> dict[str, Any]:
     """BM25 over the structural terms of the equations (`engine.model.structure`), optionally reranked.
 
@@ -116,6 +125,11 @@ def structure_body(
     without a first stage, for a fraction of the posting lists walked. Candidates below the window keep their
     first-stage score, which is never above the full score of any candidate in it.
 
+    With a ``structure_vector`` (the query's structure-bag vector, `engine.model.structure_bag`), the equations are
+    first found by kNN on theirs: the ``knn_window`` nearest, whose cosine a first rescore replaces by their BM25
+    over every term (``first_stage`` is then ignored), before the sub-expression rescore of the ``rerank_window``.
+    No posting list is walked but for those candidates; an equation outside the window is not in the list.
+
     Args:
         structure: the query formula's structure (`formula_structure`).
         k: how many equations.
@@ -130,11 +144,17 @@ def structure_body(
         plugin: the cluster has eqsearch's plugin on every node (`engine.search.plugin`): the sub-expression
             rescore is its ``eqsearch_structure`` rescorer, the same scores from a list of spans instead of a query
             of one clause per span.
+        structure_vector: the query's structure-bag vector: start from kNN on the index's (needs a
+            ``rerank_window`` and a ``knn_window``).
+        knn_window: how many nearest the kNN first stage finds (at least ``k``).
+        knn_candidates: the kNN's ``num_candidates`` with a ``structure_vector``.
 
     Returns:
         The search body.
     """
-    staged = first_stage is not None and rerank_window > 0
+    knn_stage = structure_vector is not None and rerank_window > 0 and knn_window > 0
+    knn_window = max(knn_window, k)
+    staged = first_stage is not None and rerank_window > 0 and not knn_stage
     body: dict[str, Any] = {
         "query": {"bool": {"must": [_terms_match(structure, first_stage if staged else None)], "filter": filters}},
         "size": k,
@@ -142,8 +162,27 @@ def structure_body(
         "track_total_hits": False,
     }
     rescores: list[dict[str, Any]] = []
-    rest = [] if first_stage is None else sorted(set(structure.tokens) - set(first_stage))
-    if staged and rest:
+    rest = [] if first_stage is None or not staged else sorted(set(structure.tokens) - set(first_stage))
+    first_stage = first_stage if knn_stage else None
+    if knn_stage:
+        knn: dict[str, Any] = {
+            "field": STRUCTURE_VECTOR_FIELD,
+            "query_vector": [float(x) for x in (structure_vector if structure_vector is not None else ())],
+            "k": knn_window,
+            "num_candidates": max(knn_candidates, knn_window),
+        }
+        if filters:
+            knn["filter"] = {"bool": {"filter": list(filters)}}
+        body["query"] = {"knn": knn}
+        if first_stage:  # the union of the kNN window and the rare terms' matches, the kNN's first
+            knn["boost"] = KNN_UNION_BOOST
+            rare = _terms_match(structure, first_stage)
+            body["query"] = {"bool": {"should": [{"knn": knn}, rare], "filter": filters}}
+            knn_window += rerank_window
+        # the cosine only chose the window: BM25 over every term takes its place
+        bm25 = {"rescore_query": _terms_match(structure), "query_weight": 0.0, "rescore_query_weight": 1.0}
+        rescores.append({"window_size": knn_window, "query": {**bm25, "score_mode": "total"}})
+    elif staged and rest:
         rest_match = {"rescore_query": _terms_match(structure, rest), "query_weight": 1.0, "rescore_query_weight": 1.0}
         rescores.append({"window_size": rerank_window, "query": {**rest_match, "score_mode": "total"}})
     if plugin:
@@ -189,6 +228,11 @@ def structure_body(
     if rescores:
         body["rescore"] = rescores[0] if len(rescores) == 1 else rescores
     return body
+
+
+#: The kNN's boost in a union with the rare terms: a cosine score in [0, 1] times this tops any BM25 of the rare terms,
+#: so that the whole kNN window lies in the rescore window, whatever the rare terms add to it.
+KNN_UNION_BOOST = 1e4
 
 
 def structure_rerank_window(ranking: FormulaRanking, depth: int) -> int:

@@ -5,10 +5,10 @@ BM25 over every structural term of a query (some eighty, many of them in a large
 ``V:x``, ``V:*|N:*|sup``) walks long posting lists, and that walk is most of a formula query's cost at a million
 equations (``benchmarks/search.md``). The rare terms carry most of the score, so a ranker with a
 ``first_stage_share`` matches on the query's terms found in at most that share of the documents first, and lets the
-rescore window bring back the full BM25 (`rarest_terms`, `engine.search.structure_query.structure_body`). Which terms are rare
-is read from the index: one ``_termvectors`` request on an artificial document of the query's terms returns each
-term's document frequency (of the shard that answers: shards are random partitions, so the order is the same), and a
-bounded cache keeps them for a while, so that the common terms, which recur in almost every query, are asked for
+rescore window bring back the full BM25 (`rarest_terms`, `engine.search.structure_query.structure_body`). Which terms
+are rare is read from the index: one ``_termvectors`` request on an artificial document of the query's terms returns
+each term's document frequency (of the shard that answers: shards are random partitions, so the order is the same),
+and a bounded cache keeps them for a while, so that the common terms, which recur in almost every query, are asked for
 once.
 
 Reading the frequencies never fails a search: when the request fails, the query uses all of its terms.

@@ -1,0 +1,340 @@
+"""Benchmark: the structural list started from kNN on structure-bag vectors (a window of W), against its rare terms.
+
+The default ranker's structural list starts from BM25 over the query's rare structural terms (document frequency at
+most 5%), then gives its window the full BM25 and the sub-expression rerank. The variant measured here starts it
+from the W equations whose structure-bag vectors (`engine.model.structure_bag`: a 64-d student of the structural
+BM25) are nearest the query's, by kNN on a dense field of their own (`STRUCTURE_VECTOR_FIELD`), then rescores that
+window exactly as before (`FormulaRanking.structure_knn`).
+
+``build`` copies an indexed formula collection (an ``eqsearch evaluate formulas --keep`` prefix: the ARQMath-1
+development half) and a distractor index (equations of other sources, e.g. the hybrid evaluation's papers) into one
+new index, each equation with its structure-bag vector computed from its stored structural terms, and the bundle's
+identity in ``_meta`` (``structure_encoder``). ``recall``: for every topic, the share of the plain structural list's
+top 10 and top 100 (the default ranker's request, first stage and rerank included) found in the kNN window of W.
+``quality``: the prime measures of the default and of the kNN-window variant for each W, on the same index, at the
+evaluation's depth (1,000) and at production's candidate depth (100). Run from the repository root::
+
+    .venv/bin/python benchmarks/structure_window.py build --prefix eqsearch-eval-XXXX --distractors hybdev-equations \
+        --into h26bag --bundle DIR
+    .venv/bin/python benchmarks/structure_window.py recall --into h26bag --bundle DIR
+    .venv/bin/python benchmarks/structure_window.py quality --into h26bag --bundle DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from eqsearch.engine.es import EsConfig, connect
+from eqsearch.engine.index.mappings import (
+    STRUCTURE_VECTOR_FIELD,
+    alias_name,
+    structure_vector_mapping,
+)
+from eqsearch.engine.latex import KatexConverter
+from eqsearch.engine.model import load_encoder
+from eqsearch.engine.model.patterns import read_query_variables
+from eqsearch.engine.model.structure_bag import stored_structure
+from eqsearch.engine.search import query as query_module
+from eqsearch.engine.search.query import HybridQuery, ranking_only
+from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
+from eqsearch.engine.search.service import SearchService
+from eqsearch.evaluation.formulas import formula_ranking, read_formula_file
+from eqsearch.evaluation.trec import evaluate_run, read_qrels
+
+DEV = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "arqmath1-dev"
+
+
+def build(args: argparse.Namespace) -> None:
+    """The collection and the distractors in one new index, every equation with its structure-bag vector."""
+    from elasticsearch.helpers import bulk, scan
+
+    client, _ = connect(EsConfig.from_env())
+    bag = load_encoder(args.bundle)
+    source = alias_name(args.prefix, "equations")
+    concrete = next(iter(client.indices.get_alias(name=source)))
+    mappings = client.indices.get(index=concrete)[concrete]["mappings"]
+    mappings["properties"][STRUCTURE_VECTOR_FIELD] = structure_vector_mapping(bag.dim)
+    mappings["_meta"] = {**mappings.get("_meta", {}), "structure_encoder": bag.identity}
+    target = alias_name(args.into, "equations")
+    client.indices.create(
+        index=f"{target}-v1",
+        mappings=mappings,
+        settings={"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
+        aliases={target: {}},
+    )
+    began, counts = time.process_time(), {"collection": 0, "distractors": 0, "without_terms": 0}
+
+    def documents():
+        for name, index in (("collection", source), ("distractors", args.distractors)):
+            batch: list[dict[str, Any]] = []
+            for doc in scan(client, index=index, query={"query": {"match_all": {}}}):
+                batch.append(doc)
+                if len(batch) == 512:
+                    yield from encoded(batch, name)
+                    batch = []
+            yield from encoded(batch, name)
+
+    def encoded(batch: list[dict[str, Any]], name: str):
+        structures = [
+            stored_structure(d["_source"].get("structure") or "", d["_source"].get("structure_spans") or [])
+            for d in batch
+        ]
+        vectors = bag.encode_structures(structures)
+        for doc, structure, vector in zip(batch, structures, vectors, strict=True):
+            body = dict(doc["_source"])
+            counts[name] += 1
+            if structure.tokens:
+                body[STRUCTURE_VECTOR_FIELD] = [round(float(x), 6) for x in vector]
+            else:
+                counts["without_terms"] += 1
+            yield {"_index": target, "_id": doc["_id"], "_source": body}
+
+    bulk(client, documents(), chunk_size=500, request_timeout=120)
+    client.indices.put_settings(index=target, settings={"refresh_interval": "1s"})
+    client.indices.refresh(index=target)
+    client.indices.forcemerge(index=target, max_num_segments=1, request_timeout=1200)
+    print(json.dumps({
+        "into": args.into,
+        "equations": client.count(index=target)["count"],
+        **counts,
+        "structure_encoder": bag.identity,
+        "cpu_s": round(time.process_time() - began, 1),
+    }))  # fmt: skip
+
+
+def scale(args: argparse.Namespace) -> None:
+    """``--copies`` copies of every equation of ``--into`` under ``--to``, for cost at scale: ids and paper ids
+    suffixed, both vectors of every copy after the first moved by Gaussian noise (0.15 of the norm over the square root
+    of the dimension, as ``search.py`` does to the embedding) and renormalised, so that HNSW does not meet thousands
+    of identical points. The context vectors are left out (formula queries never read them)."""
+    import numpy as np
+    from elasticsearch.helpers import bulk, scan
+    from eqsearch.engine.index.mappings import CONTEXT_VECTOR_FIELD, VECTOR_FIELD
+
+    client, _ = connect(EsConfig.from_env())
+    source = alias_name(args.into, "equations")
+    concrete = next(iter(client.indices.get_alias(name=source)))
+    mappings = client.indices.get(index=concrete)[concrete]["mappings"]
+    mappings["properties"].pop(CONTEXT_VECTOR_FIELD, None)
+    target = alias_name(args.to, "equations")
+    client.indices.create(
+        index=f"{target}-v1",
+        mappings=mappings,
+        settings={"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
+        aliases={target: {}},
+    )
+    docs = [d for d in scan(client, index=source, query={"query": {"match_all": {}}})]
+    rng = np.random.default_rng(0)
+    began = time.monotonic()
+
+    def moved(vector: Any) -> Any:
+        v = np.asarray(vector, dtype=np.float32)
+        v = v + rng.normal(size=v.shape).astype(np.float32) * 0.15 * float(np.linalg.norm(v)) / np.sqrt(v.size)
+        return [round(float(x), 5) for x in v / max(float(np.linalg.norm(v)), 1e-12)]
+
+    def actions():
+        for copy in range(args.copies):
+            for doc in docs:
+                body = {k: v for k, v in doc["_source"].items() if k != CONTEXT_VECTOR_FIELD}
+                eq_id = f"{doc['_id']}~{copy}" if copy else doc["_id"]
+                body["eq_id"] = eq_id
+                if copy:
+                    body["paper_id"] = f"{body.get('paper_id')}~{copy}"
+                    for field in (VECTOR_FIELD, STRUCTURE_VECTOR_FIELD):
+                        if body.get(field):
+                            body[field] = moved(body[field])
+                yield {"_index": target, "_id": eq_id, "_source": body}
+
+    bulk(client.options(request_timeout=300), actions(), chunk_size=1000)
+    loaded = time.monotonic()
+    client.indices.put_settings(index=target, settings={"refresh_interval": "1s"})
+    client.indices.refresh(index=target)
+    client.options(request_timeout=3600).indices.forcemerge(index=target, max_num_segments=1)
+    print(json.dumps({
+        "to": args.to,
+        "equations": client.count(index=target)["count"],
+        "load_s": round(loaded - began),
+        "merge_s": round(time.monotonic() - loaded),
+    }))  # fmt: skip
+
+
+def _service(client: Any, encoder: Any, converter: Any, into: str, ranking: Any, bag: Any, depth: int) -> Any:
+    return SearchService(
+        client,
+        encoder,
+        converter,
+        index_prefix=into,
+        ranking=ranking,
+        candidate_depth=depth,
+        structure_encoder=bag,
+        plugin=None,
+    )
+
+
+def _ids(client: Any, index: str, body: dict[str, Any]) -> list[str]:
+    return [hit["fields"]["eq_id"][0] for hit in client.search(index=index, body=body)["hits"]["hits"]]
+
+
+def recall(args: argparse.Namespace) -> None:
+    """Share of the plain structural list's top 10 / 100 inside the kNN window of W (HNSW as sent, and exact)."""
+    client, _ = connect(EsConfig.from_env())
+    topics = read_formula_file(args.topics, "topic")
+    bag = load_encoder(args.bundle)
+    index = alias_name(args.into, "equations")
+    default = get_ranker(DEFAULT_RANKER)
+    knn_ranking = dataclasses.replace(default, structure_knn=max(args.windows))
+    shares: dict[str, list[float]] = {}
+    with KatexConverter() as converter:
+        encoder = load_encoder(None)
+        plain = _service(client, encoder, converter, args.into, default, None, 100)
+        staged = _service(client, encoder, converter, args.into, knn_ranking, bag, 100)
+        for _, latex in topics:
+            query = HybridQuery(latex=latex, highlight=False)
+            formula = plain.formulas.get(read_query_variables(latex))
+            (name, body), *_ = plain._searches(query, formula, 100, [])
+            assert name == "structure"
+            reference = _ids(client, index, body)
+            top = {10: set(reference[:10]), 100: set(reference[:100])}
+            vector = staged.formulas.get(read_query_variables(latex)).structure_vector
+            if vector is None:
+                continue
+            for window in args.windows:
+                for label, candidates in (
+                    ("hnsw", query_module.num_candidates(window, args.factor)),
+                    ("exact", 10_000),
+                ):
+                    knn = {"field": STRUCTURE_VECTOR_FIELD, "query_vector": [float(x) for x in vector], "k": window,
+                           "num_candidates": max(candidates, window)}  # fmt: skip
+                    found = set(_ids(client, index, ranking_only({"knn": knn, "size": window})))
+                    for k, wanted in top.items():
+                        if wanted:
+                            shares.setdefault(f"W{window}_{label}_top{k}", []).append(len(wanted & found) / len(wanted))
+    out = {key: round(statistics.fmean(values), 4) for key, values in sorted(shares.items())}
+    print(json.dumps({"into": args.into, "topics": len(topics), "factor": args.factor, **out}))
+
+
+def quality(args: argparse.Namespace) -> None:
+    """The prime measures of the default and of its kNN-window variants on the same index."""
+    client, _ = connect(EsConfig.from_env())
+    topics = read_formula_file(args.topics, "topic")
+    qrels = read_qrels(args.qrels)
+    bag = load_encoder(args.bundle)
+    default = get_ranker(DEFAULT_RANKER)
+    query_module.STRUCTURE_KNN_CANDIDATES_FACTOR = args.factor
+    variants = [("default", default)] * (not args.no_default) + [
+        (
+            f"knn W={w} rerank {r} rare {q}",
+            dataclasses.replace(default, structure_knn=w, rerank_window=r, structure_knn_rare=q),
+        )
+        for w in args.windows
+        for r in args.reranks
+        for q in args.rares
+    ]
+    with KatexConverter() as converter:
+        encoder = load_encoder(None)
+        for depth in args.depths:
+            for label, ranking in variants:
+                if depth >= 1000 and label.startswith("knn") and ranking.structure_knn < max(args.windows):
+                    continue  # at depth 1,000 every window is 1,000 deep
+                service = _service(client, encoder, converter, args.into, ranking, bag, depth)
+                run = {t: [d for d, _ in formula_ranking(service, latex, depth)] for t, latex in topics}
+                report = evaluate_run(run, qrels, topics=[t for t, _ in topics])
+                means = {k: round(v, 4) for k, v in report.means.items()}
+                print(json.dumps({"variant": label, "depth": depth, "factor": args.factor, **means}), flush=True)
+
+
+def cost(args: argparse.Namespace) -> None:
+    """Client + node CPU per formula query, side by side in interleaved rounds: the default (rare terms, with the
+    plugin where the node has it), the kNN-window variants, and kNN alone (the ``embedding`` ranker)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from plugin_rerank import node_cpu_ms
+
+    client, _ = connect(EsConfig.from_env())
+    topics = read_formula_file(args.topics, "topic")
+    bag = load_encoder(args.bundle)
+    default = get_ranker(DEFAULT_RANKER)
+    query_module.STRUCTURE_KNN_CANDIDATES_FACTOR = args.factor
+    rankings = {"default": default, "embedding": get_ranker("embedding")}
+    rankings.update(
+        {
+            f"knn W={w} rare {q}": dataclasses.replace(default, structure_knn=w, structure_knn_rare=q)
+            for w in args.windows
+            for q in args.rares
+        }
+    )
+    with KatexConverter() as converter:
+        encoder = load_encoder(None)
+        services = {
+            mode: SearchService(
+                client, encoder, converter, index_prefix=args.into, ranking=ranking, structure_encoder=bag
+            )
+            for mode, ranking in rankings.items()
+        }
+        queries = [HybridQuery(latex=latex, highlight=False) for _, latex in topics]
+        for service in services.values():  # prepare every formula, warm every cache and the node's
+            for query in queries:
+                service.search(query)
+        per_query: dict[str, dict[str, list[float]]] = {m: {"client": [], "node": []} for m in services}
+        for _ in range(args.rounds):
+            for mode, service in services.items():
+                node, cpu = node_cpu_ms(client), time.process_time()
+                for _ in range(args.repeat):
+                    for query in queries:
+                        service.search(query)
+                count = args.repeat * len(queries)
+                per_query[mode]["client"].append((time.process_time() - cpu) * 1000 / count)
+                per_query[mode]["node"].append((node_cpu_ms(client) - node) / count)
+    out: dict[str, Any] = {
+        "equations": client.count(index=alias_name(args.into, "equations"))["count"],
+        "plugin": services["default"].plugin.active,
+        "queries_per_round": args.repeat * len(queries),
+        "rounds": args.rounds,
+    }
+    for mode in services:
+        client_ms, node_ms = (statistics.median(per_query[mode][side]) for side in ("client", "node"))
+        out[mode] = {
+            "client_ms": round(client_ms, 2),
+            "node_ms": round(node_ms, 2),
+            "total_ms": round(client_ms + node_ms, 2),
+        }
+    for mode in [m for m in services if m != "embedding"]:
+        out[f"{mode} / embedding"] = round(out[mode]["total_ms"] / out["embedding"]["total_ms"], 2)
+    print(json.dumps(out))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, handler in (("build", build), ("recall", recall), ("quality", quality), ("cost", cost), ("scale", scale)):
+        command = commands.add_parser(name)
+        command.add_argument("--into", required=True, help="the prefix of the index with structure-bag vectors")
+        command.add_argument("--prefix", help="build: the indexed collection's prefix")
+        command.add_argument("--distractors", help="build: an index (or alias) of other equations")
+        command.add_argument("--bundle", help="the structure-bag bundle directory")
+        command.add_argument("--to", help="scale: the new prefix")
+        command.add_argument("--copies", type=int, default=17, help="scale: copies of each equation")
+        command.add_argument("--topics", type=Path, default=DEV / "topics.tsv")
+        command.add_argument("--qrels", type=Path, default=DEV / "qrels.txt")
+        command.add_argument("--windows", type=int, nargs="+", default=[100, 300, 1000])
+        command.add_argument("--reranks", type=int, nargs="+", default=[300], help="sub-expression rerank windows")
+        command.add_argument("--rares", type=float, nargs="+", default=[0.0], help="rare-term shares of a union")
+        command.add_argument("--no-default", action="store_true", help="quality: leave the default's rows out")
+        command.add_argument("--depths", type=int, nargs="+", default=[1000, 100])
+        command.add_argument("--rounds", type=int, default=5)
+        command.add_argument("--repeat", type=int, default=3)
+        command.add_argument("--factor", type=int, default=2, help="the kNN's num_candidates per window slot")
+        command.set_defaults(handler=handler)
+    args = parser.parse_args()
+    args.handler(args)
+
+
+if __name__ == "__main__":
+    main()
