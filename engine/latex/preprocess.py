@@ -405,7 +405,12 @@ def replace_diagrams(latex: str) -> tuple[str, list[str]]:
     latex = _DIAGRAM_ENVIRONMENT.sub(placeholder, latex)
     if "\\tikz" in latex:
         latex = _inline_tikz(latex, kinds)
+    if "\\includegraphics" in latex:  # a picture file set inside the formula (a tensor-network equation)
+        latex = _IMAGE.sub(lambda m: kinds.append("includegraphics") or "\\text{[diagram]}", latex)
     return latex, kinds
+
+
+_IMAGE = re.compile(r"\\includegraphics\*?\s*(?:\[[^\]]*\]\s*)*\{[^{}]*\}")
 
 
 _TIKZ = re.compile(r"\\tikz(?![A-Za-z@])\s*(?:\[[^\]]*\])?\s*")

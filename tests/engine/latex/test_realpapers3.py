@@ -118,3 +118,11 @@ def test_staggered_tensor_indices_and_a_control_space_at_the_end(converter):
     assert tensor.mathml.count("<msub><mrow></mrow>") == 2  # two index columns, not a double subscript
     assert stagger_indices("\\tensor{T}{^a_b}") == "\\tensor{T}{^{a}{}_{b}}"
     assert stagger_indices("\\tensor{T}{^a}") == "\\tensor{T}{^a}"  # one index: nothing to stagger
+
+
+def test_a_picture_file_inside_a_formula_is_a_placeholder(converter):
+    result = converter.convert(
+        "\\vcenter{\\hbox{\\includegraphics[width=0.4\\linewidth]{mps-gauge}}} \\Rightarrow \\sum_i A_i", "equation"
+    )
+    assert (result.status, result.reason) == ("approximate", "diagram-placeholder"), result.message
+    assert "[diagram]" in result.mathml and "∑" in result.mathml
