@@ -100,3 +100,53 @@ def unrolled_loops(text: str) -> str:
                 )
                 made.append(re.sub(variable, lambda _, item=item: item, once))
     return named_definitions("\n".join(made))
+
+
+_PARAM_TOKEN = re.compile(r"#(\d)|(\\[A-Za-z@]+|\\.|[^\s#])")
+_CLOSING = {"[": "]", "(": ")", "<": ">"}
+
+
+def delimited_spec(params: str, body: str) -> tuple[str, str] | None:
+    """A ``\\def`` with TeX-delimited parameters as an xparse argument specification and the body renumbered, or
+    None where its parameter text has no such reading.
+
+    ``\\def\\foo[#1]#2`` reads like ``r[] m``; ``\\def\\DIfF^#1`` (a token that must come first) like ``t^ m`` (the
+    token is then optional); ``\\def\\beas#1\\eeas`` like ``u{\\eeas}``.
+    """
+    tokens = [(m.group(1), m.group(2)) for m in _PARAM_TOKEN.finditer(params)]
+    spec: list[str] = []
+    numbers: dict[str, int] = {}
+    expected = 1
+    i = 0
+    while i < len(tokens):
+        number, literal = tokens[i]
+        if literal is not None:
+            closing = _CLOSING.get(literal)
+            if closing and i + 2 < len(tokens) and tokens[i + 1][0] and tokens[i + 2][1] == closing:
+                if int(tokens[i + 1][0]) != expected:
+                    return None
+                spec.append(f"r{literal}{closing}")
+                numbers[tokens[i + 1][0]] = len(spec)
+                expected += 1
+                i += 3
+                continue
+            if i + 1 < len(tokens) and tokens[i + 1][0] and literal not in "{}":
+                spec.append(f"t{literal}")  # the token TeX requires, read as an optional one
+                i += 1
+                continue
+            return None
+        if int(number) != expected:
+            return None
+        expected += 1
+        following = tokens[i + 1][1] if i + 1 < len(tokens) else None
+        if following is None or following in "{}":
+            spec.append("m")
+            i += 1
+        else:
+            spec.append(f"u{{{following}}}")
+            i += 2
+        numbers[number] = len(spec)
+    if not numbers or len(spec) > 9:
+        return None
+    renumbered = re.sub(r"(?<!#)#([1-9])", lambda p: f"#{numbers.get(p.group(1), p.group(1))}", body)
+    return " ".join(spec), renumbered

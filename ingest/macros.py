@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from eqsearch.engine.latex.macros import MacroDef, format_argument_spec, parse_argument_spec
 from eqsearch.engine.latex.scan import read_argument, read_optional
-from eqsearch.ingest.macroloops import named_definitions, unrolled_loops
+from eqsearch.ingest.macroloops import delimited_spec, named_definitions, unrolled_loops
 from eqsearch.ingest.mathfonts import declared_alphabets
 from eqsearch.ingest.records import Issue
 
@@ -324,6 +324,11 @@ def _read_definition(text: str, m: re.Match[str], table: DocumentMacros, aliases
         if not _DEF_PARAMS.match(params) or any(
             params[i + 1] != str(k + 1) for k, i in enumerate(range(0, len(params), 2))
         ):
+            read = delimited_spec(params, body)  # \def\foo[#1]#2{..} -> "r[] m", \def\d^#1{..} -> "t^ m"
+            if read is not None and "@" not in name:
+                spec, renumbered = read
+                _store(table, MacroDef(name, renumbered, len(spec.split()), source="def", spec=spec))
+                return end
             raise _SkipDefinition(
                 Issue("delimited_macro", f"\\def{name}{params}{{...}} uses delimited parameters, which are not kept")
             )

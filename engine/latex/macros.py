@@ -140,6 +140,31 @@ def _uses_every_parameter(body: str, nargs: int) -> bool:
     return used >= set(range(1, nargs + 1))
 
 
+_IFNEXTCHAR = re.compile(r"\s*\\@ifnextchar\s*(\\[A-Za-z@]+|[^\s{}\\])\s*")
+_FUTURELET = re.compile(r"\s*\\futurelet\s*\\[A-Za-z@]+\s*\\[A-Za-z@]+\s*")
+
+
+def _peeking(macro: MacroDef) -> MacroDef | None:
+    r"""A macro that looks at the token after it, made one the expansion here can take.
+
+    ``\@ifnextchar X{A}{B}`` (LaTeX's test of the next token, for optional forms) becomes an xparse macro with an
+    optional token ``X`` (``t X``) whose body puts ``X`` back after ``A``; ``\futurelet\next\decide`` (a look
+    ahead that only picks spacing, as in the "differential d" idiom) becomes nothing. None for any other macro.
+    """
+    if macro.spec is not None or macro.nargs or ("\\@ifnextchar" not in macro.body and "\\futurelet" not in macro.body):
+        return None
+    if _FUTURELET.fullmatch(macro.body):
+        return replace(macro, body="")
+    m = _IFNEXTCHAR.match(macro.body)
+    yes = None if m is None else read_argument(macro.body, m.end())
+    no = None if yes is None else read_argument(macro.body, yes[1])
+    if no is None or macro.body[no[1] :].strip():
+        return None
+    token = m.group(1)
+    body = f"\\IfBooleanTF{{#1}}{{{yes[0]} {token}}}{{{no[0]}}}"
+    return replace(macro, body=body, nargs=1, spec=f"t{token}")
+
+
 def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
     """Split and normalise a document's macros (later definitions of a name win, as in LaTeX).
 
@@ -165,6 +190,9 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
             continue
         if "\\ifx" in macro.body:  # \ifx#1\empty A\else B\fi: the general case, B, is what a formula means
             macro = replace(macro, body=_IFX.sub(lambda m: m.group(1) or "", macro.body))
+        peek = _peeking(macro)
+        if peek is not None:  # \@ifnextchar^{A}{B} / \futurelet\next\decide: what the next token decides
+            macro = peek
         xint = _XINT.fullmatch(macro.body)
         if xint is not None:  # the TeX FAQ's average integral \def\dashint{\Xint-}: what it draws
             macro = replace(macro, body=_XINT_SIGNS[xint.group(1)])

@@ -54,9 +54,13 @@ def test_let_of_builtin_then_redefinition_keeps_the_alias():
     assert [i.reason for i in table.issues] == ["recursive_macro"]
 
 
-def test_delimited_def_is_recorded_not_kept():
-    table = extract_macros(r"\def\pair(#1,#2){(#1;#2)}")
-    assert not table.macros and table.issues[0].reason == "delimited_macro"
+def test_delimited_def_is_read_as_an_argument_spec_or_recorded_not_kept():
+    table = extract_macros(r"\def\pair(#1,#2){(#1;#2)}\def\opt[#1]#2{#2_{#1}}\def\d^#1{d^{#1}}")
+    made = {m.name: (m.spec, m.body) for m in table.definitions()}
+    assert made["\\pair"] == ("t( u{,} u{)}", "(#2;#3)") and made["\\opt"] == ("r[] m", "#2_{#1}")
+    assert made["\\d"] == ("t^ m", "d^{#2}") and not table.issues
+    table = extract_macros(r"\def\skip#2{x}\def\tail#1#2 end{y}")
+    assert not table.macros and [i.reason for i in table.issues] == ["delimited_macro", "delimited_macro"]
 
 
 def test_display_shortcuts_and_environment_aliases():

@@ -126,3 +126,18 @@ def test_a_picture_file_inside_a_formula_is_a_placeholder(converter):
     )
     assert (result.status, result.reason) == ("approximate", "diagram-placeholder"), result.message
     assert "[diagram]" in result.mathml and "∑" in result.mathml
+
+
+def test_the_differential_d_idiom_with_ifnextchar_a_delimited_def_and_futurelet(converter):
+    from eqsearch.ingest.macros import extract_macros
+
+    preamble = r"""\providecommand*{\diff}{\@ifnextchar^{\DIfF}{\DIfF^{}}}
+\def\DIfF^#1{\mathop{\mathrm{\mathstrut d}}\nolimits^{#1}\gobblespace}
+\def\gobblespace{\futurelet\diffarg\opspace}
+\def\opspace{\let\DiffSpace\!\ifx\diffarg(\let\DiffSpace\relax\fi\DiffSpace}"""
+    macros = tuple(extract_macros(preamble).definitions())
+    first, second = converter.convert_many(
+        [("\\sigma = \\frac{\\diff E_1}{\\diff E_2}", "equation"), ("\\int f \\diff^2 x", "equation")], macros=macros
+    )
+    assert (first.status, second.status) == ("ok", "ok"), (first.message, second.message)
+    assert first.mathml.count('<mi mathvariant="normal">d</mi>') == 2 and "<mn>2</mn>" in second.mathml
