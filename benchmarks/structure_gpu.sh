@@ -6,6 +6,10 @@
 # are trained one after the other; results, the bundle and the weights go to $OUT.
 #   OUT=DIR [PY=python3] [SECONDS_PER_VARIANT=90] [VARIANTS=full,bm25-teacher,no-views,random-batches] [WORKERS=12] \
 #       bash benchmarks/structure_gpu.sh
+# EXTRA passes more options to the run, e.g. the shipped KDD'20 network's vectors as the teacher (made here by
+# `structure_prepare --teacher-bundle engine/model/default-bundle`, carried in .encdata/) and the contextual signal:
+#   EXTRA="--no-views --span-weight 0 --teacher-vectors .encdata/teacher-vectors.npz --vector-weight 1 --bm25-weight 0
+#          --context-weight 0.5 --same-document 2" VARIANTS=full bash benchmarks/structure_gpu.sh
 set -euo pipefail
 REPO=$(pwd)
 PY=${PY:-python3}

@@ -125,6 +125,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--span-weight", type=float, default=0.5, help="the teacher's sub-expression match weight")
     parser.add_argument("--context-weight", type=float, default=0.0, help="the teacher's same-document weight")
+    parser.add_argument("--bm25-weight", type=float, default=1.0, help="the teacher's structural BM25 weight")
+    parser.add_argument(
+        "--teacher-vectors",
+        type=Path,
+        help="another encoder's vectors of every formula of --formulas, in its order (structure_prepare "
+        "--teacher-bundle: teacher-vectors.npz); their cosine joins the teacher with --vector-weight",
+    )
+    parser.add_argument("--vector-weight", type=float, default=0.0, help="the teacher vectors' cosine weight")
+    parser.add_argument(
+        "--same-document", type=int, default=0, help="neighbours per group from the seed's own document"
+    )
     parser.add_argument("--no-bundle", action="store_true")
     parser.add_argument(
         "--variants",
@@ -150,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         views=not args.no_views,
         span_weight=args.span_weight,
         context_weight=args.context_weight,
+        vector_weight=args.vector_weight,
+        bm25_weight=args.bm25_weight,
+        same_document=args.same_document,
         learning_rate=args.lr,
         tau_teacher=args.tau_teacher,
         tau_student=args.tau_student,
@@ -166,8 +180,18 @@ def main(argv: list[str] | None = None) -> int:
     training = [r.mathml for r in records if not r.held_out]
     training_docs = [r.doc for r in records if not r.held_out]
     held = [r.mathml for r in records if r.held_out]
+    vectors = None
+    if args.teacher_vectors:
+        with np.load(args.teacher_vectors) as saved:
+            every = saved["vectors"].astype(np.float32)
+        if len(every) != len(records):
+            raise SystemExit(f"{args.teacher_vectors}: {len(every)} vectors for {len(records)} formulas")
+        vectors = every[[not r.held_out for r in records]]
+    elif args.vector_weight:
+        raise SystemExit("--vector-weight needs --teacher-vectors")
     if args.limit:
         training, training_docs = training[: args.limit], training_docs[: args.limit]
+        vectors = None if vectors is None else vectors[: args.limit]
     result["data"] = {
         "formulas": len(records),
         "training_formulas": len(training),
@@ -176,7 +200,14 @@ def main(argv: list[str] | None = None) -> int:
         "held_out_documents": len({r.doc for r in records if r.held_out}),
     }
     log(f"data {result['data']}")
-    data: TrainingData = prepare(training, features, workers=args.prep_workers, documents=training_docs)
+    data: TrainingData = prepare(
+        training,
+        features,
+        workers=args.prep_workers,
+        documents=training_docs,
+        vectors=vectors,
+        views=not args.no_views,  # with --no-views no variant trains with views: their terms are not computed
+    )
     held_terms = term_data(held[:5000], features, workers=args.prep_workers)
     result["prepare_seconds"] = round(time.perf_counter() - clock, 1)
     log(f"prepared in {result['prepare_seconds']} s")

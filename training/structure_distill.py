@@ -43,6 +43,11 @@ class DistillConfig:
         views: train with the augmented views (False: formulas only, no contrastive positives).
         span_weight: weight of the rerank's sub-expression match in the teacher (`teacher_matrix`; 0: BM25 alone).
         context_weight: weight of "from the same document" in the teacher (the paper's contextual signal; 0: none).
+        vector_weight: weight of another encoder's cosine in the teacher (``TrainingData.vectors``: the shipped
+            KDD'20 network's vectors, say; 0: none).
+        bm25_weight: weight of the structural BM25 in the teacher (0: the other signals alone).
+        same_document: of each group's ``per_seed - 1`` neighbours, this many are formulas of the seed's own
+            document where it has them (the contextual positives), the rest mined by BM25 (`MinedBatches`).
         learning_rate, warmup_steps: AdamW (no weight decay), linear warm-up then cosine decay to a tenth.
         seed: random seed (initialisation and batches).
         workers: processes composing batches (0: in the training process).
@@ -61,6 +66,9 @@ class DistillConfig:
     views: bool = True
     span_weight: float = 0.0
     context_weight: float = 0.0
+    vector_weight: float = 0.0
+    bm25_weight: float = 1.0
+    same_document: int = 0
     learning_rate: float = 2e-3
     warmup_steps: int = 100
     seed: int = 0
@@ -79,13 +87,16 @@ class DistillConfig:
 
 @dataclass
 class TrainingData:
-    """The training formulas' terms, their views' terms, and the teachers over them."""
+    """The training formulas' terms, their views' terms, and the teachers over them: BM25, the sub-expression match,
+    each formula's document index (``documents``) and another encoder's unit vectors (``vectors``, ``[N, D]``; a
+    formula it could not encode has a zero row)."""
 
     terms: TermData
     views: TermData
     teacher: Bm25Teacher
     spans: SpanTeacher
     documents: np.ndarray | None = None
+    vectors: np.ndarray | None = None
 
 
 def prepare(
@@ -95,13 +106,27 @@ def prepare(
     workers: int = 1,
     view_seed: int = 1,
     documents: list[str] | None = None,
+    vectors: np.ndarray | None = None,
+    views: bool = True,
 ) -> TrainingData:
-    """Terms of the training formulas and of one augmented view of each; the teachers over the formulas; each
-    formula's document (for the contextual signal), when given."""
+    """Terms of the training formulas and of one augmented view of each (``views``; False: the formulas' own terms
+    stand in, and a run must not train with views); the teachers over the formulas; each formula's document (for the
+    contextual signal) and another encoder's vectors of them (normalised here), when given.
+
+    Raises:
+        ValueError: ``vectors`` or ``documents`` do not have one row per formula.
+    """
+    for name, given in (("documents", documents), ("vectors", vectors)):
+        if given is not None and len(given) != len(mathml):
+            raise ValueError(f"{name}: {len(given)} rows for {len(mathml)} formulas")
     terms = term_data(mathml, features, workers=workers)
-    views = term_data(mathml, features, view_seed=view_seed, workers=workers)
+    view_terms = term_data(mathml, features, view_seed=view_seed, workers=workers) if views else terms
     docs = None if documents is None else np.unique(np.asarray(documents), return_inverse=True)[1].astype(np.int64)
-    return TrainingData(terms, views, Bm25Teacher.build(terms), SpanTeacher.build(terms), docs)
+    unit = None
+    if vectors is not None:
+        v = np.asarray(vectors, dtype=np.float32)
+        unit = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    return TrainingData(terms, view_terms, Bm25Teacher.build(terms), SpanTeacher.build(terms), docs, unit)
 
 
 def teacher_matrix(
@@ -111,23 +136,40 @@ def teacher_matrix(
     span_weight: float,
     documents: np.ndarray | None = None,
     context_weight: float = 0.0,
+    vectors: np.ndarray | None = None,
+    vector_weight: float = 0.0,
+    bm25_weight: float = 1.0,
 ) -> np.ndarray:
-    """The soft targets among some formulas: each row's BM25 scores over the row formula's own score, plus
-    ``span_weight`` times the sub-expression match, plus ``context_weight`` where two formulas come from the same
-    document (``documents``: each formula's document index), over ``1 + span_weight + context_weight`` (so the
-    diagonal is 1).
+    """The soft targets among some formulas: ``bm25_weight`` times each row's BM25 scores over the row formula's own
+    score, plus ``span_weight`` times the sub-expression match, plus ``context_weight`` where two formulas come from
+    the same document (``documents``: each formula's document index), plus ``vector_weight`` times the cosine of
+    another encoder's unit ``vectors``, over the sum of the weights (so the diagonal is 1).
 
     Shapes: returns ``[len(items), len(items)]`` float32.
+
+    Raises:
+        ValueError: no signal has weight.
     """
-    scores = bm25.scores(items, items)
-    own = np.maximum(np.diag(scores).copy(), 1e-6)
-    target = scores / own[:, None]
+    n = len(items)
+    total = bm25_weight + span_weight
+    target = np.zeros((n, n), dtype=np.float64)
+    if bm25_weight:
+        scores = bm25.scores(items, items)
+        own = np.maximum(np.diag(scores).copy(), 1e-6)
+        target += bm25_weight * scores / own[:, None]
     if span_weight:
-        target = target + span_weight * spans.match(items, items)
+        target += span_weight * spans.match(items, items)
     if context_weight and documents is not None:
         doc = documents[items]
-        target = target + context_weight * (doc[:, None] == doc[None, :])
-    return (target / (1.0 + span_weight + context_weight)).astype(np.float32)
+        target += context_weight * (doc[:, None] == doc[None, :])
+        total += context_weight
+    if vector_weight and vectors is not None:
+        v = vectors[items]
+        target += vector_weight * (v @ v.T)
+        total += vector_weight
+    if total <= 0:
+        raise ValueError("the teacher has no signal: give BM25, spans, context or vectors a weight")
+    return (target / total).astype(np.float32)
 
 
 def model_inputs(data: TermData, items: np.ndarray, features: StructureFeatures) -> dict[str, np.ndarray]:
@@ -157,7 +199,15 @@ def make_batch(
         "formulas": model_inputs(data.terms, items, config.features),
         "views": model_inputs(data.views, items, config.features),
         "teacher": teacher_matrix(
-            data.teacher, data.spans, items, config.span_weight, data.documents, config.context_weight
+            data.teacher,
+            data.spans,
+            items,
+            config.span_weight,
+            data.documents,
+            config.context_weight,
+            data.vectors,
+            config.vector_weight,
+            config.bm25_weight,
         ),
         "items": items,
     }
@@ -238,7 +288,14 @@ def train(
             progress = max(progress, elapsed / config.max_seconds)
         return 0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * min(1.0, progress)))
 
-    batches = MinedBatches(data.teacher, seeds=config.seeds, per_seed=config.per_seed, pool=config.pool)
+    batches = MinedBatches(
+        data.teacher,
+        seeds=config.seeds,
+        per_seed=config.per_seed,
+        pool=config.pool,
+        documents=data.documents if config.same_document else None,
+        same_document=config.same_document,
+    )
     stream = _BatchStream(data, batches, config)
     loader = torch.utils.data.DataLoader(
         stream,

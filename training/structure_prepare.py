@@ -6,17 +6,23 @@
 writes ``formulas.jsonl.gz`` (the corpus's distinct display and inline formulas with their document split,
 `training.structure_data.corpus_formulas`: ~1.5 MB for the seven sets), ``dev-mathml.json.gz`` (the benchmark's
 collection and topics converted to MathML by the production KaTeX converter, for the offline development figures)
-and ``qrels.txt`` (a copy). A GPU machine has no KaTeX: the folder travels with the run instead (``carry``). The
+and ``qrels.txt`` (a copy); with ``--teacher-bundle`` (the shipped KDD'20 network, say) also
+``teacher-vectors.npz``: that encoder's vectors of every formula of ``formulas.jsonl.gz`` in its order (float16; a
+formula it cannot encode has a zero row), a soft teacher for ``export.structure_run --teacher-vectors``. A GPU
+machine has no KaTeX: the folder travels with the run instead (``carry``). The
 benchmark's formulas are only ever scored, never trained on.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import shutil
 from pathlib import Path
+
+import numpy as np
 
 
 def convert_benchmark(benchmark: Path) -> dict[str, list[tuple[str, str, str | None]]]:
@@ -37,6 +43,25 @@ def convert_benchmark(benchmark: Path) -> dict[str, list[tuple[str, str, str | N
     return out
 
 
+def teacher_vectors(bundle: str | Path | None, mathml: list[str], batch: int = 512) -> np.ndarray:
+    """An encoder bundle's vectors (None: the installed default) of formulas, ``[N, dim]`` float32; a formula it
+    cannot read (`MathMLError`) gets a zero row (a batch with one is encoded one formula at a time, so that only
+    those are left out)."""
+    from eqsearch.engine.model import MathMLError, load_encoder
+
+    encoder = load_encoder(bundle)
+    out = np.zeros((len(mathml), encoder.dim), dtype=np.float32)
+    for start in range(0, len(mathml), batch):
+        chunk = mathml[start : start + batch]
+        try:
+            out[start : start + len(chunk)] = encoder.encode(chunk)
+        except MathMLError:
+            for k, one in enumerate(chunk):
+                with contextlib.suppress(MathMLError):  # no teacher vector: a zero row, counted by main
+                    out[start + k] = encoder.encode([one])[0]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from eqsearch.training.structure_data import corpus_formulas, write_formula_file
 
@@ -46,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--test-fraction", type=float, default=0.2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--teacher-bundle", type=Path, help="also write teacher-vectors.npz with this encoder")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     records = corpus_formulas(args.papers, test_fraction=args.test_fraction, seed=args.seed)
@@ -54,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     with gzip.open(args.out / "dev-mathml.json.gz", "wt", encoding="utf-8") as out:
         json.dump(convert_benchmark(args.benchmark), out)
     shutil.copyfile(args.benchmark / "qrels.txt", args.out / "qrels.txt")
+    if args.teacher_bundle:
+        vectors = teacher_vectors(args.teacher_bundle, [r.mathml for r in records])
+        missing = int((~vectors.any(axis=1)).sum())
+        np.savez_compressed(args.out / "teacher-vectors.npz", vectors=vectors.astype(np.float16))
+        print(f"teacher vectors of {args.teacher_bundle}: {len(vectors) - missing} formulas, {missing} not encoded")
     return 0
 
 

@@ -10,7 +10,9 @@ target in [0, ~1] that the student's cosine learns (`self_scores`).
 `MinedBatches` composes training batches with hard negatives and near positives mined by that score: a batch is
 ``seeds`` random training formulas, each with the ``per_seed - 1`` best-scoring formulas of a candidate pool (random
 formulas and formulas that share one of the seed's rarer tokens), so that every batch holds groups of structurally
-close formulas among unrelated ones.
+close formulas among unrelated ones. With ``documents`` and ``same_document``, that many of each group's neighbours
+are instead random formulas of the seed's own document (the paper's contextual positives), so that a contextual
+teacher has pairs to teach in every batch.
 """
 
 from __future__ import annotations
@@ -178,16 +180,46 @@ class MinedBatches:
         per_seed: formulas per group (the seed and its mined neighbours).
         pool: random formulas in each seed's candidate pool, besides those drawn from its rarer tokens' postings.
         max_df: tokens held by more formulas than this are not used to draw candidates.
+        documents: each formula's document index (for ``same_document``).
+        same_document: neighbours per group drawn from the seed's document (at most ``per_seed - 1``; where the
+            document has fewer other formulas, the mined ones fill the group).
+
+    Raises:
+        ValueError: ``same_document`` without ``documents``, or more than a group's neighbours.
     """
 
     def __init__(
-        self, teacher: Bm25Teacher, *, seeds: int = 32, per_seed: int = 8, pool: int = 1024, max_df: int = 2000
+        self,
+        teacher: Bm25Teacher,
+        *,
+        seeds: int = 32,
+        per_seed: int = 8,
+        pool: int = 1024,
+        max_df: int = 2000,
+        documents: np.ndarray | None = None,
+        same_document: int = 0,
     ) -> None:
+        if same_document and documents is None:
+            raise ValueError("same_document needs each formula's document")
+        if not 0 <= same_document <= per_seed - 1:
+            raise ValueError(f"same_document must be 0 to per_seed - 1 ({per_seed - 1}), not {same_document}")
         self.teacher = teacher
         self.seeds = seeds
         self.per_seed = per_seed
         self.pool = pool
+        self.same_document = same_document
         self.post_digest, self.post_offsets, self.post_formulas = teacher.postings(max_df)
+        if same_document and documents is not None:
+            self.doc_order = np.argsort(documents, kind="stable")
+            sorted_docs = documents[self.doc_order]
+            self.doc_start = np.searchsorted(sorted_docs, documents, side="left")
+            self.doc_end = np.searchsorted(sorted_docs, documents, side="right")
+
+    def _same_document(self, seed: int, rng: np.random.Generator) -> np.ndarray:
+        """Up to ``same_document`` other formulas of the seed's document, at random."""
+        members = self.doc_order[self.doc_start[seed] : self.doc_end[seed]]
+        members = members[members != seed]
+        return rng.choice(members, size=min(self.same_document, len(members)), replace=False)
 
     def _drawn(self, seed: int, rng: np.random.Generator, per_token: int = 16, tokens: int = 6) -> np.ndarray:
         """Formulas that share one of a few random rarer tokens of the seed."""
@@ -216,4 +248,9 @@ class MinedBatches:
         scores[pool[None, :] == seeds[:, None]] = -np.inf
         best = np.argsort(-scores, axis=1, kind="stable")[:, : self.per_seed - 1]
         groups = np.concatenate([seeds[:, None], pool[best]], axis=1)
+        if self.same_document:
+            for row, seed in enumerate(seeds):
+                same = self._same_document(int(seed), rng)
+                mined = [j for j in groups[row, 1:] if j not in set(same.tolist())]
+                groups[row, 1:] = np.concatenate([same, mined])[: self.per_seed - 1]
         return groups.reshape(-1).astype(np.int64)

@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from eqsearch.engine.model.structure import generalised_label, parse_layout, structure_of_layout
 from eqsearch.engine.model.structure_bag import StructureFeatures
@@ -196,3 +197,59 @@ def test_the_contextual_signal_raises_the_targets_of_formulas_of_one_document() 
     np.testing.assert_allclose(np.diag(context), 1.0, rtol=1e-6)
     np.testing.assert_allclose(context[0, 1], (plain[0, 1] + 1.0) / 2.0, rtol=1e-6)
     np.testing.assert_allclose(context[0, 2], plain[0, 2] / 2.0, rtol=1e-6)
+
+
+def test_another_encoders_vectors_teach_their_cosine_alone_or_beside_bm25() -> None:
+    from eqsearch.training.structure_distill import teacher_matrix
+    from eqsearch.training.structure_teacher import SpanTeacher
+
+    data = term_data(FORMULAS[:4], StructureFeatures())
+    bm25, spans = Bm25Teacher.build(data), SpanTeacher.build(data)
+    items = np.arange(4)
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(4, 8)).astype(np.float32)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    alone = teacher_matrix(bm25, spans, items, 0.0, vectors=unit, vector_weight=1.0, bm25_weight=0.0)
+    np.testing.assert_allclose(alone, unit @ unit.T, rtol=1e-5, atol=1e-6)
+    plain = teacher_matrix(bm25, spans, items, 0.0)
+    both = teacher_matrix(bm25, spans, items, 0.0, vectors=unit, vector_weight=1.0, bm25_weight=1.0)
+    np.testing.assert_allclose(both, (plain + unit @ unit.T) / 2.0, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="no signal"):
+        teacher_matrix(bm25, spans, items, 0.0, bm25_weight=0.0)
+
+
+def test_prepare_normalises_the_teacher_vectors_and_refuses_a_wrong_count() -> None:
+    features = StructureFeatures(buckets=1 << 10)
+    vectors = np.arange(1, 4 * 3 + 1, dtype=np.float32).reshape(4, 3)
+    data = prepare(FORMULAS[:4], features, vectors=vectors, views=False)
+    np.testing.assert_allclose(np.linalg.norm(data.vectors, axis=1), 1.0, rtol=1e-6)
+    assert data.views is data.terms
+    with pytest.raises(ValueError, match="vectors: 3 rows for 4 formulas"):
+        prepare(FORMULAS[:4], features, vectors=vectors[:3], views=False)
+
+
+def test_groups_take_neighbours_from_the_seeds_own_document_first() -> None:
+    corpus = FORMULAS * 4
+    data = term_data(corpus, StructureFeatures())
+    teacher = Bm25Teacher.build(data)
+    documents = np.arange(len(corpus)) // 4  # four formulas per document
+    batches = MinedBatches(teacher, seeds=3, per_seed=4, pool=8, max_df=50, documents=documents, same_document=2)
+    for _ in range(5):
+        groups = batches.batch(np.random.default_rng(_)).reshape(3, 4)
+        for seed, *neighbours in groups:
+            assert seed not in neighbours and len(set(neighbours)) == 3
+            assert sum(documents[j] == documents[seed] for j in neighbours) >= 2
+    with pytest.raises(ValueError, match="needs each formula's document"):
+        MinedBatches(teacher, same_document=1)
+    with pytest.raises(ValueError, match="per_seed - 1"):
+        MinedBatches(teacher, per_seed=3, documents=documents, same_document=3)
+
+
+def test_teacher_vectors_are_the_bundles_own_and_a_malformed_formula_gets_a_zero_row() -> None:
+    from eqsearch.engine.model import load_encoder
+    from eqsearch.training.structure_prepare import teacher_vectors
+
+    mathml = [FORMULAS[0], "<math><mi>x</mi>", FORMULAS[1]]
+    vectors = teacher_vectors(None, mathml, batch=2)
+    np.testing.assert_allclose(vectors[[0, 2]], load_encoder(None).encode([FORMULAS[0], FORMULAS[1]]), atol=1e-5)
+    assert not vectors[1].any() and vectors[0].any()

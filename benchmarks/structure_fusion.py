@@ -1,0 +1,99 @@
+"""The default ranker's fusion replayed offline, to screen encoders quickly on the development half: the structural
+list (structure and rerank, the default's first stage) is searched once through the production service on indices an
+evaluation kept (`eqsearch evaluate formulas --keep`) and cached; each bundle's kNN list is the exact cosine top
+``depth`` over the collection's MathML (the formulas without MathML have no vector, as in the index); both lists are
+min-max normalised and blended ``1 - share`` / ``share`` as `engine.search.fusion.linear_fusion` does. HNSW's
+approximation aside, this is the production fusion; the figures that count still come from
+`benchmarks/embedding_share.py` on indices ingested with the bundle.
+
+    python benchmarks/structure_fusion.py --prefix eqsearch-eval-XXXXXXXX --cache STRUCT.json \\
+        --dev-mathml .encdata/dev-mathml.json.gz --qrels Q.txt --bundle B1 [--bundle B2] --shares 0,0.1,0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+from eqsearch.engine.model import load_encoder
+from eqsearch.engine.search.fusion import linear_fusion
+from eqsearch.evaluation.trec import evaluate_run, read_qrels
+
+
+def structural_lists(prefix: str, topics: list[tuple[str, str]], depth: int) -> dict[str, list[tuple[str, float]]]:
+    """Each topic's structural list (the default ranker with no embedding), ranked by the production service."""
+    from eqsearch.engine.es import EsConfig, connect
+    from eqsearch.engine.latex.converter import KatexConverter
+    from eqsearch.engine.search import SearchService
+    from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
+    from eqsearch.evaluation.formulas import formula_ranking
+
+    client, _ = connect(EsConfig.from_env())
+    ranking = dataclasses.replace(get_ranker(DEFAULT_RANKER), name="structure-only", structure=1.0, embedding=0.0)
+    with KatexConverter() as converter:
+        service = SearchService(
+            client, load_encoder(None), converter, index_prefix=prefix, candidate_depth=depth, ranking=ranking
+        )
+        return {t: formula_ranking(service, latex, depth) for t, latex in topics}
+
+
+def knn_lists(bundle: str, dev: dict, depth: int) -> dict[str, list[tuple[str, float]]]:
+    """Each topic's exact cosine top ``depth`` among the collection's formulas with MathML, by the bundle's vectors."""
+    encoder = load_encoder(bundle)
+    coll = [(i, m) for i, _, m in dev["collection"] if m]
+    vectors = encoder.encode([m for _, m in coll])
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    out = {}
+    for topic, _, mathml in dev["topics"]:
+        if not mathml:
+            out[topic] = []
+            continue
+        q = encoder.encode([mathml])[0]
+        scores = vectors @ (q / max(float(np.linalg.norm(q)), 1e-12))
+        order = np.argsort(-scores, kind="stable")[:depth]
+        out[topic] = [(coll[j][0], (1.0 + float(scores[j])) / 2.0) for j in order]  # ES's cosine score
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prefix", help="kept evaluation indices (to search the structural list; not needed cached)")
+    parser.add_argument("--cache", type=Path, required=True, help="the structural lists' JSON (written when missing)")
+    parser.add_argument("--dev-mathml", type=Path, required=True)
+    parser.add_argument("--qrels", required=True)
+    parser.add_argument("--bundle", action="append", default=[])
+    parser.add_argument("--shares", default="0,0.05,0.1,0.15,0.2,0.3")
+    parser.add_argument("--depth", type=int, default=1000)
+    args = parser.parse_args()
+    with gzip.open(args.dev_mathml, "rt", encoding="utf-8") as f:
+        dev = json.load(f)
+    topics = [(t, latex) for t, latex, _ in dev["topics"]]
+    if not args.cache.exists():
+        if not args.prefix:
+            raise SystemExit(f"{args.cache} does not exist: give --prefix to search the structural lists")
+        args.cache.write_text(json.dumps(structural_lists(args.prefix, topics, args.depth)), encoding="utf-8")
+    structure = json.loads(args.cache.read_text(encoding="utf-8"))
+    qrels = read_qrels(args.qrels)
+    ids = [t for t, _ in topics]
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for bundle in args.bundle:
+        knn = knn_lists(bundle, dev, args.depth)
+        out[bundle] = {}
+        for share in (float(s) for s in args.shares.split(",")):
+            run = {}
+            for t in ids:
+                lists = {"structure": [tuple(x) for x in structure[t]], "embedding": knn[t]}
+                fused = linear_fusion(lists, {"structure": 1.0 - share, "embedding": share})
+                run[t] = [f.doc_id for f in fused][: args.depth]
+            means = evaluate_run(run, qrels, topics=ids).means
+            out[bundle][str(share)] = {k: round(v, 4) for k, v in means.items()}
+            print(bundle, share, out[bundle][str(share)], flush=True)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
