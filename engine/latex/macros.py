@@ -144,6 +144,37 @@ _IFNEXTCHAR = re.compile(r"\s*\\@ifnextchar\s*(\\[A-Za-z@]+|[^\s{}\\])\s*")
 _FUTURELET = re.compile(r"\s*\\futurelet\s*\\[A-Za-z@]+\s*\\[A-Za-z@]+\s*")
 
 
+# \ifnum\lastnodetype>0\mskip\thinmuskip\fi: a space that depends on what came before (a differential's d)
+_SPACING_TEST = re.compile(r"\\if(?:num|dim)(?![A-Za-z@])((?:(?!\\if|\\fi(?![A-Za-z@])).)*?)\\fi(?![A-Za-z@])", re.S)
+_SPACING_WORDS = frozenset(
+    [
+        "lastnodetype",
+        "lastskip",
+        "lastkern",
+        "lastpenalty",
+        "mskip",
+        "mkern",
+        "kern",
+        "hskip",
+        "thinmuskip",
+        "medmuskip",
+        "thickmuskip",
+        "relax",
+        "else",
+        "z@",
+        "p@",
+    ]
+)
+
+
+def _drop_spacing_test(m: re.Match[str]) -> str:
+    inner = m.group(1)
+    words = {w for w in re.findall(r"\\([A-Za-z@]+)", inner)}
+    if "{" in inner or "}" in inner or not words <= _SPACING_WORDS:
+        return m.group(0)
+    return ""
+
+
 def _peeking(macro: MacroDef) -> MacroDef | None:
     r"""A macro that looks at the token after it, made one the expansion here can take.
 
@@ -193,6 +224,8 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
         peek = _peeking(macro)
         if peek is not None:  # \@ifnextchar^{A}{B} / \futurelet\next\decide: what the next token decides
             macro = peek
+        if "\\ifnum" in macro.body or "\\ifdim" in macro.body:  # a test of TeX's state that only picks spacing
+            macro = replace(macro, body=_SPACING_TEST.sub(_drop_spacing_test, macro.body))
         xint = _XINT.fullmatch(macro.body)
         if xint is not None:  # the TeX FAQ's average integral \def\dashint{\Xint-}: what it draws
             macro = replace(macro, body=_XINT_SIGNS[xint.group(1)])

@@ -44,6 +44,7 @@ KNOWN_PACKAGES = frozenset(
         "unicode-math",
         "dsfont",
         "euscript",
+        "agda",
         "eucal",
         "bbm",
         "mathrsfs",
@@ -174,6 +175,28 @@ _BRAKET = (
 _OUTER = "\\left|#1\\right\\rangle\\!\\left\\langle \\IfNoValueTF{#2}{#1}{#2}\\right|"
 
 # name -> (nargs, body); spec'd entries are built below
+_AGDA_SANS = [
+    "Function",
+    "Keyword",
+    "Symbol",
+    "Number",
+    "PrimitiveType",
+    "Operator",
+    "Datatype",
+    "InductiveConstructor",
+    "CoinductiveConstructor",
+    "Field",
+    "Module",
+    "Postulate",
+    "Primitive",
+    "Record",
+    "Argument",
+    "Macro",
+    "Generalizable",
+    "Pragma",
+    "Option",
+    "Hole",
+]
 _GLYPHS = {"dh": "ð", "DH": "Ð", "th": "þ", "TH": "Þ", "dj": "đ", "DJ": "Đ", "ng": "ŋ", "NG": "Ŋ"}
 _SIMPLE: dict[str, tuple[int, str]] = {
     # upgreek (and MNRAS's \upi): upright Greek -> Greek
@@ -227,6 +250,20 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\textperthousand": (0, "\\text{‰}"),
     # T1 glyphs KaTeX lacks (\text{\normalfont\dh} is the spin-raising eth of CMB papers)
     **{f"\\{name}": (0, f"\\text{{{glyph}}}") for name, glyph in _GLYPHS.items()},
+    # amsmath's math space; LaTeX's "math here, whatever the mode" (a group in math, $..$ in a text box)
+    "\\mspace": (1, "\\mskip{#1}"),
+    "\\ensuremath": (1, "\\TextOrMath{$#1$}{{#1}}"),
+    # agda.sty (literate Agda in type-theory papers): each aspect in its font, colours dropped
+    **{f"\\Agda{aspect}": (1, "\\textsf{#1}") for aspect in _AGDA_SANS},
+    "\\AgdaBound": (1, "\\textit{#1}"),
+    "\\AgdaString": (1, "\\texttt{#1}"),
+    "\\AgdaComment": (1, "\\texttt{#1}"),
+    "\\AgdaNoSpaceMath": (1, "#1"),
+    "\\AgdaFormat": (2, "#2"),
+    "\\AgdaLink": (1, "#1"),
+    "\\AgdaTarget": (1, ""),
+    "\\AgdaSpace": (0, "\\ "),
+    "\\AgdaIndent": (1, ""),
     # euscript / eucal: Euler script
     "\\EuScript": (1, "\\mathcal{#1}"),
     "\\CMcal": (1, "\\mathcal{#1}"),
@@ -345,6 +382,7 @@ _SPEC: dict[str, tuple[str, str]] = {
     "\\scalebox": ("m o m", "\\text{#3}"),
     "\\resizebox": ("s m m m", "\\text{#4}"),
     "\\rotatebox": ("o m m", "\\text{#3}"),
+    "\\makebox": ("o o m", "\\text{#3}"),
     "\\eval": ("a", "\\left.#1\\right|"),
     # physics' outer products: \ketbra{a}{b}, or \ketbra{a} for |a><a|
     "\\ketbra": ("m g", _OUTER),

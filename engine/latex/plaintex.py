@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, read_optional, skip_space
 
-__all__ = ["change_case", "rewrite_plain_tex", "stagger_indices"]
+__all__ = ["change_case", "resolve_ensuremath", "rewrite_plain_tex", "stagger_indices"]
 
 _ROOT = re.compile(r"\\root(?![A-Za-z@])(.*?)\\of(?![A-Za-z@])\s*", re.DOTALL)
 _BUILDREL = re.compile(r"\\buildrel(?![A-Za-z@])(.*?)\\over(?![A-Za-z@])\s*", re.DOTALL)
@@ -217,5 +217,43 @@ def stagger_indices(latex: str) -> str:
             continue  # not a plain list of indices: left as written
         out += [latex[pos : indices[1] - len(indices[0]) - 2], "{", "{}".join(scripts), "}"]
         pos = indices[1]
+    out.append(latex[pos:])
+    return "".join(out)
+
+
+_MODE_SWITCH = re.compile(
+    r"\\(ensuremath)(?![A-Za-z@])\s*|\\(text|mbox|textrm|textnormal|textit|textbf|textsf|texttt|hbox|makebox)"
+    r"(?![A-Za-z@])\s*(?:\[[^\]]*\]\s*)*(?=\{)|(?<!\\)(\$)"
+)
+
+
+def resolve_ensuremath(latex: str, text: bool = False) -> str:
+    """``\\ensuremath{X}`` as LaTeX reads it where it stands: a group ``{X}`` in math, ``$X$`` inside a text box
+    (``\\mbox{\\ensuremath{\\diamond}}``). Run after macro expansion, which may have put it in either place."""
+    if "\\ensuremath" not in latex:
+        return latex
+    out: list[str] = []
+    pos = 0
+    while (m := _MODE_SWITCH.search(latex, pos)) is not None:
+        out.append(latex[pos : m.start()])
+        if m.group(3):  # a $ inside a text box switches to math until the next one
+            close = latex.find("$", m.end()) if text else -1
+            if close < 0:
+                out.append(latex[m.start() :])
+                return "".join(out)
+            out.append("$" + resolve_ensuremath(latex[m.end() : close], text=False) + "$")
+            pos = close + 1
+            continue
+        argument = read_argument(latex, m.end())
+        if argument is None:
+            out.append(latex[m.start() : m.end()])
+            pos = m.end()
+            continue
+        if m.group(1):
+            inner = resolve_ensuremath(argument[0], text=False)
+            out.append(f"${inner}$" if text else f"{{{inner}}}")
+        else:
+            out.append(latex[m.start() : m.end()] + "{" + resolve_ensuremath(argument[0], text=True) + "}")
+        pos = argument[1]
     out.append(latex[pos:])
     return "".join(out)

@@ -7,7 +7,7 @@ Two steps, both pure functions of the text:
   skips, ...), replace cross references and citations by
   placeholders (``\\ref``/``\\eqref`` -> ``\\text{(?)}``, ``\\cite`` -> ``\\text{[?]}``), and rename commands
   KaTeX lacks to close equivalents (``\\mbox`` -> ``\\text``, ``\\mathbbm``/``\\mathds`` -> ``\\mathbb``, plain-TeX
-  ``\\pmatrix{..\\cr..}`` -> ``\\begin{pmatrix}..\\\\..\\end{pmatrix}``, unwrap ``\\ensuremath``). Applied to
+  ``\\pmatrix{..\\cr..}`` -> ``\\begin{pmatrix}..\\\\..\\end{pmatrix}``). Applied to
   equation bodies and to macro bodies alike.
 - `wrap_environment`: turn the body of a display environment into one KaTeX expression: align/flalign ->
   ``aligned``, alignat -> ``alignedat``, gather/multline and breqn's dmath/dseries -> ``gathered``, eqnarray and
@@ -244,7 +244,6 @@ _RULES: dict[str, _Rule] = {
     "nicefrac": _rename("\\tfrac"),
     "operatornamewithlimits": _rename("\\operatorname*"),
     "slash": _rename("/"),
-    "ensuremath": _drop,
     "lefteqn": _unwrap_into(""),
     # breqn
     "hiderel": _unwrap_into(""),
@@ -310,7 +309,7 @@ _ARRAY_LIKE = frozenset({"eqnarray", "IEEEeqnarray", "darray"})
 # feynmf/feynmp and TikZ-Feynman diagrams
 _DIAGRAM = re.compile(
     r"\\begin\s*\{(tikzcd|tikzpicture|xy|psmatrix|diagram|fmffile|fmfgraph\*?|feynman)\}"
-    r"|\\(xymatrix|xygraph|xyC|dynkin|dynkins|hasse|bfig|feynmandiagram)(?![A-Za-z@])"
+    r"|\\(xymatrix|xygraph|xyC|dynkin|dynkins|hasse|bfig|feynmandiagram|Qcircuit)(?![A-Za-z@])"
 )
 #: Environments KaTeX knows that may come as a whole display: re-wrapped as they are.
 _KATEX_ENVIRONMENTS = frozenset(

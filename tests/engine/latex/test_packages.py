@@ -17,7 +17,7 @@ def use(name: str) -> str:
         return name + "".join(_ARGUMENT[kind] for kind, _ in parse_argument_spec(macro.spec))
     if macro.delimiters is not None:
         return name + "{x}"
-    inside = "{\\kilogram}" if name in ("\\si", "\\unit") else ""
+    inside = "{\\kilogram}" if name in ("\\si", "\\unit") else "{3mu}" if name == "\\mspace" else ""
     before = "\\sum" if name == "\\displaylimits" else ""  # limit placement follows an operator
     if name in ("\\mleft", "\\mmiddle", "\\mright"):  # delimiters, used as a whole
         return "\\mleft( z \\mmiddle| z \\mright)"

@@ -25,7 +25,6 @@ from eqsearch.engine.latex.preprocess import (
         (r"\citep{a,b}", r"\text{[?]}"),
         (r"\mbox{if } x", r"\text{if } x"),
         (r"\mathbbm{1} + \mathds{E}", r"\mathbb{1} + \mathbb{E}"),
-        (r"\ensuremath{\alpha}", r"{\alpha}"),
         (r"a \hfill b", r"a  b"),
         (r"a \vspace{2mm} b \vspace*{1em}", r"a  b "),
         (r"\boldmath x \unboldmath", r" x "),

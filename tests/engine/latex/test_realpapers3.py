@@ -7,7 +7,7 @@ import pytest
 from eqsearch.engine.latex.converter import KatexConfig, KatexConverter
 from eqsearch.engine.latex.install import KatexNotInstalledError, check_installed
 from eqsearch.engine.latex.macros import MacroDef
-from eqsearch.engine.latex.plaintex import change_case, stagger_indices
+from eqsearch.engine.latex.plaintex import change_case, resolve_ensuremath, stagger_indices
 
 
 @pytest.fixture(scope="module")
@@ -141,3 +141,36 @@ def test_the_differential_d_idiom_with_ifnextchar_a_delimited_def_and_futurelet(
     )
     assert (first.status, second.status) == ("ok", "ok"), (first.message, second.message)
     assert first.mathml.count('<mi mathvariant="normal">d</mi>') == 2 and "<mn>2</mn>" in second.mathml
+
+
+def test_ensuremath_is_a_group_in_math_and_math_inside_a_text_box(converter):
+    assert resolve_ensuremath("\\breve\\ensuremath{\\mathfrak{g}}") == "\\breve{\\mathfrak{g}}"
+    assert resolve_ensuremath("\\mbox{\\ensuremath{\\diamond} or $\\ensuremath{x}$}") == "\\mbox{$\\diamond$ or ${x}$}"
+    quant = MacroDef("\\quant", "\\mbox{\\ensuremath{\\mathrlap{\\diamond}\\square}}", 0, None, "newcommand")
+    lie = MacroDef("\\LieG", "\\ensuremath{\\mathfrak{\\MakeLowercase{G}}}", 0, None, "NewDocumentCommand", spec="")
+    box, accent = converter.convert_many(
+        [("\\quant{\\overline{k}}.[T]", "equation"), ("\\breve\\LieG = \\LieG_0", "equation")], macros=(quant, lie)
+    )
+    assert (box.status, box.reason) == ("ok", None), box.message
+    assert (accent.status, accent.reason) == ("ok", None), accent.message
+    assert "◊" in box.mathml or "⋄" in box.mathml
+
+
+def test_agda_aspects_math_spaces_text_boxes_circuits_and_a_spacing_test(converter):
+    controlled = (
+        "\\AgdaFunction{controlled} &:& \\forall a.~ (a \\leftrightarrow a) \\\\ \\AgdaBound{f} &=& \\mspace{1mu} x"
+    )
+    d = MacroDef("\\d", "\\relax\\ifnum\\lastnodetype>0\\mskip\\thinmuskip\\fi\\textnormal{d}", 0, None, "renewcommand")
+    agda, rule, integral, circuit = converter.convert_many(
+        [
+            (f"\\begin{{array}}{{rcll}} {controlled} \\end{{array}}", "equation"),
+            ("\\makebox{{\\rm R} $\\displaystyle \\frac{a}{b}$}", "equation"),
+            ("U = \\int_\\Omega u(x) \\d x", "equation"),
+            ("\\Qcircuit @C=1em @R=1em { & \\gate{H} & \\qw }", "equation"),
+        ],
+        macros=(d,),
+    )
+    assert [r.status for r in (agda, rule, integral)] == ["ok", "ok", "ok"], [agda.message, rule.message]
+    assert '<mtext mathvariant="sans-serif">controlled</mtext>' in agda.mathml or "controlled" in agda.mathml
+    assert "<mtext>d</mtext>" in integral.mathml
+    assert circuit.status == "diagram"  # qcircuit draws with Xy-pic: kept as LaTeX
