@@ -38,7 +38,48 @@ def rewrite_proof_trees(latex: str) -> str:
         latex = _BARE_TREE.sub(lambda m: "{" + _tree(m.group(1)) + "}", latex)
     if "\\inferrule" in latex:
         latex = _inference_rules(latex)
+    if "\\infer" in latex:
+        latex = _proof_sty_rules(latex)
     return latex
+
+
+# proof.sty's \infer[label]{conclusion}{premise & premise} (ebproof's \infer2 inside a prooftree is read above)
+_PROOF_INFER = re.compile(r"\\infer(?![A-Za-z@0-9])\*?\s*")
+
+
+def _proof_sty_rules(latex: str) -> str:
+    """proof.sty's ``\\infer[label]{conclusion}{premises}`` (premises separated by ``&``, rules nested inside them)
+    as a fraction of the premises side by side over the conclusion, the label beside it."""
+    out: list[str] = []
+    pos = 0
+    for m in _PROOF_INFER.finditer(latex):
+        if m.start() < pos:
+            continue
+        label, end = read_optional(latex, m.end())
+        conclusion = read_argument(latex, end)
+        premises = None if conclusion is None else read_argument(latex, conclusion[1])
+        if premises is None:
+            continue
+        above = _SPACE.join(p for p in _top_level_split(_proof_sty_rules(premises[0]), "&") if p.strip())
+        beside = f"\\;{{\\scriptstyle {label}}}" if label and label.strip() else ""
+        out += [latex[pos : m.start()], f"{{\\dfrac{{{above}}}{{{_proof_sty_rules(conclusion[0])}}}{beside}}}"]
+        pos = premises[1]
+    out.append(latex[pos:])
+    return "".join(out)
+
+
+def _top_level_split(text: str, separator: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c == "{" and (i == 0 or text[i - 1] != "\\"):
+            depth += 1
+        elif c == "}" and (i == 0 or text[i - 1] != "\\"):
+            depth -= 1
+        elif c == separator and depth == 0 and (i == 0 or text[i - 1] != "\\"):
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
 
 
 # bussproofs without a prooftree environment: from the first axiom to \DisplayProof (or the end of the formula)

@@ -174,3 +174,14 @@ def test_agda_aspects_math_spaces_text_boxes_circuits_and_a_spacing_test(convert
     assert '<mtext mathvariant="sans-serif">controlled</mtext>' in agda.mathml or "controlled" in agda.mathml
     assert "<mtext>d</mtext>" in integral.mathml
     assert circuit.status == "diagram"  # qcircuit draws with Xy-pic: kept as LaTeX
+
+
+def test_proof_sty_rules_and_xfrac(converter):
+    rule, fraction = converter.convert_many(
+        [
+            ("\\infer[\\mathrm{R}]{A \\land B}{A & \\infer{B}{C & D}}", "equation"),
+            ("\\sigma_v = \\sqrt{\\sfrac{3}{2}\\, s : s}", "equation"),
+        ]
+    )
+    assert (rule.status, fraction.status) == ("ok", "ok"), (rule.message, fraction.message)
+    assert rule.mathml.count("<mfrac>") == 2 and "<mfrac>" in fraction.mathml
