@@ -200,7 +200,7 @@ def replicate(args: argparse.Namespace) -> None:
         settings={"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
         aliases={target: {}},
     )
-    docs = list(scan(client, index=source, query={"query": {"match_all": {}}}))
+    docs = list(scan(client, index=source, query={"query": {"match_all": {}}, "_source": {"exclude_vectors": False}}))
 
     def actions():
         for copy in range(args.copies):
@@ -250,7 +250,9 @@ def nodevectors(args: argparse.Namespace) -> None:
 
     def actions():
         nonlocal stored
-        for doc in scan(client, index=source, query={"query": {"match_all": {}}}):
+        for doc in scan(
+            client, index=source, query={"query": {"match_all": {}}, "_source": {"exclude_vectors": False}}
+        ):
             body = with_node_vectors_field(doc["_source"], encoded(doc["_source"].get("mathml")))
             if NODE_VECTORS_FIELD in body:
                 stored += 1

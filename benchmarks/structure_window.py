@@ -47,6 +47,9 @@ from eqsearch.engine.search.service import SearchService
 from eqsearch.evaluation.formulas import formula_ranking, read_formula_file
 from eqsearch.evaluation.trec import evaluate_run, read_qrels
 
+#: A scan of every document with its vectors (Elasticsearch 9 leaves dense vectors out of ``_source`` by default:
+#: ``index.mapping.exclude_source_vectors``; a copy made without this has none).
+EVERYTHING = {"query": {"match_all": {}}, "_source": {"exclude_vectors": False}}
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "arqmath1-dev"
 
 
@@ -72,8 +75,10 @@ def build(args: argparse.Namespace) -> None:
 
     def documents():
         for name, index in (("collection", source), ("distractors", args.distractors)):
+            if index is None:
+                continue
             batch: list[dict[str, Any]] = []
-            for doc in scan(client, index=index, query={"query": {"match_all": {}}}):
+            for doc in scan(client, index=index, query=EVERYTHING):
                 batch.append(doc)
                 if len(batch) == 512:
                     yield from encoded(batch, name)
@@ -129,7 +134,7 @@ def scale(args: argparse.Namespace) -> None:
         settings={"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
         aliases={target: {}},
     )
-    docs = [d for d in scan(client, index=source, query={"query": {"match_all": {}}})]
+    docs = [d for d in scan(client, index=source, query=EVERYTHING)]
     rng = np.random.default_rng(0)
     began = time.monotonic()
 
