@@ -9,9 +9,11 @@ COUNTS.json maps each paper's folder name to its display equations counted caref
 is a set file (``benchmarks/realpapers2_counts.json``: ``{"papers": {name: {"careful", "area", "split", ...}}}``).
 The script prints, per paper and in total: found against the count, the status of what was found (exact = ``ok``,
 approximate, failed, diagram), failures and approximations by reason, documents per paper, and inline formulas
-per paper. With ``--before`` the same figures of an earlier run come first. With a set file, ``--split dev`` (or
-``held-out-1``, ``held-out-2``) keeps one part (papers marked ``excluded`` are never counted), and the figures
-also come per area, with the papers' titles checked (a record and a title for every paper; placeholders counted).
+per paper. With ``--before`` the same figures of an earlier run come first, and every equation that was ``ok``
+before and is anything else after is listed (matched by paper and position; a paper whose count changed is named).
+With a set file, ``--split dev`` (or ``held-out-1``, ``dev-3``, ``held-out-4``...: the set file's parts) keeps one
+part (papers marked ``excluded`` are never counted), and the figures also come per area, with the papers' titles
+checked (a record and a title for every paper; placeholders counted).
 """
 
 from __future__ import annotations
@@ -64,6 +66,30 @@ def summarize(path: Path, counts: dict[str, int]) -> dict[str, Any]:
     totals["papers"] = len(rows)
     totals["missing_papers"] = sorted(set(counts) - {row["paper"] for row in rows})
     return {"rows": sorted(rows, key=lambda r: r["paper"]), "totals": totals, "reasons": dict(reasons.most_common())}
+
+
+def _statuses(path: Path, names: set[str]) -> dict[str, list[tuple[str, str]]]:
+    out: dict[str, list[tuple[str, str]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if _name(record) in names:
+            out[_name(record)] = [(eq["status"], eq["latex"]) for s in record["sections"] for eq in s["equations"]]
+    return out
+
+
+def ok_lost(before: Path, after: Path, names: set[str]) -> list[str]:
+    """Equations ``ok`` in ``before`` and anything else in ``after`` (paper, position, status, start of the LaTeX);
+    papers whose number of equations changed are named instead, since positions no longer match."""
+    old, new = _statuses(before, names), _statuses(after, names)
+    lost: list[str] = []
+    for name in sorted(old):
+        if len(old[name]) != len(new.get(name, [])):
+            lost.append(f"{name}: {len(old[name])} equations before, {len(new.get(name, []))} after")
+            continue
+        for k, ((was, _), (now, latex)) in enumerate(zip(old[name], new[name], strict=True)):
+            if was == "ok" and now != "ok":
+                lost.append(f"{name} #{k}: {now} {' '.join(latex.split())[:80]}")
+    return lost
 
 
 def _percent(part: int, whole: int) -> str:
@@ -131,7 +157,9 @@ def main() -> None:
     parser.add_argument("papers", type=Path, help="papers.jsonl of the run to report")
     parser.add_argument("--counts", type=Path, required=True, help="JSON: name -> careful count, or a set file")
     parser.add_argument("--before", type=Path, help="papers.jsonl of an earlier run, reported first")
-    parser.add_argument("--split", default="all", help="a set file's part: dev, held-out-1, held-out-2 or all")
+    parser.add_argument(
+        "--split", default="all", help="a set file's part (dev, held-out-1, dev-3, held-out-5...) or all"
+    )
     args = parser.parse_args()
     raw = json.loads(args.counts.read_text(encoding="utf-8"))
     areas: dict[str, str] = {}
@@ -151,6 +179,11 @@ def main() -> None:
     if args.before is not None:
         report(f"before ({args.split})", summary_of(args.before), per_paper=False)
     report(f"after ({args.split})", summary_of(args.papers), per_paper=True)
+    if args.before is not None:
+        lost = ok_lost(args.before, args.papers, set(counts))
+        print(f"ok before, not ok after: {len(lost)}")
+        for line in lost:
+            print(f"  {line}")
 
 
 if __name__ == "__main__":
