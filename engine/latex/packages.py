@@ -254,7 +254,7 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\mspace": (1, "\\mskip{#1}"),
     # xfrac's split-level fraction (nicefrac's \\nicefrac is renamed in clean_latex)
     "\\sfrac": (2, "\\tfrac{#1}{#2}"),
-    "\\ensuremath": (1, "\\TextOrMath{$#1$}{{#1}}"),
+    "\\ensuremath": (1, "\\TextOrMath{$#1$}{#1}"),
     # agda.sty (literate Agda in type-theory papers): each aspect in its font, colours dropped
     **{f"\\Agda{aspect}": (1, "\\textsf{#1}") for aspect in _AGDA_SANS},
     "\\AgdaBound": (1, "\\textit{#1}"),

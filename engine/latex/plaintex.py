@@ -227,9 +227,13 @@ _MODE_SWITCH = re.compile(
 )
 
 
+_TAKES_ARGUMENT = re.compile(r"(?:\\[A-Za-z@]+|[\^_])\s*\Z")
+
+
 def resolve_ensuremath(latex: str, text: bool = False) -> str:
-    """``\\ensuremath{X}`` as LaTeX reads it where it stands: a group ``{X}`` in math, ``$X$`` inside a text box
-    (``\\mbox{\\ensuremath{\\diamond}}``). Run after macro expansion, which may have put it in either place."""
+    """``\\ensuremath{X}`` as LaTeX reads it where it stands: ``X`` in math (a group ``{X}`` where the command or
+    script before it takes it as an argument), ``$X$`` inside a text box (``\\mbox{\\ensuremath{\\diamond}}``).
+    Run after macro expansion, which may have put it in either place."""
     if "\\ensuremath" not in latex:
         return latex
     out: list[str] = []
@@ -251,7 +255,10 @@ def resolve_ensuremath(latex: str, text: bool = False) -> str:
             continue
         if m.group(1):
             inner = resolve_ensuremath(argument[0], text=False)
-            out.append(f"${inner}$" if text else f"{{{inner}}}")
+            # in math LaTeX gives the argument back as it is (\ensuremath\genfrac{[}{]}.. stays a \genfrac); a
+            # group only where a command or a script before it takes it as its argument (\breve\ensuremath{..})
+            taken = _TAKES_ARGUMENT.search(latex, 0, m.start()) is not None
+            out.append(f"${inner}$" if text else f"{{{inner}}}" if taken else inner)
         else:
             out.append(latex[m.start() : m.end()] + "{" + resolve_ensuremath(argument[0], text=True) + "}")
         pos = argument[1]

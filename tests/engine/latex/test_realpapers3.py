@@ -145,7 +145,9 @@ def test_the_differential_d_idiom_with_ifnextchar_a_delimited_def_and_futurelet(
 
 def test_ensuremath_is_a_group_in_math_and_math_inside_a_text_box(converter):
     assert resolve_ensuremath("\\breve\\ensuremath{\\mathfrak{g}}") == "\\breve{\\mathfrak{g}}"
-    assert resolve_ensuremath("\\mbox{\\ensuremath{\\diamond} or $\\ensuremath{x}$}") == "\\mbox{$\\diamond$ or ${x}$}"
+    # \newcommand{\config}[2]{\ensuremath \genfrac{[}{]}{0pt}{}{#1}{#2}}: the argument given back, no group
+    assert resolve_ensuremath("\\ensuremath \\genfrac{[}{]}{0pt}{}{a}{b}") == "\\genfrac{[}{]}{0pt}{}{a}{b}"
+    assert resolve_ensuremath("\\mbox{\\ensuremath{\\diamond} or $\\ensuremath{x}$}") == "\\mbox{$\\diamond$ or $x$}"
     quant = MacroDef("\\quant", "\\mbox{\\ensuremath{\\mathrlap{\\diamond}\\square}}", 0, None, "newcommand")
     lie = MacroDef("\\LieG", "\\ensuremath{\\mathfrak{\\MakeLowercase{G}}}", 0, None, "NewDocumentCommand", spec="")
     box, accent = converter.convert_many(
@@ -185,3 +187,14 @@ def test_proof_sty_rules_and_xfrac(converter):
     )
     assert (rule.status, fraction.status) == ("ok", "ok"), (rule.message, fraction.message)
     assert rule.mathml.count("<mfrac>") == 2 and "<mfrac>" in fraction.mathml
+
+
+def test_ensuremath_before_a_command_in_macros_katex_expands(converter):
+    config = MacroDef("\\config", "\\ensuremath \\genfrac{[}{]}{0pt}{}{#1}{#2}", 2, None, "newcommand")
+    opluseq = MacroDef("\\opluseq", "\\ensuremath\\mathrel{\\oplus}=", 0, None, "newcommand")
+    lie = MacroDef("\\LieG", "\\ensuremath{\\mathfrak{g}}", 0, None, "newcommand")
+    results = converter.convert_many(
+        [("w(\\config{q}{\\gamma}) = 1", "equation"), ("d \\opluseq e", "equation"), ("\\breve\\LieG", "equation")],
+        macros=(config, opluseq, lie),
+    )
+    assert [r.status for r in results] == ["ok", "ok", "ok"], [r.message for r in results]
