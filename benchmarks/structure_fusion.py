@@ -41,21 +41,33 @@ def structural_lists(prefix: str, topics: list[tuple[str, str]], depth: int) -> 
         return {t: formula_ranking(service, latex, depth) for t, latex in topics}
 
 
-def knn_lists(bundle: str, dev: dict, depth: int) -> dict[str, list[tuple[str, float]]]:
-    """Each topic's exact cosine top ``depth`` among the collection's formulas with MathML, by the bundle's vectors."""
-    encoder = load_encoder(bundle)
-    coll = [(i, m) for i, _, m in dev["collection"] if m]
-    vectors = encoder.encode([m for _, m in coll])
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+def knn_lists(source: str, dev: dict, depth: int) -> dict[str, list[tuple[str, float]]]:
+    """Each topic's exact cosine top ``depth`` among the collection's formulas with MathML, by a bundle's vectors, or
+    by the vectors a structure-bag run saved (``dev-vectors.npz``: a model the runtime cannot serve yet)."""
+    keep = [bool(m) for _, _, m in dev["collection"]]
+    coll_ids = [i for i, _, m in dev["collection"] if m]
+    if source.endswith(".npz"):
+        with np.load(source) as saved:
+            if list(saved["collection_ids"]) != [i for i, _, _ in dev["collection"]]:
+                raise SystemExit(f"{source}: not this development set's collection")
+            vectors = saved["collection"][np.asarray(keep)]
+            queries = saved["topics"]
+    else:
+        encoder = load_encoder(source)
+        vectors = encoder.encode([m for _, _, m in dev["collection"] if m])
+        queries = np.stack(
+            [encoder.encode([m])[0] if m else np.zeros(encoder.dim, np.float32) for _, _, m in dev["topics"]]
+        )
+    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     out = {}
-    for topic, _, mathml in dev["topics"]:
-        if not mathml:
+    for k, (topic, _, mathml) in enumerate(dev["topics"]):
+        q = queries[k]
+        if not mathml or not q.any():
             out[topic] = []
             continue
-        q = encoder.encode([mathml])[0]
-        scores = vectors @ (q / max(float(np.linalg.norm(q)), 1e-12))
+        scores = vectors @ (q / float(np.linalg.norm(q)))
         order = np.argsort(-scores, kind="stable")[:depth]
-        out[topic] = [(coll[j][0], (1.0 + float(scores[j])) / 2.0) for j in order]  # ES's cosine score
+        out[topic] = [(coll_ids[j], (1.0 + float(scores[j])) / 2.0) for j in order]  # ES's cosine score
     return out
 
 
@@ -65,7 +77,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, required=True, help="the structural lists' JSON (written when missing)")
     parser.add_argument("--dev-mathml", type=Path, required=True)
     parser.add_argument("--qrels", required=True)
-    parser.add_argument("--bundle", action="append", default=[])
+    parser.add_argument("--bundle", action="append", default=[], help="a bundle, or a run's dev-vectors.npz")
     parser.add_argument("--shares", default="0,0.05,0.1,0.15,0.2,0.3")
     parser.add_argument("--depth", type=int, default=1000)
     args = parser.parse_args()

@@ -138,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-bundle", action="store_true")
     parser.add_argument(
+        "--markup",
+        action="store_true",
+        help="the model also reads the MathML tree's terms (an experiment: no bundle, the runtime cannot serve it; "
+        "the development vectors are in dev-vectors.npz)",
+    )
+    parser.add_argument(
         "--variants",
         default="full",
         help="comma-separated variants trained one after the other on the same data, each for --steps/--max-seconds: "
@@ -164,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         vector_weight=args.vector_weight,
         bm25_weight=args.bm25_weight,
         same_document=args.same_document,
+        markup=args.markup,
         learning_rate=args.lr,
         tau_teacher=args.tau_teacher,
         tau_student=args.tau_student,
@@ -207,15 +214,16 @@ def main(argv: list[str] | None = None) -> int:
         documents=training_docs,
         vectors=vectors,
         views=not args.no_views,  # with --no-views no variant trains with views: their terms are not computed
+        markup=args.markup,
     )
-    held_terms = term_data(held[:5000], features, workers=args.prep_workers)
+    held_terms = term_data(held[:5000], features, workers=args.prep_workers, markup=args.markup)
     result["prepare_seconds"] = round(time.perf_counter() - clock, 1)
     log(f"prepared in {result['prepare_seconds']} s")
 
     with tempfile.TemporaryDirectory() as tmp:
         dev_json = Path(tmp) / "dev.json"
         dev_json.write_text(json.dumps(_read_json(args.dev_mathml)), encoding="utf-8")
-        dev = DevSet.load(dev_json, args.qrels, features, workers=args.prep_workers)
+        dev = DevSet.load(dev_json, args.qrels, features, workers=args.prep_workers, markup=args.markup)
     result["teacher_dev"] = teacher_dev_ranking(dev)
     result["teacher_dev_with_spans"] = teacher_dev_ranking(dev, config.span_weight)
     log(
@@ -250,7 +258,14 @@ def main(argv: list[str] | None = None) -> int:
         result["gpu"] = torch.cuda.get_device_name(0)
     model = models[chosen]
     save_state(model, args.out / "state.pt")
-    if not args.no_bundle:
+    np.savez(
+        args.out / "dev-vectors.npz",
+        collection=encode_terms(model, dev.collection, features),
+        topics=encode_terms(model, dev.topics, features),
+        collection_ids=np.asarray(dev.collection_ids),
+        topic_ids=np.asarray(dev.topic_ids),
+    )
+    if not args.no_bundle and not args.markup:
         from eqsearch.export.structure_bag import write_structure_bag_bundle
 
         history = runs[chosen]["history"]

@@ -8,7 +8,10 @@ compressed file a GPU run carries. `term_data` turns formulas into `TermData`: f
 terms (`engine.model.structure_bag`: BM25 tokens and sub-expression hashes) with their counts, from which both the
 model's inputs (hash slots) and the teacher's BM25 weights (`training.structure_teacher`) are made. `augmented_view`
 makes a structure-preserving variant of a formula: its letters renamed consistently, the terms of a sum and the two
-sides of an equation commuted.
+sides of an equation commuted. `markup_terms` (an experiment, ``term_data(markup=True)``) adds terms the structural
+channel does not have, read from the MathML tree itself as the KDD'20 graph network reads it: every element's tag
+(with its text at a leaf), each parent-child pair and each pair of adjacent siblings; the runtime encoder does not
+compute them yet, so a model trained with them is scored offline only.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import gzip
 import hashlib
 import json
 import random
+import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -185,28 +190,69 @@ class TermData:
             return cls(data["offsets"], data["digest"], data["count"], data["token"], data["size"])
 
 
-def _terms_of(item: tuple[str, int | None, bool]) -> tuple[list[int], list[float], list[bool], list[float]]:
-    mathml, view_seed, spans = item
+def _markup_label(element: ET.Element) -> str:
+    tag = element.tag.rsplit("}", 1)[-1]
+    text = (element.text or "").strip()
+    return f"{tag}:{text}" if text and not len(element) else tag
+
+
+def markup_terms(mathml: str) -> Counter[str]:
+    """Terms of a formula's MathML tree (module docstring): ``u`` + each element's label (its tag, and its text at a
+    leaf), ``p`` + parent and child labels, ``c`` + two adjacent siblings' labels; the ``semantics``/``annotation``
+    wrapper's LaTeX is left out. A formula whose MathML does not parse has none."""
+    try:
+        root = ET.fromstring(mathml)
+    except ET.ParseError:
+        return Counter()
+    terms: Counter[str] = Counter()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        children = [c for c in node if not c.tag.endswith("annotation")]
+        label = _markup_label(node)
+        terms["u" + label] += 1
+        for k, child in enumerate(children):
+            child_label = _markup_label(child)
+            terms[f"p{label}>{child_label}"] += 1
+            if k:
+                terms[f"c{_markup_label(children[k - 1])}|{child_label}"] += 1
+            stack.append(child)
+    return terms
+
+
+def _terms_of(
+    item: tuple[str, int | None, bool, bool],
+) -> tuple[list[int], list[float], list[bool], list[float]]:
+    mathml, view_seed, spans, markup = item
     try:
         baseline = parse_layout(mathml) if view_seed is None else augmented_view(mathml, random.Random(view_seed))
         structure = structure_of_layout(baseline)
     except ValueError:
         return [], [], [], []
     terms = structure_terms(structure, spans)
+    if markup:
+        if view_seed is not None:
+            raise ValueError("markup terms are read from the MathML: a view has none (train without views)")
+        terms.update({"m" + term: count for term, count in markup_terms(mathml).items()})
     return (
         [term_digest(t) for t in terms],
         [float(c) for c in terms.values()],
         [t.startswith("t") for t in terms],
-        [0.0 if t.startswith("t") else float(structure.spans[t[1:]]) for t in terms],
+        [float(structure.spans[t[1:]]) if t.startswith("s") else 0.0 for t in terms],
     )
 
 
 def term_data(
-    mathml: Sequence[str], features: StructureFeatures, *, view_seed: int | None = None, workers: int = 1
+    mathml: Sequence[str],
+    features: StructureFeatures,
+    *,
+    view_seed: int | None = None,
+    workers: int = 1,
+    markup: bool = False,
 ) -> TermData:
     """The terms of formulas (of their augmented views when ``view_seed`` is given: formula i uses seed
-    ``view_seed + i``), computed in ``workers`` processes."""
-    items = [(m, None if view_seed is None else view_seed + i, features.spans) for i, m in enumerate(mathml)]
+    ``view_seed + i``; with ``markup``, also `markup_terms`, not BM25 tokens), computed in ``workers`` processes."""
+    items = [(m, None if view_seed is None else view_seed + i, features.spans, markup) for i, m in enumerate(mathml)]
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
             results = list(pool.map(_terms_of, items, chunksize=256))

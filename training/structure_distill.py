@@ -48,6 +48,8 @@ class DistillConfig:
         bm25_weight: weight of the structural BM25 in the teacher (0: the other signals alone).
         same_document: of each group's ``per_seed - 1`` neighbours, this many are formulas of the seed's own
             document where it has them (the contextual positives), the rest mined by BM25 (`MinedBatches`).
+        markup: the model also reads the MathML tree's own terms (`training.structure_data.markup_terms`; an
+            experiment the runtime encoder does not serve yet).
         learning_rate, warmup_steps: AdamW (no weight decay), linear warm-up then cosine decay to a tenth.
         seed: random seed (initialisation and batches).
         workers: processes composing batches (0: in the training process).
@@ -69,6 +71,7 @@ class DistillConfig:
     vector_weight: float = 0.0
     bm25_weight: float = 1.0
     same_document: int = 0
+    markup: bool = False
     learning_rate: float = 2e-3
     warmup_steps: int = 100
     seed: int = 0
@@ -108,6 +111,7 @@ def prepare(
     documents: list[str] | None = None,
     vectors: np.ndarray | None = None,
     views: bool = True,
+    markup: bool = False,
 ) -> TrainingData:
     """Terms of the training formulas and of one augmented view of each (``views``; False: the formulas' own terms
     stand in, and a run must not train with views); the teachers over the formulas; each formula's document (for the
@@ -119,7 +123,7 @@ def prepare(
     for name, given in (("documents", documents), ("vectors", vectors)):
         if given is not None and len(given) != len(mathml):
             raise ValueError(f"{name}: {len(given)} rows for {len(mathml)} formulas")
-    terms = term_data(mathml, features, workers=workers)
+    terms = term_data(mathml, features, workers=workers, markup=markup)
     view_terms = term_data(mathml, features, view_seed=view_seed, workers=workers) if views else terms
     docs = None if documents is None else np.unique(np.asarray(documents), return_inverse=True)[1].astype(np.int64)
     unit = None
@@ -368,8 +372,16 @@ class DevSet:
     qrels: dict[str, dict[str, float]]
 
     @classmethod
-    def load(cls, mathml_json: str | Path, qrels: str | Path, features: StructureFeatures, workers: int = 1) -> DevSet:
-        """From a JSON ``{"collection": [[id, latex, mathml|null], ...], "topics": [...]}`` and TREC qrels."""
+    def load(
+        cls,
+        mathml_json: str | Path,
+        qrels: str | Path,
+        features: StructureFeatures,
+        workers: int = 1,
+        markup: bool = False,
+    ) -> DevSet:
+        """From a JSON ``{"collection": [[id, latex, mathml|null], ...], "topics": [...]}`` and TREC qrels (``markup``:
+        the terms include `training.structure_data.markup_terms`)."""
         from eqsearch.evaluation.trec import read_qrels
 
         data = json.loads(Path(mathml_json).read_text(encoding="utf-8"))
@@ -378,8 +390,8 @@ class DevSet:
         return cls(
             collection_ids=[i for i, _ in coll],
             topic_ids=[i for i, _ in tops],
-            collection=term_data([m for _, m in coll], features, workers=workers),
-            topics=term_data([m for _, m in tops], features),
+            collection=term_data([m for _, m in coll], features, workers=workers, markup=markup),
+            topics=term_data([m for _, m in tops], features, markup=markup),
             qrels={t: dict(d) for t, d in read_qrels(qrels).items()},
         )
 

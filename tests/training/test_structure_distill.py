@@ -253,3 +253,26 @@ def test_teacher_vectors_are_the_bundles_own_and_a_malformed_formula_gets_a_zero
     vectors = teacher_vectors(None, mathml, batch=2)
     np.testing.assert_allclose(vectors[[0, 2]], load_encoder(None).encode([FORMULAS[0], FORMULAS[1]]), atol=1e-5)
     assert not vectors[1].any() and vectors[0].any()
+
+
+def test_markup_terms_read_the_mathml_tree_and_stay_out_of_the_bm25_teacher() -> None:
+    from eqsearch.training.structure_data import markup_terms
+
+    mathml = (
+        '<math xmlns="http://www.w3.org/1998/Math/MathML"><semantics><mrow><msup><mi>x</mi><mn>2</mn></msup>'
+        '<mo>+</mo><mi>y</mi></mrow><annotation encoding="application/x-tex">x^2+y</annotation></semantics></math>'
+    )
+    terms = markup_terms(mathml)
+    assert terms["umi:x"] == 1 and terms["umo:+"] == 1 and terms["pmsup>mi:x"] == 1 and terms["pmsup>mn:2"] == 1
+    assert terms["cmsup|mo:+"] == 1 and terms["cmo:+|mi:y"] == 1 and terms["cmi:x|mn:2"] == 1
+    assert not any("annotation" in t or "x^2" in t for t in terms)
+    assert markup_terms("<math><mi>x</mi>") == Counter()
+    features = StructureFeatures()
+    plain, marked = term_data([mathml], features), term_data([mathml], features, markup=True)
+    assert len(marked.digest) == len(plain.digest) + len(terms)
+    assert marked.token.sum() == plain.token.sum()  # the BM25 teacher reads the same tokens
+    np.testing.assert_allclose(
+        Bm25Teacher.build(marked).self_scores(np.array([0])), Bm25Teacher.build(plain).self_scores(np.array([0]))
+    )
+    with pytest.raises(ValueError, match="a view has none"):
+        term_data([mathml], features, markup=True, view_seed=1)
