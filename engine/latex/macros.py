@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.latex.idioms import rewrite_idioms
 from eqsearch.engine.latex.preprocess import clean_latex, register_spacing
 from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, read_optional, skip_space
 
@@ -99,10 +100,6 @@ _INTERNALS = re.compile(
     r"\\[A-Za-z]*@[A-Za-z@]*|\\(?:csname|expandafter|futurelet|afterassignment|aftergroup|ifnum|ifdim|ifx|ifcase"
     r"|ifcat|ifcsname|ifdefined|noexpand|unexpanded|romannumeral|numexpr|dimexpr|ExplSyntaxOn|setbox|wd|ht|dp)(?![A-Za-z@])"
 )
-# \def\Xint#1{\mathchoice{\XXint\displaystyle\textstyle{#1}}..} with \def\XXint#1#2#3{{\setbox0=\hbox{..}..}}:
-# the TeX FAQ's integral with a sign through it, used as \def\dashint{\Xint-} and \def\ddashint{\Xint=}
-_XINT = re.compile(r"\s*\\Xint\s*([-=])\s*")
-_XINT_SIGNS = {"-": "\\mathop{\u2a0d}\\nolimits", "=": "\\mathop{\u2a0e}\\nolimits"}
 _DRAWS = re.compile(r"\\begin\s*\{(?:tikzcd|tikzpicture|xy|psmatrix)\}|\\tikz(?![A-Za-z@])")
 # \ifmmode A\else B\fi in a macro body: a formula is in math mode, so A
 _IFMMODE = re.compile(r"\\ifmmode(?![A-Za-z@])(.*?)(?:\\else(?![A-Za-z@]).*?)?\\fi(?![A-Za-z@])", re.DOTALL)
@@ -140,62 +137,6 @@ def _uses_every_parameter(body: str, nargs: int) -> bool:
     return used >= set(range(1, nargs + 1))
 
 
-_IFNEXTCHAR = re.compile(r"\s*\\@ifnextchar\s*(\\[A-Za-z@]+|[^\s{}\\])\s*")
-_FUTURELET = re.compile(r"\s*\\futurelet\s*\\[A-Za-z@]+\s*\\[A-Za-z@]+\s*")
-
-
-# \ifnum\lastnodetype>0\mskip\thinmuskip\fi: a space that depends on what came before (a differential's d)
-_SPACING_TEST = re.compile(r"\\if(?:num|dim)(?![A-Za-z@])((?:(?!\\if|\\fi(?![A-Za-z@])).)*?)\\fi(?![A-Za-z@])", re.S)
-_SPACING_WORDS = frozenset(
-    [
-        "lastnodetype",
-        "lastskip",
-        "lastkern",
-        "lastpenalty",
-        "mskip",
-        "mkern",
-        "kern",
-        "hskip",
-        "thinmuskip",
-        "medmuskip",
-        "thickmuskip",
-        "relax",
-        "else",
-        "z@",
-        "p@",
-    ]
-)
-
-
-def _drop_spacing_test(m: re.Match[str]) -> str:
-    inner = m.group(1)
-    words = {w for w in re.findall(r"\\([A-Za-z@]+)", inner)}
-    if "{" in inner or "}" in inner or not words <= _SPACING_WORDS:
-        return m.group(0)
-    return ""
-
-
-def _peeking(macro: MacroDef) -> MacroDef | None:
-    r"""A macro that looks at the token after it, made one the expansion here can take.
-
-    ``\@ifnextchar X{A}{B}`` (LaTeX's test of the next token, for optional forms) becomes an xparse macro with an
-    optional token ``X`` (``t X``) whose body puts ``X`` back after ``A``; ``\futurelet\next\decide`` (a look
-    ahead that only picks spacing, as in the "differential d" idiom) becomes nothing. None for any other macro.
-    """
-    if macro.spec is not None or macro.nargs or ("\\@ifnextchar" not in macro.body and "\\futurelet" not in macro.body):
-        return None
-    if _FUTURELET.fullmatch(macro.body):
-        return replace(macro, body="")
-    m = _IFNEXTCHAR.match(macro.body)
-    yes = None if m is None else read_argument(macro.body, m.end())
-    no = None if yes is None else read_argument(macro.body, yes[1])
-    if no is None or macro.body[no[1] :].strip():
-        return None
-    token = m.group(1)
-    body = f"\\IfBooleanTF{{#1}}{{{yes[0]} {token}}}{{{no[0]}}}"
-    return replace(macro, body=body, nargs=1, spec=f"t{token}")
-
-
 def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
     """Split and normalise a document's macros (later definitions of a name win, as in LaTeX).
 
@@ -221,14 +162,7 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
             continue
         if "\\ifx" in macro.body:  # \ifx#1\empty A\else B\fi: the general case, B, is what a formula means
             macro = replace(macro, body=_IFX.sub(lambda m: m.group(1) or "", macro.body))
-        peek = _peeking(macro)
-        if peek is not None:  # \@ifnextchar^{A}{B} / \futurelet\next\decide: what the next token decides
-            macro = peek
-        if "\\ifnum" in macro.body or "\\ifdim" in macro.body:  # a test of TeX's state that only picks spacing
-            macro = replace(macro, body=_SPACING_TEST.sub(_drop_spacing_test, macro.body))
-        xint = _XINT.fullmatch(macro.body)
-        if xint is not None:  # the TeX FAQ's average integral \def\dashint{\Xint-}: what it draws
-            macro = replace(macro, body=_XINT_SIGNS[xint.group(1)])
+        macro = rewrite_idioms(macro)  # \@ifnextchar, \futurelet, spacing tests, \Xint (engine.latex.idioms)
         if macro.delimiters is not None and macro.nargs == 1 and _INTERNALS.search(macro.body):
             # a paired delimiter whose body plays TeX group tricks (an active \given bar): the argument between them
             macro = replace(macro, body="#1")
