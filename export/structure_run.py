@@ -134,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--vector-weight", type=float, default=0.0, help="the teacher vectors' cosine weight")
     parser.add_argument(
+        "--align-weight", type=float, default=0.0, help="weight of 1 - cos(student, teacher vector) in the loss"
+    )
+    parser.add_argument(
         "--same-document", type=int, default=0, help="neighbours per group from the seed's own document"
     )
     parser.add_argument("--no-bundle", action="store_true")
@@ -171,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         bm25_weight=args.bm25_weight,
         same_document=args.same_document,
         markup=args.markup,
+        align_weight=args.align_weight,
         learning_rate=args.lr,
         tau_teacher=args.tau_teacher,
         tau_student=args.tau_student,
@@ -194,8 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         if len(every) != len(records):
             raise SystemExit(f"{args.teacher_vectors}: {len(every)} vectors for {len(records)} formulas")
         vectors = every[[not r.held_out for r in records]]
-    elif args.vector_weight:
-        raise SystemExit("--vector-weight needs --teacher-vectors")
+    elif args.vector_weight or args.align_weight:
+        raise SystemExit("--vector-weight and --align-weight need --teacher-vectors")
     if args.limit:
         training, training_docs = training[: args.limit], training_docs[: args.limit]
         vectors = None if vectors is None else vectors[: args.limit]

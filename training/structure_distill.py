@@ -48,6 +48,8 @@ class DistillConfig:
         bm25_weight: weight of the structural BM25 in the teacher (0: the other signals alone).
         same_document: of each group's ``per_seed - 1`` neighbours, this many are formulas of the seed's own
             document where it has them (the contextual positives), the rest mined by BM25 (`MinedBatches`).
+        align_weight: weight of a second loss, ``1 - cos(student, teacher vector)`` per formula: the student's
+            coordinates pulled onto the other encoder's (``TrainingData.vectors``), not only its similarities.
         markup: the model also reads the MathML tree's own terms (`training.structure_data.markup_terms`; an
             experiment the runtime encoder does not serve yet).
         learning_rate, warmup_steps: AdamW (no weight decay), linear warm-up then cosine decay to a tenth.
@@ -72,6 +74,7 @@ class DistillConfig:
     bm25_weight: float = 1.0
     same_document: int = 0
     markup: bool = False
+    align_weight: float = 0.0
     learning_rate: float = 2e-3
     warmup_steps: int = 100
     seed: int = 0
@@ -308,6 +311,8 @@ def train(
         prefetch_factor=4 if config.workers else None,
         persistent_workers=False,
     )
+    if config.align_weight and data.vectors is None:
+        raise ValueError("align_weight needs the teacher's vectors (TrainingData.vectors)")
     history: dict[str, Any] = {"loss": [], "evals": [], "device": str(device)}
     start = time.perf_counter()
     running = 0.0
@@ -322,6 +327,9 @@ def train(
             v = model(w["ids"], w["weights"], w["graph"], w["graph_sizes"])
         teacher = torch.as_tensor(batch["teacher"]).to(device)
         loss = distill_loss(z, v, teacher, config.tau_teacher, config.tau_student)
+        if config.align_weight and data.vectors is not None:
+            target = torch.as_tensor(data.vectors[np.asarray(batch["items"])]).to(device)
+            loss = loss + config.align_weight * (1.0 - (z * target).sum(dim=1)).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
