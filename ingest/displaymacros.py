@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from eqsearch.engine.latex.macros import MacroDef, parse_argument_spec, read_spec_arguments, resolve_conditionals
+from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.engine.latex.scan import read_argument, read_optional
+from eqsearch.engine.latex.xparse import parse_argument_spec, read_spec_arguments, resolve_conditionals
 from eqsearch.ingest.errors import DocumentTooLargeError
 
 if TYPE_CHECKING:

@@ -13,8 +13,9 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from eqsearch.engine.latex.macros import MacroDef, format_argument_spec, parse_argument_spec
+from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.engine.latex.scan import read_argument, read_optional
+from eqsearch.engine.latex.xparse import format_argument_spec, parse_argument_spec
 from eqsearch.ingest.macroloops import delimited_spec, named_definitions, unrolled_loops
 from eqsearch.ingest.mathfonts import declared_alphabets
 from eqsearch.ingest.records import Issue

@@ -1,37 +1,9 @@
 """A document's macros made ready for KaTeX: xparse argument types, paired delimiters, the package fallback table,
 and the definitions no converter can expand (no KaTeX needed)."""
 
-import pytest
-from eqsearch.engine.latex.macros import (
-    MacroDef,
-    build_katex_macros,
-    expand_macros,
-    format_argument_spec,
-    parse_argument_spec,
-    resolve_conditionals,
-)
+from eqsearch.engine.latex.macros import MacroDef, build_katex_macros, expand_macros
 from eqsearch.engine.latex.packages import KNOWN_PACKAGES, PACKAGE_MACROS
-
-
-@pytest.mark.parametrize(
-    ("spec", "parsed"),
-    [
-        ("s o m", [("s", ""), ("o", ""), ("m", "")]),
-        ("som", [("s", ""), ("o", ""), ("m", "")]),
-        ("O{1} m", [("O", "1"), ("m", "")]),
-        ("m O{\\alpha}", [("m", ""), ("O", "\\alpha")]),
-        ("t* m", [("t", "*"), ("m", "")]),
-        ("r() m", [("r", "()"), ("m", "")]),
-        ("D(){x} m", [("r", "()"), ("m", "")]),
-        ("+m g", [("m", ""), ("g", "")]),
-        ("u{\\eeas}", [("u", "\\eeas")]),
-        ("v", [("m", "")]),
-        ("a", [("a", "")]),
-    ],
-)
-def test_argument_specs(spec, parsed):
-    assert parse_argument_spec(spec) == parsed
-    assert parse_argument_spec(format_argument_spec(parsed)) == parsed
+from eqsearch.engine.latex.xparse import parse_argument_spec, resolve_conditionals
 
 
 def test_xparse_command_reads_its_arguments_by_type_and_decides_its_conditionals():
@@ -47,12 +19,6 @@ def test_xparse_command_reads_its_arguments_by_type_and_decides_its_conditionals
     assert expand_macros("\\norm{x}", macros) == "\\|x\\|"
     assert expand_macros("\\norm*{x}", macros) == "\\left\\|x\\right\\|"
     assert expand_macros("\\norm[\\big]{x}", macros) == "\\big\\|x\\big\\|"
-
-
-def test_conditionals_left_alone_when_their_test_is_not_known():
-    assert resolve_conditionals("\\IfBooleanTF{#1}{a}{b}") == "\\IfBooleanTF{#1}{a}{b}"
-    assert resolve_conditionals("\\IfValueT{x}{yes}") == "yes"
-    assert resolve_conditionals("\\IfNoValueF{-NoValue-}{no}") == ""
 
 
 def test_paired_delimiters_plain_starred_and_sized():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from eqsearch.engine.latex.converter import KatexConfig, KatexConverter
 from eqsearch.engine.latex.install import KatexNotInstalledError, check_installed
-from eqsearch.engine.latex.macros import parse_argument_spec
 from eqsearch.engine.latex.packages import PACKAGE_MACROS
+from eqsearch.engine.latex.xparse import parse_argument_spec
 
 _ARGUMENT = {"m": "{x}", "g": "{y}", "a": "(x)", "o": "", "O": "", "s": "", "t": "", "r": "", "u": ""}
 
