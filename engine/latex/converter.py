@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from eqsearch.engine.latex.diagrams import diagram_kind, replace_diagrams
 from eqsearch.engine.latex.install import DEFAULT_KATEX_DIR, check_installed
 from eqsearch.engine.latex.macros import (
     KatexMacros,
@@ -42,7 +43,7 @@ from eqsearch.engine.latex.macros import (
     expand_macros,
 )
 from eqsearch.engine.latex.plaintex import change_case, resolve_ensuremath
-from eqsearch.engine.latex.preprocess import diagram_kind, preprocess_latex, replace_diagrams
+from eqsearch.engine.latex.preprocess import preprocess_latex
 from eqsearch.engine.latex.worker import ConversionJob, KatexWorker
 
 __all__ = ["REASONS", "ConversionResult", "KatexConfig", "KatexConverter"]

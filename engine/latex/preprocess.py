@@ -14,8 +14,7 @@ Two steps, both pure functions of the text:
   breqn's darray -> ``array``, and a body of any other display (``equation``, ``$$``, ``\\[``) with a top-level ``&``
   or ``\\\\`` -> ``aligned``.
 
-`diagram_kind` tells a commutative diagram or picture (tikz-cd, TikZ, xymatrix, xy-pic) from an equation: KaTeX
-draws none of them, so the converter keeps them as diagrams instead of failing them.
+Diagrams and pictures, which KaTeX does not draw, are told apart in `engine.latex.diagrams`.
 """
 
 from __future__ import annotations
@@ -30,10 +29,8 @@ from eqsearch.engine.latex.scan import read_argument, read_optional, skip_space
 
 __all__ = [
     "clean_latex",
-    "diagram_kind",
     "preprocess_latex",
     "register_spacing",
-    "replace_diagrams",
     "wrap_environment",
 ]
 
@@ -305,12 +302,6 @@ _ALIGN_LIKE = frozenset({"align", "flalign", "empheq", "split", "aligned"})
 _ALIGNAT_LIKE = frozenset({"alignat", "xalignat", "xxalignat", "alignedat"})
 _GATHER_LIKE = frozenset({"gather", "multline", "gathered", "dmath", "dseries"})
 _ARRAY_LIKE = frozenset({"eqnarray", "IEEEeqnarray", "darray"})
-# whole pictures: tikz-cd, TikZ, xy-pic, pst-node, diagrams.sty, dynkin-diagrams (\dynkin, \hasse), diagxy (\bfig),
-# feynmf/feynmp and TikZ-Feynman diagrams
-_DIAGRAM = re.compile(
-    r"\\begin\s*\{(tikzcd|tikzpicture|xy|psmatrix|diagram|fmffile|fmfgraph\*?|feynman)\}"
-    r"|\\(xymatrix|xygraph|xyC|dynkin|dynkins|hasse|bfig|feynmandiagram|Qcircuit)(?![A-Za-z@])"
-)
 #: Environments KaTeX knows that may come as a whole display: re-wrapped as they are.
 _KATEX_ENVIRONMENTS = frozenset(
     {"array", "matrix", "pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "cases", "dcases", "rcases", "CD"}
@@ -381,64 +372,6 @@ def wrap_environment(body: str, environment: str) -> str:
     if name in _ALIGN_LIKE or has_amp or has_newline:
         return f"\\begin{{aligned}}{body}\\end{{aligned}}"
     return body
-
-
-def diagram_kind(latex: str) -> str | None:
-    """The kind of diagram an equation body holds (``tikzcd``, ``tikzpicture``, ``xymatrix``, ``xy``, ...), or None."""
-    m = _DIAGRAM.search(latex) if "\\" in latex else None
-    return None if m is None else (m.group(1) or m.group(2))
-
-
-_DIAGRAM_ENVIRONMENT = re.compile(r"\\begin\s*\{(tikzcd|tikzpicture|xy|psmatrix)\}.*?\\end\s*\{\1\}", re.DOTALL)
-
-
-def replace_diagrams(latex: str) -> tuple[str, list[str]]:
-    """Diagram environments inside a formula (a macro that draws an arrow in a rule's label) replaced by a
-    ``[diagram]`` placeholder, so that the formula around them converts; returns the text and the kinds replaced."""
-    kinds: list[str] = []
-
-    def placeholder(m: re.Match[str]) -> str:
-        kinds.append(m.group(1))
-        return "\\text{[diagram]}"
-
-    latex = _DIAGRAM_ENVIRONMENT.sub(placeholder, latex)
-    if "\\tikz" in latex:
-        latex = _inline_tikz(latex, kinds)
-    if "\\includegraphics" in latex:  # a picture file set inside the formula (a tensor-network equation)
-        latex = _IMAGE.sub(lambda m: kinds.append("includegraphics") or "\\text{[diagram]}", latex)
-    return latex, kinds
-
-
-_IMAGE = re.compile(r"\\includegraphics\*?\s*(?:\[[^\]]*\]\s*)*\{[^{}]*\}")
-
-
-_TIKZ = re.compile(r"\\tikz(?![A-Za-z@])\s*(?:\[[^\]]*\])?\s*")
-# \tikz{\node[scale=.7, circle]{$\bullet$};}: one node without a border or a fill, its text only
-_TIKZ_NODE = re.compile(r"\s*\\node\s*(?:\[([^\]]*)\])?\s*(?:\([^)]*\)\s*)?(?:at\s*\([^)]*\)\s*)?\{(.*)\}\s*;\s*", re.S)
-
-
-def _inline_tikz(latex: str, kinds: list[str]) -> str:
-    """``\\tikz{...}`` or ``\\tikz[options] \\draw ...;`` (a picture drawn inside a formula) -> ``[diagram]``."""
-    out: list[str] = []
-    pos = 0
-    for m in _TIKZ.finditer(latex):
-        if m.start() < pos:
-            continue
-        if latex.startswith("{", m.end()):
-            arg = read_argument(latex, m.end())
-            end = len(latex) if arg is None else arg[1]
-        else:
-            semicolon = latex.find(";", m.end())
-            end = len(latex) if semicolon < 0 else semicolon + 1
-        node = _TIKZ_NODE.fullmatch(latex, m.end() + 1, end - 1) if latex.startswith("{", m.end()) else None
-        if node is not None and ";" not in node.group(2) and not re.search(r"\b(?:draw|fill)\b", node.group(1) or ""):
-            out += [latex[pos : m.start()], f"\\text{{{node.group(2)}}}"]  # a lone node: what it shows is its text
-        else:
-            out += [latex[pos : m.start()], "\\text{[diagram]}"]
-            kinds.append("tikz")
-        pos = end
-    out.append(latex[pos:])
-    return "".join(out)
 
 
 # \mskip.3\thinmuskip: a multiple of a math spacing register, which KaTeX cannot read, in mu (3, 4 and 5 mu)

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import pytest
 from eqsearch.engine.latex.macros import MacroDef, MacroExpansionError, build_katex_macros, expand_macros
-from eqsearch.engine.latex.preprocess import (
-    clean_latex,
-    diagram_kind,
-    preprocess_latex,
-    replace_diagrams,
-    wrap_environment,
-)
+from eqsearch.engine.latex.preprocess import clean_latex, preprocess_latex, wrap_environment
 
 
 @pytest.mark.parametrize(
@@ -141,25 +135,6 @@ def test_self_recursive_expansion_stops():
     growing = build_katex_macros([MacroDef("\\g", "\\g{#1}\\g{#1}", nargs=1, default="")])
     with pytest.raises(MacroExpansionError):
         expand_macros(r"\g{x}", growing, max_expansions=10**6, max_length=5000)
-
-
-@pytest.mark.parametrize(
-    ("latex", "kind"),
-    [
-        (r"\begin{tikzcd} A \arrow[r] & B \end{tikzcd}", "tikzcd"),
-        (r"\begin{tikzpicture}\draw (0,0) -- (1,1);\end{tikzpicture}", "tikzpicture"),
-        (r"\xymatrix{A \ar[r] & B}", "xymatrix"),
-        (r"\begin{CD} A @>>> B \end{CD}", None),  # amscd: KaTeX draws it
-        (r"a + b", None),
-    ],
-)
-def test_diagram_kind(latex, kind):
-    assert diagram_kind(latex) == kind
-
-
-def test_diagrams_inside_a_formula_become_placeholders():
-    text, kinds = replace_diagrams(r"\dfrac{a}{b} \; \begin{tikzcd} {} \ar[u] \end{tikzcd}")
-    assert text == r"\dfrac{a}{b} \; \text{[diagram]}" and kinds == ["tikzcd"]
 
 
 def test_proof_trees_are_rewritten_before_cleaning():
