@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.engine.latex.scan import read_argument, read_optional
 from eqsearch.engine.latex.xparse import format_argument_spec, parse_argument_spec
+from eqsearch.ingest.macrocycles import drop_recursive
 from eqsearch.ingest.macroloops import delimited_spec, named_definitions, unrolled_loops
 from eqsearch.ingest.mathfonts import declared_alphabets
 from eqsearch.ingest.records import Issue
@@ -71,7 +72,6 @@ _DEFINER_ALIAS = re.compile(
     r"|let\s*(\\[A-Za-z@]+)\s*=?\s*\\(" + _ALL_DEFINERS + r"))(?![A-Za-z@])"
 )
 _NAME = re.compile(r"\\(?:[A-Za-z@]+|[^A-Za-z@\s])\Z")
-_CS = re.compile(r"\\[A-Za-z@]+")
 _DEF_PARAMS = re.compile(r"(?:#\d)*\Z")
 _DELIMITED_ONE = re.compile(r"#1\s*(\\[A-Za-z@]+)\s*\Z")  # \def\beas#1\eeas{...}: one argument up to a command
 _DEF_NAME = re.compile(r"\s*(\\(?:[A-Za-z@]+|.))")
@@ -138,7 +138,7 @@ def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMa
     made = _definer_macro_uses(f"{text}\n{loops}" if loops else text, table)
     if made:
         _read_definitions(made, table, definer, aliases)
-    _drop_recursive(table)
+    drop_recursive(table)
     split_display_macros(table)
     return table
 
@@ -281,7 +281,7 @@ def take_definitions(text: str, table: DocumentMacros) -> str:
         kept.append(text[pos : m.start()])
         pos = scan = max(end, m.end())
     kept.append(text[pos:])
-    _drop_recursive(table)
+    drop_recursive(table)
     return "".join(kept)
 
 
@@ -474,73 +474,6 @@ def _is_display_name(name: str) -> bool:
     from eqsearch.ingest.mathenv import DISPLAY_ENVIRONMENTS
 
     return name.rstrip("*") in DISPLAY_ENVIRONMENTS
-
-
-def _drop_recursive(table: DocumentMacros) -> None:
-    names = table.macros
-    graph = {name: {cs for cs in _CS.findall(m.body) if cs in names} for name, m in names.items()}
-    cyclic = _nodes_on_cycles(graph)
-    # On a cycle through a \let alias of a built-in (\let\oldsqrt\sqrt, then \renewcommand{\sqrt}{..\oldsqrt..}),
-    # dropping the redefinition leaves the alias pointing at the built-in, which is what TeX meant.
-    keep = {name for name in cyclic if names[name].source == "let"}
-    drop = cyclic - keep if cyclic - keep else cyclic
-    aliased = {m.body for name, m in names.items() if name in keep}
-    for name in [n for n in names if n in drop]:
-        if name in aliased:
-            message = f"{name} is redefined through a \\let alias of its old meaning; dropped (the built-in stays)"
-        else:
-            message = f"{name} expands to itself (directly or through other macros); dropped"
-        table.issues.append(Issue("recursive_macro", message))
-        del table.macros[name]
-
-
-def _nodes_on_cycles(graph: dict[str, set[str]]) -> set[str]:
-    """Tarjan's strongly connected components, iteratively; returns the nodes on some cycle."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    result: set[str] = set()
-    counter = 0
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(graph[root]))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            advanced = False
-            for child in children:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(graph[child])))
-                    advanced = True
-                    break
-                if child in on_stack:
-                    low[node] = min(low[node], index[child])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    component.append(w)
-                    if w == node:
-                        break
-                if len(component) > 1 or node in graph[node]:
-                    result.update(component)
-    return result
 
 
 __all__ = ["DocumentMacros", "expand_environments", "extract_macros", "take_definitions"]
