@@ -9,14 +9,7 @@ import subprocess
 import pytest
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.fetch_corpus import HtmlManual, _fetch_manual
-from eqsearch.ingest.htmlmath import (
-    citation_entries,
-    extract_html_paper,
-    mathjax_macros,
-    parse_html,
-    split_display,
-    split_inline,
-)
+from eqsearch.ingest.htmlmath import citation_entries, extract_html_paper, parse_html
 from eqsearch.ingest.pipeline import process_task
 from eqsearch.ingest.records import Paper
 from eqsearch.ingest.sources import discover, load_paper
@@ -111,39 +104,6 @@ def test_mathjax_scripts_and_delimiters_in_text():
         ("\\GF", "\\Bold{F}_{#1}", 1, "mathjax"),
         ("\\Bold", "\\mathbf{#1}", 1, "mathjax"),
     ]
-
-
-def test_mathjax_macros_both_versions_and_bad_input():
-    script = """MathJax.Hub.Config({TeX: {Macros: {
-      R: "{\\\\mathbb R}", 'Q': '\\\\mathbb{Q}',
-      norm: ["\\\\left\\\\| #1 \\\\right\\\\|", 1], opt: ["#1^{#2}", 2, "x"]
-    }}});
-    window.MathJax = {tex: {macros: {half: "\\\\frac12"}}};
-    Macros: {broken: [1, 2]} Macros: {"""
-    assert [(m.name, m.body, m.nargs, m.default) for m in mathjax_macros(script)] == [
-        ("\\R", "{\\mathbb R}", 0, None),
-        ("\\Q", "\\mathbb{Q}", 0, None),
-        ("\\norm", "\\left\\| #1 \\right\\|", 1, None),
-        ("\\opt", "#1^{#2}", 2, "x"),
-        ("\\half", "\\frac12", 0, None),
-    ]
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        ("\\[a\\]", ("a", "\\[")),
-        ("$$ a $$", ("a", "$$")),
-        ("\\begin{align*} a &= b \\end{align*}.", ("a &= b", "align*")),
-        ("\\begin{align} a \\end{align} \\begin{align} b \\end{align}", (
-            "\\begin{align} a \\end{align} \\begin{align} b \\end{align}", "\\[")),
-        ("\\[a\\] and \\[b\\]", ("\\[a\\] and \\[b\\]", "\\[")),
-        ("\\begin{split} a \\\\ b \\end{split}", ("\\begin{split} a \\\\ b \\end{split}", "\\[")),
-        ("x^2", ("x^2", "\\[")),
-    ],
-)  # fmt: skip
-def test_split_display(raw, expected):
-    assert split_display(raw) == expected
 
 
 def test_converted_end_to_end():
@@ -336,22 +296,6 @@ def test_dollars_are_math_only_where_the_mathjax_configuration_says_so():
         == [e.latex for e in off.equations()]
         == ["\\sum_{k=1}^n k = \\frac{n(n+1)}{2}"]
     )
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        ("$a+b$", ("a+b", "$")),
-        (" $ |x| $ ", ("|x|", "$")),
-        ("\\(a\\)", ("a", "\\(")),
-        ("a^2", ("a^2", "\\(")),
-        ("$a$ and $b$", ("$a$ and $b$", "\\(")),  # not one formula: left as it is
-        ("\\(\\ \\star\\ \\)", ("\\ \\star", "\\(")),  # a trailing control space goes, not half of it (sasmodels)
-        ("\\(a\\\\ \\)", ("a\\\\", "\\(")),  # a line break does not
-    ],
-)
-def test_split_inline(raw, expected):
-    assert split_inline(raw) == expected
 
 
 def test_inline_extraction_is_deterministic():
