@@ -18,8 +18,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from eqsearch.engine.latex.macros import MacroDef
-from eqsearch.engine.latex.scan import read_argument, read_optional
+from eqsearch.engine.latex.macros import MacroDef, read_macro_arguments
 from eqsearch.engine.latex.xparse import parse_argument_spec, read_spec_arguments, resolve_conditionals
 from eqsearch.ingest.errors import DocumentTooLargeError
 
@@ -125,16 +124,7 @@ def _use(macro: MacroDef, text: str, end: int) -> tuple[str, int]:
     if macro.spec is not None:
         args, end = read_spec_arguments(parse_argument_spec(macro.spec), text, end)
         return _separated(resolve_conditionals(_substitute(macro.body, args)), text, end), end
-    args: list[str] = []
-    if macro.default is not None:
-        optional, end = read_optional(text, end)
-        args.append(macro.default if optional is None else optional)
-    while len(args) < macro.nargs:
-        arg = read_argument(text, end)
-        if arg is None:
-            break
-        args.append(arg[0])
-        end = arg[1]
+    args, end = read_macro_arguments(macro, text, end)
     return _separated(_substitute(macro.body, args), text, end), end
 
 

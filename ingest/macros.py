@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from eqsearch.engine.latex.macros import MacroDef
-from eqsearch.engine.latex.scan import read_argument, read_optional
+from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optional
 from eqsearch.engine.latex.xparse import format_argument_spec, parse_argument_spec
 from eqsearch.ingest.macrocycles import drop_recursive
 from eqsearch.ingest.macroloops import delimited_spec, named_definitions, unrolled_loops
@@ -194,14 +194,7 @@ def _definer_macro_uses(text: str, table: DocumentMacros) -> str:
         if k >= 0 and inside[k][0] <= m.start() < inside[k][1]:
             continue  # inside a definition (the definer's own, or a body that uses it)
         macro = definers[m.group(1)]
-        args: list[str] = []
-        end = m.end()
-        while len(args) < macro.nargs:
-            arg = read_argument(text, end)
-            if arg is None:
-                break
-            args.append(arg[0])
-            end = arg[1]
+        args, _ = read_arguments(text, m.end(), macro.nargs)
         if len(args) == macro.nargs:
             made.append(named_definitions(_substitute_parameters(macro.body, args)))
     return "\n".join(made)

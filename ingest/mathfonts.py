@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from eqsearch.engine.latex.macros import MacroDef
-from eqsearch.engine.latex.scan import read_argument
+from eqsearch.engine.latex.scan import read_arguments
 
 __all__ = ["declared_alphabets"]
 
@@ -62,14 +62,7 @@ def declared_alphabets(text: str) -> list[MacroDef]:
         return []
     made: list[MacroDef] = []
     for m in _DECLARE.finditer(text):
-        parts: list[str] = []
-        end = m.end()
-        for _ in range(5):
-            arg = read_argument(text, end)
-            if arg is None:
-                break
-            parts.append(arg[0].strip())
-            end = arg[1]
+        parts = [part.strip() for part in read_arguments(text, m.end(), 5)[0]]
         if len(parts) < 5 or not re.fullmatch(r"\\[A-Za-z@]+", parts[0]) or parts[0] in _KATEX_ALPHABETS:
             continue
         name, _encoding, family, series, shape = parts

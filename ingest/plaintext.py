@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from eqsearch.engine.latex.scan import read_argument, read_optional
+from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optional
 
 _DISPLAY = re.compile(
     r"\$\$.*?\$\$|(?<!\\)\\\[.*?(?<!\\)\\\]|\\begin\s*\{(equation|align|gather|multline|flalign|alignat|eqnarray|"
@@ -83,13 +83,7 @@ def _argument_commands(text: str) -> str:
         if m.start() < pos:
             continue
         count, keep = _ARGUMENT_RULES[m.group(1)]
-        end, args = m.end(), []
-        for _ in range(count):
-            arg = read_argument(text, end)
-            if arg is None:
-                break
-            args.append(arg[0])
-            end = arg[1]
+        args, end = read_arguments(text, m.end(), count)
         out.append(text[pos : m.start()])
         out.append(" " + args[keep] + " " if keep is not None and keep < len(args) else " ")
         pos = end

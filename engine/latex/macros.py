@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.latex.idioms import rewrite_idioms
 from eqsearch.engine.latex.preprocess import clean_latex, register_spacing
-from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, read_optional
+from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_arguments, read_optional
 from eqsearch.engine.latex.xparse import parse_argument_spec, read_spec_arguments, resolve_conditionals
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "MacroExpansionError",
     "build_katex_macros",
     "expand_macros",
+    "read_macro_arguments",
 ]
 
 
@@ -210,18 +211,20 @@ def _replacement(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:
     if macro.spec is not None:
         args, end = read_spec_arguments(parse_argument_spec(macro.spec), latex, end)
         return resolve_conditionals(_substitute(macro.body, args)), end
+    args, end = read_macro_arguments(macro, latex, end)
+    replaced = _substitute(macro.body, args)
+    return (resolve_conditionals(replaced) if "\\ifthenelse" in replaced else replaced), end
+
+
+def read_macro_arguments(macro: MacroDef, latex: str, end: int) -> tuple[list[str], int]:
+    """The arguments of one use of a ``\\newcommand``-style macro whose name ends at ``end``: the optional first one
+    (its default when absent), then mandatory ones up to ``macro.nargs`` in all; and where the use ends."""
     args: list[str] = []
     if macro.default is not None:
         optional, end = read_optional(latex, end)
         args.append(macro.default if optional is None else optional)
-    while len(args) < macro.nargs:
-        arg = read_argument(latex, end)
-        if arg is None:
-            break
-        args.append(arg[0])
-        end = arg[1]
-    replaced = _substitute(macro.body, args)
-    return (resolve_conditionals(replaced) if "\\ifthenelse" in replaced else replaced), end
+    more, end = read_arguments(latex, end, macro.nargs - len(args))
+    return args + more, end
 
 
 def _paired_delimiter(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:
@@ -231,13 +234,7 @@ def _paired_delimiter(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:
     if star:
         end += 1
     size, end = (None, end) if star else read_optional(latex, end)
-    args: list[str] = []
-    while len(args) < max(1, macro.nargs):
-        arg = read_argument(latex, end)
-        if arg is None:
-            break
-        args.append(arg[0])
-        end = arg[1]
+    args, end = read_arguments(latex, end, max(1, macro.nargs))
     size = (size or "").strip()
     middle = "\\middle" if star else size
     inner = _substitute(macro.body, args).replace("\\delimsize", middle)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from eqsearch.engine.latex.arrays import rewrite_array_specs, rewrite_tabulars
 from eqsearch.engine.latex.plaintex import rewrite_plain_tex, stagger_indices
 from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
-from eqsearch.engine.latex.scan import read_argument, read_optional, skip_space
+from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optional, skip_space
 
 __all__ = [
     "clean_latex",
@@ -63,12 +63,7 @@ def _drop_with_argument(text: str, end: int) -> tuple[str, int]:
 
 def _drop_arguments(count: int) -> _Rule:
     def rule(text: str, end: int) -> tuple[str, int]:
-        for _ in range(count):
-            arg = read_argument(text, end)
-            if arg is None:
-                break
-            end = arg[1]
-        return "", end
+        return "", read_arguments(text, end, count)[1]
 
     return rule
 

@@ -18,6 +18,7 @@ __all__ = [
     "document_body",
     "group_end",
     "read_argument",
+    "read_arguments",
     "read_optional",
     "skip_space",
     "strip_comments",
@@ -237,6 +238,23 @@ def read_argument(text: str, pos: int) -> tuple[str, int] | None:
         m = CONTROL_SEQUENCE.match(text, pos)
         return None if m is None else (m.group(), m.end())
     return c, pos + 1
+
+
+def read_arguments(text: str, pos: int, count: int) -> tuple[list[str], int]:
+    """Read up to ``count`` mandatory arguments from ``pos`` (`read_argument` each), stopping at the first missing one.
+
+    Returns:
+        ``(arguments, end)``: the arguments read (fewer than ``count`` when one is missing) and the offset just past
+        the last of them (``pos`` when none was read).
+    """
+    args: list[str] = []
+    for _ in range(count):
+        arg = read_argument(text, pos)
+        if arg is None:
+            break
+        args.append(arg[0])
+        pos = arg[1]
+    return args, pos
 
 
 def read_optional(text: str, pos: int) -> tuple[str | None, int]:

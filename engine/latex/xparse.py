@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from eqsearch.engine.latex.scan import read_argument, read_optional, skip_space
+from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optional, skip_space
 
 __all__ = [
     "BOOLEAN_FALSE",
@@ -178,14 +178,7 @@ def resolve_conditionals(text: str, limit: int = 200) -> str:
         if test is None:
             position = m.end()
             continue
-        branches: list[str] = []
-        end = test[1]
-        for _ in range(len(m.group(2))):
-            arg = read_argument(text, end)
-            if arg is None:
-                break
-            branches.append(arg[0])
-            end = arg[1]
+        branches, end = read_arguments(text, test[1], len(m.group(2)))
         value = test[0].strip()
         if len(branches) < len(m.group(2)) or (m.group(1) == "Boolean" and value not in (BOOLEAN_TRUE, BOOLEAN_FALSE)):
             position = m.end()

@@ -7,6 +7,7 @@ from eqsearch.engine.latex.scan import (
     document_body,
     group_end,
     read_argument,
+    read_arguments,
     read_optional,
     strip_comments,
     strip_sweave,
@@ -143,6 +144,13 @@ def test_argument_lone_backslash_at_the_end_is_no_argument():
 
 
 # Optional arguments
+
+
+def test_arguments_stop_at_the_first_missing_one_and_end_past_the_last_read():
+    assert read_arguments(r"\frac {a} b c", 5, 2) == (["a", "b"], 11)
+    assert read_arguments(r"\x{a} } {b}", 2, 3) == (["a"], 5)  # the } closes an outer group: nothing after it
+    assert read_arguments(r"\x", 2, 2) == ([], 2)
+    assert read_arguments(r"\x{a}", 2, 0) == ([], 2)
 
 
 def test_optional_content_and_end():
