@@ -27,20 +27,6 @@ from eqsearch.engine.model.featurize import featurize_many
 from eqsearch.engine.model.vocabulary import build_vocabulary
 from lxml import etree
 
-ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-
-
-@pytest.fixture(scope="module")
-def converter():
-    try:
-        check_installed()
-    except KatexNotInstalledError as error:
-        if ON_CI:
-            pytest.fail(f"KaTeX is required on CI: {error}", pytrace=False)
-        pytest.skip(str(error))
-    with KatexConverter(KatexConfig(workers=1)) as conv:
-        yield conv
-
 
 def assert_ok(result: ConversionResult) -> etree._Element:
     assert result.status == "ok", result

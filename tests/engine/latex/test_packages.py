@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-from eqsearch.engine.latex.converter import KatexConfig, KatexConverter
-from eqsearch.engine.latex.install import KatexNotInstalledError, check_installed
 from eqsearch.engine.latex.packages import PACKAGE_MACROS
 from eqsearch.engine.latex.xparse import parse_argument_spec
 
@@ -22,16 +19,6 @@ def use(name: str) -> str:
     if name in ("\\mleft", "\\mmiddle", "\\mright"):  # delimiters, used as a whole
         return "\\mleft( z \\mmiddle| z \\mright)"
     return before + name + (inside or "{x}" * macro.nargs) + " z"
-
-
-@pytest.fixture(scope="module")
-def converter():
-    try:
-        check_installed()
-    except KatexNotInstalledError as error:
-        pytest.skip(str(error))
-    with KatexConverter(KatexConfig(workers=1)) as conv:
-        yield conv
 
 
 def test_every_package_command_renders(converter):

@@ -4,20 +4,8 @@ graphicx boxes holding ``$..$``, T1 glyphs, Euler script, case changes after exp
 from __future__ import annotations
 
 import pytest
-from eqsearch.engine.latex.converter import KatexConfig, KatexConverter
-from eqsearch.engine.latex.install import KatexNotInstalledError, check_installed
 from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.engine.latex.plaintex import change_case, resolve_ensuremath, stagger_indices
-
-
-@pytest.fixture(scope="module")
-def converter():
-    try:
-        check_installed()
-    except KatexNotInstalledError as error:
-        pytest.skip(str(error))
-    with KatexConverter(KatexConfig(workers=1)) as conv:
-        yield conv
 
 
 @pytest.mark.parametrize(
