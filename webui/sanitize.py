@@ -7,7 +7,7 @@ it is escaped whole and only those marks become ``<mark>``, so stored text such 
 visible, inert text.
 
 The one attribute a formula gains here is ``class="eqsearch-match"`` (`MATCH_CLASS`), set by the sanitiser itself on
-the elements a search says matched the query (pre-order element indices, `engine.model.patterns.FormulaHighlight`);
+the elements a search says matched the query (pre-order element indices, `engine.model.highlights.FormulaHighlight`);
 a ``class`` in the input is dropped like any attribute outside the list. A ``mathvariant`` that MathML Core does not
 draw (``\\mathbb{R}``'s ``double-struck``) is written as the styled Unicode letters instead (`mathvariants`), and
 spacing, accents and primes are set as TeX sets them (`typeset`).

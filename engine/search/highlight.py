@@ -1,13 +1,14 @@
 """Which elements of a hit's formula matched the query formula, for the page to mark.
 
 With variables, the pattern's match and each variable's binding; without, the largest sub-expression the hit
-shares with the query (`engine.model.patterns.SharedSubexpressions`). Indices point into the hit's MathML, so a
+shares with the query (`engine.model.highlights.SharedSubexpressions`). Indices point into the hit's MathML, so a
 hit without MathML (its LaTeX did not convert) gets none.
 """
 
 from __future__ import annotations
 
-from eqsearch.engine.model.patterns import FormulaHighlight, match_pattern, pattern_highlight
+from eqsearch.engine.model.highlights import FormulaHighlight, pattern_highlight
+from eqsearch.engine.model.patterns import match_pattern
 from eqsearch.engine.model.structure import parse_layout
 from eqsearch.engine.search.query_formula import QueryFormula
 

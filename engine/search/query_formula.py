@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from eqsearch.engine.model.highlights import SharedSubexpressions
 from eqsearch.engine.model.patterns import (
     QueryPattern,
-    SharedSubexpressions,
     mark_variables,
     pattern_structure,
     variables_as_letters,

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from eqsearch.engine.model.patterns import FormulaHighlight
+from eqsearch.engine.model.highlights import FormulaHighlight
 from eqsearch.engine.search.fusion import Fused
 from eqsearch.engine.search.query import HybridQuery
 

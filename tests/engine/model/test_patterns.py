@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import pytest
 from eqsearch.engine.latex import KatexConverter
+from eqsearch.engine.model.highlights import layout_text, pattern_highlight, shared_subexpression
 from eqsearch.engine.model.patterns import (
     MAX_VARIABLES,
     QueryVariableError,
-    layout_text,
     mark_variables,
     match_pattern,
-    pattern_highlight,
     pattern_structure,
     read_query_variables,
-    shared_subexpression,
     variables_as_letters,
 )
 from eqsearch.engine.model.structure import formula_structure, parse_layout, parse_layout_latex
