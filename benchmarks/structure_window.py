@@ -315,10 +315,66 @@ def cost(args: argparse.Namespace) -> None:
     print(json.dumps(out))
 
 
+def breakdown(args: argparse.Namespace) -> None:
+    """Node CPU per structural request of the kNN first stage (W = the first ``--windows``), replayed alone in
+    interleaved rounds: the kNN window only, + the BM25 rescore, + the sub-expression rescore (as sent); beside the
+    default's structural request as sent."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from plugin_rerank import node_cpu_ms
+
+    client, _ = connect(EsConfig.from_env())
+    topics = read_formula_file(args.topics, "topic")
+    bag = load_encoder(args.bundle)
+    index = alias_name(args.into, "equations")
+    default = get_ranker(DEFAULT_RANKER)
+    query_module.STRUCTURE_KNN_CANDIDATES_FACTOR = args.factor
+    bodies: dict[str, list[dict[str, Any]]] = {}
+    with KatexConverter() as converter:
+        encoder = load_encoder(None)
+        plain = _service(client, encoder, converter, args.into, default, None, 100)
+        knn = _service(client, encoder, converter, args.into, replace_knn(default, args.windows[0]), bag, 100)
+        for _, latex in topics:
+            query = HybridQuery(latex=latex, highlight=False)
+            for name, service in (("default", plain), ("knn", knn)):
+                formula = service.formulas.get(read_query_variables(latex))
+                body = dict(service._searches(query, formula, 100, []))["structure"]
+                bodies.setdefault(f"{name} as sent", []).append(body)
+                if name == "knn":
+                    rescores = body["rescore"] if isinstance(body["rescore"], list) else [body["rescore"]]
+                    bodies.setdefault("knn window only", []).append({k: v for k, v in body.items() if k != "rescore"})
+                    bodies.setdefault("knn + BM25 rescore", []).append({**body, "rescore": rescores[0]})
+    per: dict[str, list[float]] = {name: [] for name in bodies}
+    for group in bodies.values():  # warm
+        for body in group:
+            client.search(index=index, body=body)
+    for _ in range(args.rounds):
+        for name, group in bodies.items():
+            before = node_cpu_ms(client)
+            for _ in range(args.repeat):
+                for body in group:
+                    client.search(index=index, body=body)
+            per[name].append((node_cpu_ms(client) - before) / (args.repeat * len(group)))
+    out = {name: round(statistics.median(values), 2) for name, values in per.items()}
+    print(json.dumps({"into": args.into, "window": args.windows[0], "node_ms_per_request": out}))
+
+
+def replace_knn(ranking: Any, window: int) -> Any:
+    return dataclasses.replace(ranking, structure_knn=window)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, handler in (("build", build), ("recall", recall), ("quality", quality), ("cost", cost), ("scale", scale)):
+    for name, handler in (
+        ("build", build),
+        ("recall", recall),
+        ("quality", quality),
+        ("cost", cost),
+        ("scale", scale),
+        ("breakdown", breakdown),
+    ):
         command = commands.add_parser(name)
         command.add_argument("--into", required=True, help="the prefix of the index with structure-bag vectors")
         command.add_argument("--prefix", help="build: the indexed collection's prefix")
