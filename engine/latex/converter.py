@@ -232,7 +232,9 @@ class KatexConverter:
                 text, diagrams = replace_diagrams(text)
                 if diagrams:
                     placeholders[index] = diagrams
-                jobs.append(ConversionJob(index, text, katex_macros if katex_macros.katex else None))
+                jobs.append(
+                    ConversionJob(index, text, katex_macros if katex_macros.katex or katex_macros.withheld else None)
+                )
         if jobs:
             with self._lock:
                 self._run(jobs, results)

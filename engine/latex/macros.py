@@ -122,12 +122,15 @@ class KatexMacros:
     Attributes:
         katex: name -> body for KaTeX's ``macros`` option.
         expanded: name -> definition of the macros `expand_macros` replaces in the text.
-        key: a digest of ``katex``, naming these macros inside the KaTeX workers.
+        withheld: names the document defines through TeX internals that no converter can expand: they stay
+            unknown (rendered as their names), never replaced by `engine.latex.symbols`' table.
+        key: a digest of ``katex`` and ``withheld``, naming these macros inside the KaTeX workers.
     """
 
     katex: dict[str, str] = field(default_factory=dict)
     expanded: dict[str, MacroDef] = field(default_factory=dict)
     key: str = ""
+    withheld: tuple[str, ...] = ()
 
 
 def _uses_every_parameter(body: str, nargs: int) -> bool:
@@ -155,6 +158,7 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
     katex: dict[str, str] = {}
     expanded: dict[str, MacroDef] = {}
     plain: dict[str, MacroDef] = {}
+    dropped: set[str] = set()
     for macro in [*fallback, *macros]:
         name = macro.name.strip()
         if not _NAME.fullmatch(name):
@@ -173,6 +177,7 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
             else:
                 katex.pop(name, None)
                 expanded.pop(name, None)
+                dropped.add(name)
                 continue
         body = register_spacing(clean_latex(_IFMMODE.sub(r"\1", macro.body)))
         if macro.source.startswith("DeclareMathOperator") and not body.lstrip().startswith("\\operatorname"):
@@ -200,8 +205,10 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
             expanded[name] = plain[name]
             del katex[name]
             changed = True
-    digest = hashlib.sha256(json.dumps(katex, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-    return KatexMacros(katex=katex, expanded=expanded, key=digest[:24])
+    withheld = tuple(sorted(dropped - katex.keys() - expanded.keys()))
+    signed: object = katex if not withheld else [katex, withheld]
+    digest = hashlib.sha256(json.dumps(signed, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+    return KatexMacros(katex=katex, expanded=expanded, key=digest[:24], withheld=withheld)
 
 
 def _replacement(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:

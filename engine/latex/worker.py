@@ -25,6 +25,7 @@ from typing import Any
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.latex.install import INSTALL_COMMAND
 from eqsearch.engine.latex.macros import KatexMacros
+from eqsearch.engine.latex.symbols import symbol_table
 
 __all__ = ["ConversionJob", "KatexWorker", "KatexWorkerError"]
 
@@ -88,6 +89,12 @@ class KatexWorker:
         self.version = ""
         self._last_id = 0
         self._wait_ready(start_timeout_s)
+        try:  # the symbol fallback table, once (the worker reads it before any request; nothing comes back)
+            self._write(_json_line({"symbols": symbol_table()}))
+        except OSError as error:
+            message = self.stderr_text()
+            self.kill()
+            raise KatexWorkerError(f"the KaTeX worker did not take the symbol table: {message or error}") from error
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -134,7 +141,11 @@ class KatexWorker:
             job = jobs[0]
             macros = job.macros
             define = macros is not None and macros.key not in self.defined_macros
-            payload = _json_line({"define": macros.key, "macros": macros.katex}) if define else b""  # type: ignore[union-attr]
+            payload = (
+                _json_line({"define": macros.key, "macros": macros.katex, "withheld": list(macros.withheld)})  # type: ignore[union-attr]
+                if define
+                else b""
+            )
             request_id = self._last_id + 1
             payload += _json_line({"id": request_id, "latex": job.latex, "macros": macros.key if macros else None})
             if self.in_flight and (

@@ -2,19 +2,24 @@
 //
 // Started by engine/latex/worker.py as `node worker.js OPTIONS_JSON`; it prints {"ready": true, "katex": VERSION} once,
 // then answers requests in the order they arrive:
-//   {"define": KEY, "macros": {"\\R": "\\mathbb{R}", ...}}   stores a document's macros under KEY (no answer)
+//   {"symbols": {"\\multimapinv": "\\mathrel{⟜}", ...}}    the symbol fallback table (engine/latex/symbols.py; no answer)
+//   {"define": KEY, "macros": {"\\R": "\\mathbb{R}", ...}, "withheld": [NAME...]}
+//                                                              stores a document's macros under KEY (no answer)
 //   {"id": N, "latex": "...", "macros": KEY|null}             -> {"id": N, "mathml": "<math ...>", "unknown": [...]}
 //                                                              or {"id": N, "error": {kind, message, position}}
 // A macros table is copied for every render because KaTeX writes into it (\def, \gdef inside an equation).
 // Unknown control sequences are retried as \text{name} (up to options.unknownMacroRetries); the names come back
-// in "unknown" so that Python can mark the result approximate.
+// in "unknown" so that Python can mark the result approximate. Before that, an unknown name the symbol table holds is
+// defined as its symbol (up to options.symbolRetries; the equation stays exact), unless the document defines it
+// through TeX internals ("withheld": its own definition wins, even when no converter can expand it).
 "use strict";
 
 const readline = require("readline");
 const katex = require("katex");
 
-const options = Object.assign({ maxExpand: 1000, unknownMacroRetries: 8, macroTables: 32 }, JSON.parse(process.argv[2] || "{}"));
-const tables = new Map(); // KEY -> macros, oldest first; Python evicts in the same order
+const options = Object.assign({ maxExpand: 1000, unknownMacroRetries: 8, symbolRetries: 32, macroTables: 32 }, JSON.parse(process.argv[2] || "{}"));
+const tables = new Map(); // KEY -> {macros, withheld}, oldest first; Python evicts in the same order
+let symbols = {};
 
 function katexOptions(macros) {
   return {
@@ -58,22 +63,42 @@ function textName(name) {
 }
 
 function render(request) {
-  const base = request.macros == null ? {} : tables.get(request.macros);
-  if (base === undefined) {
+  const table = request.macros == null ? { macros: {}, withheld: new Set() } : tables.get(request.macros);
+  if (table === undefined) {
     return { id: request.id, error: { kind: "internal-error", message: "unknown macros table " + request.macros, position: null } };
   }
+  const answer = attempt(request, table, true);
+  // a symbol that breaks the formula (\mathrel in text mode, a class command after \left): as before, without them
+  const final = answer.error && answer.symbols > 0 ? attempt(request, table, false) : answer;
+  delete final.symbols;
+  return final;
+}
+
+// Render, retrying unknown names: as the symbol table's entry (when useSymbols), else as their names in text.
+function attempt(request, table, useSymbols) {
+  const base = table.macros;
   const unknown = [];
   let extra = {};
-  for (let attempt = 0; ; attempt++) {
+  let symbolsUsed = 0;
+  for (;;) {
     try {
       const mathml = mathOnly(katex.renderToString(request.latex, katexOptions(Object.assign({}, base, extra))));
       return { id: request.id, mathml: mathml, unknown: unknown };
     } catch (error) {
       const kind = classify(error);
       const match = kind === "undefined-macro" ? /^Undefined control sequence: (\\\S+)/.exec(error.rawMessage) : null;
-      if (match && attempt < options.unknownMacroRetries && !(match[1] in extra)) {
-        unknown.push(match[1]);
-        extra = Object.assign({}, extra, { [match[1]]: textName(match[1]) });
+      const name = match ? match[1] : null;
+      if (
+        useSymbols && name && !(name in extra) && !table.withheld.has(name) &&
+        Object.prototype.hasOwnProperty.call(symbols, name) && symbolsUsed < options.symbolRetries
+      ) {
+        symbolsUsed++;
+        extra = Object.assign({}, extra, { [name]: symbols[name] });
+        continue;
+      }
+      if (name && unknown.length < options.unknownMacroRetries && !(name in extra)) {
+        unknown.push(name);
+        extra = Object.assign({}, extra, { [name]: textName(name) });
         continue;
       }
       return {
@@ -84,6 +109,7 @@ function render(request) {
           position: error && typeof error.position === "number" ? error.position : null,
         },
         unknown: unknown,
+        symbols: symbolsUsed,
       };
     }
   }
@@ -92,9 +118,13 @@ function render(request) {
 function handle(line) {
   if (!line) return;
   const request = JSON.parse(line);
+  if (request.symbols !== undefined) {
+    symbols = request.symbols;
+    return;
+  }
   if (request.define !== undefined) {
     tables.delete(request.define);
-    tables.set(request.define, request.macros);
+    tables.set(request.define, { macros: request.macros, withheld: new Set(request.withheld || []) });
     while (tables.size > options.macroTables) tables.delete(tables.keys().next().value);
     return;
   }
