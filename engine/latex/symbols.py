@@ -38,9 +38,11 @@ _CLASSES = {
 }
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 # an alias in the comments field: "= \mappedfrom (kpfonts)"
-_ALIAS = re.compile(r"(?:^|,)\s*=\s*(\\[A-Za-z]+)(?![A-Za-z])")
+_ALIAS = re.compile(r"(?:^|,)\s*=\s*(\\[A-Za-z]+)(?![A-Za-z{])")
 # characters TeX gives a meaning of their own: never a macro body
 _SPECIAL = set("#$%&\\^_{}~")
+# a letter's LaTeX spelling in one of KaTeX's alphabets (\mathbb{A}, \mathbf{\alpha}) or a letter command (\alpha)
+_LETTER = re.compile(r"\\(?:math(?:bb|bf|it|rm|sf|tt|cal|frak|scr)\{\\?[A-Za-z]+\}|[A-Za-z]+)")
 
 
 def parse_symbol_table(text: str) -> dict[str, str]:
@@ -52,9 +54,10 @@ def parse_symbol_table(text: str) -> dict[str, str]:
             comments with ``= \\alias (package)`` entries).
 
     Returns:
-        Every command, alias and unicode-math name of a one-character symbol with a TeX math class. A name given to
-        several characters keeps the first record where no package uses it otherwise (a ``-package`` requirement),
-        else the first record.
+        Every command, alias and unicode-math name of a one-character symbol with a TeX math class; a letter's other
+        names (unicode-math's ``\\BbbR``, ``\\mitalpha``) map to its LaTeX spelling (``\\mathbb{R}``, ``\\alpha``)
+        instead. A name given to several characters keeps the first record where no package uses it otherwise (a
+        ``-package`` requirement), else the first record.
     """
     chosen: dict[str, tuple[bool, str]] = {}
     for line in text.splitlines():
@@ -68,12 +71,16 @@ def parse_symbol_table(text: str) -> dict[str, str]:
         if command_class is None or len(char) != 1 or char in _SPECIAL or char.isspace():
             continue
         conflicted = any(word.startswith("-") for word in requirements.split())
-        names = [name.strip() for name in (latex, unimath) if _COMMAND.fullmatch(name.strip())]
+        latex, unimath = latex.strip(), unimath.strip()
+        names = [name for name in (latex, unimath) if _COMMAND.fullmatch(name)]
         names += _ALIAS.findall(comments)
+        body = f"{command_class}{{{char}}}"
         for name in names:
+            # a letter (unicode-math's \BbbR, \mitalpha) as LaTeX spells it, so it reads as the usual \mathbb{R}
+            spelled = category.strip() == "mathalpha" and name != latex and _LETTER.fullmatch(latex) is not None
             previous = chosen.get(name)
             if previous is None or (previous[0] and not conflicted):
-                chosen[name] = (conflicted, f"{command_class}{{{char}}}")
+                chosen[name] = (conflicted, latex if spelled else body)
     return {name: body for name, (_, body) in chosen.items()}
 
 

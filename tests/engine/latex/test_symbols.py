@@ -17,6 +17,13 @@ def test_the_table_is_read_from_the_pinned_package_with_classes() -> None:
     assert table["\\Lbag"] == "\\mathopen{⟅}"
     assert table["\\sqint"] == "\\mathop{⨖}"  # esint
     assert "\\mathbb" not in table and "\\hat" not in table  # alphabets and accents take arguments
+    assert "\\mathds" not in table  # "= \\mathds{C} (dsfont)": an alias with an argument is not a symbol's name
+
+
+def test_a_letters_other_names_read_as_latex_spells_it(converter: KatexConverter) -> None:
+    table = symbol_table()
+    assert table["\\BbbR"] == "\\mathbb{R}" and table["\\mitalpha"] == "\\alpha"  # unicode-math's names
+    assert converter.convert("\\BbbR^n").mathml == converter.convert("\\mathbb{R}^n").mathml
 
 
 def test_parse_keeps_aliases_and_prefers_a_record_without_conflicts() -> None:
