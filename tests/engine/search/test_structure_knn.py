@@ -183,3 +183,26 @@ def test_an_index_of_another_structure_encoder_falls_back_to_the_rare_terms(es_c
     expected = dict(default._searches(query, default.formulas.get(read_query_variables(latex)), 100, []))["structure"]
     assert sent == expected
     assert _ranked(other, latex) == _ranked(default, latex)
+
+
+@pytest.mark.es
+def test_the_union_window_gets_the_full_bm25_of_every_term(es_client, filled, converter):
+    structure = formula_structure(converter.convert("x^{7} + y_{7} = 7").mathml)
+    rare = sorted(set(structure.tokens))[:2]
+    far = formula_structure(converter.convert(r"\int_0^1 f(t)\,dt").mathml)
+    vector = TermHashEncoder().encode_structures([far])[0]
+    index = f"{filled}-equations"
+
+    def scores(body: dict) -> dict[str, float]:
+        return {hit["_id"]: hit["_score"] for hit in es_client.search(index=index, **body)["hits"]["hits"]}
+
+    union = structure_body(
+        structure, 3, [], rerank_window=5, rerank_weight=0.0, first_stage=rare, structure_vector=vector, knn_window=3
+    )
+    full = scores(structure_body(structure, 40, []))
+    found = scores(union)
+    knn_only = scores(
+        structure_body(structure, 3, [], rerank_window=5, rerank_weight=0.0, structure_vector=vector, knn_window=3)
+    )
+    assert "p7:0" in found and "p7:0" not in knn_only  # found by the rare terms alone
+    assert found == pytest.approx({eq_id: full.get(eq_id, 0.0) for eq_id in found}, rel=1e-6)
