@@ -26,8 +26,8 @@ from eqsearch.engine.es.config import EsConfig
 from eqsearch.engine.index.mappings import STRUCTURE_FIELD
 from eqsearch.engine.latex.converter import KatexConverter
 from eqsearch.engine.model.encoder import load_encoder
+from eqsearch.engine.model.layout import layout_nodes, parse_layout, parse_layout_latex
 from eqsearch.engine.model.patterns import mark_variables, match_pattern, read_query_variables
-from eqsearch.engine.model.structure import layout_nodes, parse_layout, parse_layout_latex
 from eqsearch.engine.search import HybridQuery, SearchService
 from eqsearch.engine.search.query import ranking_searches
 from eqsearch.engine.search.requests import ranked_lists

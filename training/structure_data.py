@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from eqsearch.engine.model.structure import LayoutNode, parse_layout, structure_of_layout
+from eqsearch.engine.model.layout import LayoutNode, parse_layout
+from eqsearch.engine.model.structure import structure_of_layout
 from eqsearch.engine.model.structure_bag import StructureFeatures, structure_terms, term_digest
 
 

@@ -121,7 +121,7 @@ def sanitize_mathml(mathml: str | None, marked: Collection[int] = (), *, inline:
     Args:
         mathml: a ``<math>`` element as KaTeX writes it (or anything else: it is parsed, never trusted).
         marked: pre-order indices of the input's elements (``<math>`` = 0, elements only, as
-            `engine.model.structure.mathml_elements` counts them) to mark with ``class="eqsearch-match"``.
+            `engine.model.layout.mathml_elements` counts them) to mark with ``class="eqsearch-match"``.
         inline: set in the running text (``display="inline"``), as a context's formulas are.
 
     Returns:

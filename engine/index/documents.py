@@ -24,7 +24,8 @@ from eqsearch.engine.index.mappings import (
     STRUCTURE_FIELD,
     VECTOR_FIELD,
 )
-from eqsearch.engine.model.structure import formula_structure, layout_size, parse_layout_latex
+from eqsearch.engine.model.layout import layout_size, parse_layout_latex
+from eqsearch.engine.model.structure import formula_structure
 
 if TYPE_CHECKING:
     from eqsearch.engine.model.text import TextEncoder

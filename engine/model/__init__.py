@@ -1,9 +1,9 @@
 """The formula model at run time: MathML -> graph arrays -> vectors, from a checked model bundle; never torch.
 
 `featurize` turns MathML into `GraphArrays` (`graph`) with a `Vocabulary` (`vocabulary`); `bundle` reads and
-writes the bundle's manifest; `encoder` runs the bundle's ONNX model with onnxruntime; `structure` turns a
-formula's symbol layout tree into search terms for the structural channel; `text` embeds the words around a
-formula (and a query's keywords) for the context channel; `nodes` gives one vector per node (the bundle's
+writes the bundle's manifest; `encoder` runs the bundle's ONNX model with onnxruntime; `layout` reads a
+formula's symbol layout tree and `structure` turns it into search terms for the structural channel; `text` embeds the
+words around a formula (and a query's keywords) for the context channel; `nodes` gives one vector per node (the bundle's
 node-states sidecar) for the MaxSim rerank; `structure_bag` runs the ``structure-bag`` encoder kind (the structural
 terms, hashed, into a learned 64-d vector).
 """

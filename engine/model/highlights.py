@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from eqsearch.engine.model.structure import (
+from eqsearch.engine.model.layout import (
     CanonicalText,
     LayoutNode,
     generalised_label,

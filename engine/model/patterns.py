@@ -12,7 +12,7 @@ name (``\\begin{?a}``): `read_query_variables` raises `QueryVariableError` with 
 
 Before KaTeX, each variable becomes one placeholder, ``{\\char"E000}`` (the next private-use character for the next
 name), which KaTeX writes as one ``<mi>``: `mark_variables` finds those nodes in the symbol layout tree
-(`engine.model.structure`) and marks them (`LayoutNode.variable`). The structural query then leaves out every term
+(`engine.model.layout`) and marks them (`LayoutNode.variable`). The structural query then leaves out every term
 that touches a variable (`pattern_structure`), so BM25 finds candidates by the rest of the pattern, and
 `match_pattern` checks a candidate by unification on the layout trees:
 
@@ -31,7 +31,8 @@ Backtracking is bounded by `MAX_STEPS` per candidate (a candidate that needs mor
 cheap check that the candidate holds every symbol the pattern names.
 
 What a match (or, for a query without variables, the largest shared sub-expression) covers in the hit, as the web UI
-marks it, is `engine.model.highlights`. Only `engine.model.structure` and the shared error type are used here.
+marks it, is `engine.model.highlights`. Only `engine.model.layout`, `engine.model.structure` and the shared error
+type are used here.
 """
 
 from __future__ import annotations
@@ -42,15 +43,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from eqsearch.engine.errors import EqsearchError
-from eqsearch.engine.model.structure import (
-    QUERY_SPAN_KINDS,
-    FormulaStructure,
-    LayoutNode,
-    canonical,
-    layout_baselines,
-    layout_nodes,
-    structure_of_layout,
-)
+from eqsearch.engine.model.layout import LayoutNode, canonical, layout_baselines, layout_nodes
+from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, FormulaStructure, structure_of_layout
 
 __all__ = [
     "MAX_STEPS",

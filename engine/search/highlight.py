@@ -8,8 +8,8 @@ hit without MathML (its LaTeX did not convert) gets none.
 from __future__ import annotations
 
 from eqsearch.engine.model.highlights import FormulaHighlight, pattern_highlight
+from eqsearch.engine.model.layout import parse_layout
 from eqsearch.engine.model.patterns import match_pattern
-from eqsearch.engine.model.structure import parse_layout
 from eqsearch.engine.search.query_formula import QueryFormula
 
 __all__ = ["formula_highlight"]

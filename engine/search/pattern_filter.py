@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from elasticsearch import Elasticsearch
 from eqsearch.engine.index.mappings import STRUCTURE_FIELD
+from eqsearch.engine.model.layout import LayoutNode, layout_nodes
 from eqsearch.engine.model.patterns import match_pattern
-from eqsearch.engine.model.structure import LayoutNode, layout_nodes
 from eqsearch.engine.search.query_formula import layout_of
 from eqsearch.engine.search.requests import fetch_sources
 

@@ -18,21 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from eqsearch.engine.model.highlights import SharedSubexpressions
+from eqsearch.engine.model.layout import LayoutNode, parse_layout, parse_layout_latex
 from eqsearch.engine.model.patterns import (
     QueryPattern,
     mark_variables,
     pattern_structure,
     variables_as_letters,
 )
-from eqsearch.engine.model.structure import (
-    QUERY_SPAN_KINDS,
-    SPAN_KINDS,
-    FormulaStructure,
-    LayoutNode,
-    parse_layout,
-    parse_layout_latex,
-    structure_of_layout,
-)
+from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, SPAN_KINDS, FormulaStructure, structure_of_layout
 from eqsearch.engine.search.rankers import FormulaRanking
 
 if TYPE_CHECKING:

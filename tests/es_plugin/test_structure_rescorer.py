@@ -20,7 +20,8 @@ from eqsearch.engine.index.admin import IndexAdmin
 from eqsearch.engine.index.bulk import bulk_index
 from eqsearch.engine.index.documents import structure_fields
 from eqsearch.engine.index.mappings import SIZE_FIELD, SPANS_FIELD, IndexOptions, alias_name
-from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, parse_layout, structure_of_layout
+from eqsearch.engine.model.layout import parse_layout
+from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, structure_of_layout
 from eqsearch.engine.search.plugin import STRUCTURE_RESCORER
 from eqsearch.engine.search.query import structure_body
 from eqsearch.evaluation.labelled import DEFAULT_LABELLED_SET

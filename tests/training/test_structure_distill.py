@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from eqsearch.engine.model.structure import generalised_label, parse_layout, structure_of_layout
+from eqsearch.engine.model.layout import generalised_label, parse_layout
+from eqsearch.engine.model.structure import structure_of_layout
 from eqsearch.engine.model.structure_bag import StructureFeatures
 from eqsearch.training.structure_data import (
     augmented_view,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from eqsearch.engine.latex import KatexConverter
 from eqsearch.engine.model.highlights import layout_text, pattern_highlight, shared_subexpression
+from eqsearch.engine.model.layout import parse_layout, parse_layout_latex
 from eqsearch.engine.model.patterns import (
     MAX_VARIABLES,
     QueryVariableError,
@@ -16,7 +17,7 @@ from eqsearch.engine.model.patterns import (
     read_query_variables,
     variables_as_letters,
 )
-from eqsearch.engine.model.structure import formula_structure, parse_layout, parse_layout_latex
+from eqsearch.engine.model.structure import formula_structure
 from lxml import etree
 
 PYTHAGORAS = "?a^2 + ?b^2 = ?c^2"

@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import pytest
 from eqsearch.engine.latex import KatexConverter
-from eqsearch.engine.model.structure import (
-    FormulaStructure,
-    formula_structure,
-    parse_layout,
-    parse_layout_latex,
-    structure_of_layout,
-)
+from eqsearch.engine.model.layout import parse_layout, parse_layout_latex
+from eqsearch.engine.model.structure import FormulaStructure, formula_structure, structure_of_layout
 
 MSUP = "<math><msup><mi>x</mi><mn>2</mn></msup></math>"
 

@@ -3,7 +3,8 @@ version), and the plugin's rescore: the same sub-expressions, sizes and weight a
 
 from __future__ import annotations
 
-from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, formula_structure, parse_layout_latex, structure_of_layout
+from eqsearch.engine.model.layout import parse_layout_latex
+from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, formula_structure, structure_of_layout
 from eqsearch.engine.search.plugin import PLUGIN_NAME, STRUCTURE_RESCORER, plugin_support
 from eqsearch.engine.search.structure_query import MAX_RERANK_SPANS, MIN_RERANK_SPAN, structure_body
 

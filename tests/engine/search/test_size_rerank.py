@@ -10,7 +10,8 @@ from eqsearch.engine.index.admin import IndexAdmin
 from eqsearch.engine.index.bulk import bulk_index
 from eqsearch.engine.index.documents import structure_fields
 from eqsearch.engine.index.mappings import SIZE_FIELD, SPANS_FIELD, IndexOptions, alias_name, index_definition
-from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, formula_structure, parse_layout, structure_of_layout
+from eqsearch.engine.model.layout import parse_layout
+from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, formula_structure, structure_of_layout
 from eqsearch.engine.search.query import HybridQuery, structure_body
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
 from eqsearch.engine.search.service import SearchError, SearchService
