@@ -26,7 +26,8 @@ from typing import Any
 from eqsearch.engine.es.config import LocalNodeConfig
 from eqsearch.engine.es.distribution import PINNED, Distribution, LocalNodeError, ProgressCallback
 from eqsearch.engine.es.java import find_java
-from eqsearch.engine.es.local_node import ClusterMember, LocalNode, NodeStatus
+from eqsearch.engine.es.local_node import LocalNode, NodeStatus
+from eqsearch.engine.es.node_setup import ClusterMember
 from eqsearch.engine.es.processes import pid_alive
 
 __all__ = ["CLUSTER_DIR", "ClusterStatus", "LocalCluster", "recorded_cluster"]

