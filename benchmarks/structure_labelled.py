@@ -14,7 +14,8 @@ from dataclasses import asdict
 
 from eqsearch.engine.latex.converter import KatexConverter
 from eqsearch.engine.model import load_encoder
-from eqsearch.evaluation.labelled import encode_labelled_set, read_labelled_set, retrieval_figures
+from eqsearch.evaluation.labelled import encode_labelled_set, retrieval_figures
+from eqsearch.evaluation.labelled_set import read_labelled_set
 from eqsearch.evaluation.metrics import cosine_matrix
 
 

@@ -137,13 +137,8 @@ def _with_search_rows(encoded: Any, encoder: Any, converter: Any, rankings: list
 
 def _run_evaluate_labelled(args: argparse.Namespace) -> int:
     from eqsearch.engine.latex.converter import KatexConverter
-    from eqsearch.evaluation.labelled import (
-        DEFAULT_LABELLED_SET,
-        encode_labelled_set,
-        labelled_report,
-        read_labelled_set,
-        write_trec_files,
-    )
+    from eqsearch.evaluation.labelled import encode_labelled_set, labelled_report, write_trec_files
+    from eqsearch.evaluation.labelled_set import DEFAULT_LABELLED_SET, read_labelled_set
 
     if args.depth < 1:
         args.parser.error(f"--depth must be positive, got {args.depth}")

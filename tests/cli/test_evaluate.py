@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from eqsearch.evaluation.labelled import FORMAT_LINE
+from eqsearch.evaluation.labelled_set import FORMAT_LINE
 from eqsearch.main import main
 
 SET = (

@@ -24,7 +24,7 @@ from eqsearch.engine.model.layout import parse_layout
 from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, structure_of_layout
 from eqsearch.engine.search.plugin import STRUCTURE_RESCORER
 from eqsearch.engine.search.query import structure_body
-from eqsearch.evaluation.labelled import DEFAULT_LABELLED_SET
+from eqsearch.evaluation.labelled_set import DEFAULT_LABELLED_SET
 
 pytestmark = pytest.mark.es
 

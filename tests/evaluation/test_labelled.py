@@ -9,17 +9,19 @@ import numpy as np
 import pytest
 from eqsearch.engine.latex.converter import KatexConverter
 from eqsearch.evaluation.labelled import (
+    encode_labelled_set,
+    labelled_report,
+    leave_one_out_run,
+    retrieval_figures,
+    same_category_qrels,
+    write_trec_files,
+)
+from eqsearch.evaluation.labelled_set import (
     DEFAULT_LABELLED_SET,
     FORMAT_LINE,
     LabelledEquation,
     LabelledSetError,
-    encode_labelled_set,
-    labelled_report,
-    leave_one_out_run,
     read_labelled_set,
-    retrieval_figures,
-    same_category_qrels,
-    write_trec_files,
 )
 from eqsearch.evaluation.trec import evaluate_run, read_qrels, read_run, read_topics
 
