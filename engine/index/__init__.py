@@ -1,8 +1,9 @@
 """eqsearch.engine.index: the indices of a deployment and the documents in them.
 
 `mappings` (index definitions in code), `documents` (ids and the equation and paper documents), `bulk` (bulk
-writing with per-document failures), `admin` (versioned indices behind aliases) and `migration` (copy and atomic
-swap while searches and writers run). The names callers use are re-exported here.
+writing with per-document failures), `admin` (versioned indices behind aliases), `migration` (copy and atomic
+swap while searches and writers run) and `migration_records` (the migration's lock and outcome records in the jobs
+index). The names callers use are re-exported here.
 """
 
 from eqsearch.engine.index.admin import IndexAdmin, IndexInfo, probe_text_analyzer, recommended_layout
@@ -56,14 +57,8 @@ from eqsearch.engine.index.mappings import (
     parse_version,
     versioned_name,
 )
-from eqsearch.engine.index.migration import (
-    MIGRATION_LOCK_ID,
-    MigrationLock,
-    MigrationOutcome,
-    MigrationReport,
-    Rewrite,
-    reencode_vectors,
-)
+from eqsearch.engine.index.migration import MigrationReport, Rewrite, reencode_vectors
+from eqsearch.engine.index.migration_records import MIGRATION_LOCK_ID, MigrationLock, MigrationOutcome
 
 __all__ = [
     "CONTEXT_TEXT_FIELDS",

@@ -16,7 +16,7 @@ from typing import Any
 
 from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError
 from elasticsearch import ConnectionError as EsConnectionError
-from eqsearch.engine.index import migration
+from eqsearch.engine.index import migration, migration_records
 from eqsearch.engine.index.bulk import current_load_settings
 from eqsearch.engine.index.errors import IndexOperationError
 from eqsearch.engine.index.mappings import (
@@ -28,7 +28,8 @@ from eqsearch.engine.index.mappings import (
     parse_version,
     versioned_name,
 )
-from eqsearch.engine.index.migration import MigrationLock, MigrationOutcome, MigrationReport, Rewrite
+from eqsearch.engine.index.migration import MigrationReport, Rewrite
+from eqsearch.engine.index.migration_records import MigrationLock, MigrationOutcome
 
 
 @dataclass(frozen=True)
@@ -305,16 +306,16 @@ class IndexAdmin:
         )
 
     def migration_lock(self) -> MigrationLock | None:
-        """The lock of the migration in progress (or of one that died), or None (`migration.migration_lock`)."""
-        return migration.migration_lock(self)
+        """The lock of the migration in progress (or of one that died), or None (`migration_records.migration_lock`)."""
+        return migration_records.migration_lock(self)
 
     def migration_finished(self, lock: MigrationLock) -> bool:
         """Whether the lock's alias already points at its target (only the lock's removal was left to do)."""
-        return migration.migration_finished(self, lock)
+        return migration_records.migration_finished(self, lock)
 
     def last_migrations(self) -> dict[str, MigrationOutcome]:
         """How the last migration of each index kind ended (kinds never migrated are absent)."""
-        return migration.last_migrations(self)
+        return migration_records.last_migrations(self)
 
     # -- documents and blocks ------------------------------------------------------------------------------------
     def write_blocked(self, index: str) -> bool:

@@ -1,8 +1,7 @@
-"""Migrations: the lock and outcome records and the re-encoding rewrite; and on a real node: searches running
-throughout (zero failed searches, zero lost documents, vectors carried over), the lock and the write block (refused
-while held, lifted on failure, cleaned up after a ``kill -9``), the record of how each migration ended, and
-re-encoding through the command line. (A migration while an ingest job writes is in
-tests/ingest/jobs/test_writer.py.)"""
+"""Migrations: the re-encoding rewrite; and on a real node: searches running throughout (zero failed searches, zero
+lost documents, vectors carried over), the lock and the write block (refused while held, lifted on failure, cleaned
+up after a ``kill -9``), the record of how each migration ended, and re-encoding through the command line. (A
+migration while an ingest job writes is in tests/ingest/jobs/test_writer.py.)"""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,8 +18,6 @@ from eqsearch.engine.index import (
     IndexOperationError,
     IndexOptions,
     MigrationError,
-    MigrationLock,
-    MigrationOutcome,
     bulk_index,
     index_definition,
     is_write_block,
@@ -30,23 +26,6 @@ from eqsearch.engine.index import (
 from eqsearch.engine.model import MathMLError
 
 N_DOCS = 3000
-
-
-def test_the_lock_and_outcome_records_read_back():
-    lock = MigrationLock("equations", "x-equations-v1", "x-equations-v2", 42, "h", "2026-01-01T00:00:00.000+00:00")
-    record = lock.to_record()
-    assert (
-        record["record"] == "migration" and record["message"] == "migrating equations: x-equations-v1 -> x-equations-v2"
-    )
-    assert MigrationLock.from_record({**record, "counts": {"copied": 7, "total": 9}}) == replace(
-        lock, copied=7, total=9
-    )
-    assert lock.describe() == (
-        "the migration of equations (x-equations-v1 -> x-equations-v2, pid 42 on h, started 2026-01-01 00:00:00)"
-    )
-    assert lock.holder_alive() is None  # another machine's: unknown
-    outcome = MigrationOutcome("papers", "failed", "x-papers-v1", "x-papers-v2", "2026-01-01", 3, 1.5, "failed, why")
-    assert MigrationOutcome.from_record(outcome.to_record()) == outcome
 
 
 class PlusOne:
