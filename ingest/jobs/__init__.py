@@ -1,9 +1,10 @@
 """eqsearch.ingest.jobs: resumable ingest jobs into Elasticsearch.
 
-`job` (the pipeline: discover -> extract/convert -> encode -> write), `store` (the job's records in the jobs index:
-job document, checkpoints, pruning records), `pruner` (deleting the equations a paper's new version no longer has),
-`writer` (bulk writes that wait out a migration) and `runner` (the threads in which the web app runs jobs and
-migrations). The names callers use are re-exported here.
+`job` (the pipeline: discover -> extract/convert -> encode -> write), `batch` (one batch's writes paper by paper:
+the bulk actions made from each paper, the counts of what became of them, the refusals that stop the job), `store`
+(the job's records in the jobs index: job document, checkpoints, pruning records), `pruner` (deleting the equations
+a paper's new version no longer has), `writer` (bulk writes that wait out a migration) and `runner` (the threads in
+which the web app runs jobs and migrations). The names callers use are re-exported here.
 """
 
 from eqsearch.ingest.jobs.errors import IngestJobError

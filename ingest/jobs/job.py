@@ -3,13 +3,14 @@
 `IngestJob` is the pipeline: it discovers the sources' papers, streams them through
 `eqsearch.ingest.pipeline.process_task` (extraction + LaTeX -> MathML, in this process or in worker processes),
 encodes the converted equations, and sends one document per equation and one per paper
-(`eqsearch.engine.index.documents`) in bulk batches. Ids are deterministic, so running a job twice, or resuming one,
-overwrites documents instead of duplicating them. After each flush the pruner deletes the equations that papers'
-new versions no longer have (`pruner`), and the store checkpoints the flushed papers (`store`): a job killed at any
-point (``kill -9`` included) resumes by skipping exactly the checkpointed papers; papers in flight are indexed again
-(same ids), and the totals are the sum of the checkpoints. With refresh off during the load, a paper's new version
-and its deletions become searchable at the same refresh, so searches see one version of it (after a crash, or once
-a migration has moved an index mid-job, both can show until the paper's deletes are done and refreshed).
+(`eqsearch.engine.index.documents`) in bulk batches (`batch`: each paper's actions, and the counts of what became of
+them). Ids are deterministic, so running a job twice, or resuming one, overwrites documents instead of duplicating
+them. After each flush the pruner deletes the equations that papers' new versions no longer have (`pruner`), and the
+store checkpoints the flushed papers (`store`): a job killed at any point (``kill -9`` included) resumes by skipping
+exactly the checkpointed papers; papers in flight are indexed again (same ids), and the totals are the sum of the
+checkpoints. With refresh off during the load, a paper's new version and its deletions become searchable at the same
+refresh, so searches see one version of it (after a crash, or once a migration has moved an index mid-job, both can
+show until the paper's deletes are done and refreshed).
 
 While loading, the equations and papers indices run with ``refresh_interval: -1`` and no replicas; the previous
 settings (recorded in the job document, so that a resumed job restores the right ones) come back when the job
@@ -37,24 +38,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from elasticsearch import Elasticsearch
 from eqsearch.engine.index import (
     MAPPING_VERSIONS,
-    VECTOR_FIELD,
     BulkFailure,
     IndexAdmin,
     bulk_loading_settings,
     current_load_settings,
-    indexed_inline,
-    paper_documents,
     retrying,
     stored_equation_ids,
-    with_context_vectors,
 )
 from eqsearch.engine.model import Encoder, TextEncoder, load_text_encoder
 from eqsearch.ingest.config import ExtractConfig
-from eqsearch.ingest.displaycheck import NO_DISPLAYS_FOUND
+from eqsearch.ingest.jobs.batch import count_written, paper_actions, stop_on_passing_refusals
 from eqsearch.ingest.jobs.errors import IngestJobError
 from eqsearch.ingest.jobs.pruner import PaperWrites, StalePruner
 from eqsearch.ingest.jobs.store import (
@@ -72,7 +68,7 @@ from eqsearch.ingest.jobs.store import (
 )
 from eqsearch.ingest.jobs.writer import MigrationAwareWriter
 from eqsearch.ingest.pipeline import WorkerPool, process_task
-from eqsearch.ingest.records import STATUS_APPROXIMATE, STATUS_DIAGRAM, STATUS_OK, Equation, InlineFormula, Paper
+from eqsearch.ingest.records import Paper
 from eqsearch.ingest.sources import DocumentTask, discover
 
 
@@ -382,7 +378,16 @@ class IngestJob:
                         # one version of a paper per flush: the later one's stale lookup must see the earlier one's
                         write(batch)
                         batch, pending = [], 0
-                    actions, counts, errors = self.paper_actions(paper)
+                    actions, counts, errors = paper_actions(
+                        paper,
+                        encoder=self.encoder,
+                        text_encoder=self.text_encoder,
+                        inline=self.config.extract.inline,
+                        job_id=self.job_id,
+                        papers_index=self.admin.alias("papers"),
+                        equations_index=self.admin.alias("equations"),
+                        warnings=self.warnings,
+                    )
                     batch.append(PaperWrites(source, paper, actions, counts, errors))
                     pending += len(actions)
                     if pending >= self.config.batch_equations:
@@ -399,74 +404,6 @@ class IngestJob:
                         in_flight.result()
                 raise
 
-    def paper_actions(self, paper: Paper) -> tuple[list[dict[str, Any]], Counter[str], Counter[str]]:
-        """Bulk actions for one paper (its paper document first), with its counts and errors by reason."""
-        counts: Counter[str] = Counter(papers=1)
-        errors: Counter[str] = Counter()
-        for warning in paper.warnings:
-            if warning.reason == NO_DISPLAYS_FOUND:  # a paper that lost its displays: never silent
-                counts["papers_displays_missing"] += 1
-                counts["displays_missing"] += warning.count or 0
-                errors[f"warning:{warning.reason}"] += 1
-                self.warnings.append(f"{paper.id}: {warning.message}")
-        if paper.status == "failed" or paper.error is not None:
-            counts["papers_failed"] += 1
-            errors[f"extract:{paper.error.reason if paper.error else 'failed'}"] += 1
-            if not paper.sections:
-                return [], counts, errors
-        equations = paper.equations()
-        vectors = self._encode(equations, errors)
-        inline = self.config.extract.inline
-        formulas = [formula for _, formula in indexed_inline(paper)] if inline else []
-        inline_vectors = self._encode(formulas, errors)
-        paper_document, equation_documents = paper_documents(
-            paper, job_id=self.job_id, indexed_at=now(), vectors=vectors, inline_vectors=inline_vectors, inline=inline
-        )
-        if self.text_encoder is not None:  # one batch per paper: the encoder's cost is per call more than per text
-            equation_documents = with_context_vectors(equation_documents, self.text_encoder)
-        if inline:
-            counts["inline"] += len(paper.inline_formulas())
-            counts["inline_skipped"] += len(paper.inline_formulas()) - len(formulas)
-        for formula in formulas:
-            if not (formula.status in (STATUS_OK, STATUS_APPROXIMATE) and formula.mathml is not None):
-                counts["inline_unconverted"] += 1
-                errors[f"convert-inline:{formula.reason or formula.status}"] += 1
-        for eq in equations:
-            counts["equations"] += 1
-            if eq.status == STATUS_DIAGRAM:  # kept with its LaTeX, found by its text: not a failure
-                counts["equations_diagrams"] += 1
-            elif not (eq.status in (STATUS_OK, STATUS_APPROXIMATE) and eq.mathml is not None):
-                counts["equations_unconverted"] += 1
-                errors[f"convert:{eq.reason or eq.status}"] += 1
-        papers, equations_alias = self.admin.alias("papers"), self.admin.alias("equations")
-        actions = [{"_index": papers, "_id": paper.id, "_source": paper_document}]
-        actions += [{"_index": equations_alias, "_id": doc["eq_id"], "_source": doc} for doc in equation_documents]
-        return actions, counts, errors
-
-    def _encode(self, equations: Sequence[Equation | InlineFormula], errors: Counter[str]) -> dict[int, list[float]]:
-        """Equation (or inline formula) number -> vector of the converted ones the encoder takes (errors counted by
-        reason)."""
-        todo = [eq for eq in equations if eq.status in (STATUS_OK, STATUS_APPROXIMATE) and eq.mathml]
-        if not todo:
-            return {}
-        try:
-            matrix = np.asarray(self.encoder.encode([eq.mathml for eq in todo]), dtype=np.float32)
-            rows = dict(zip((eq.number for eq in todo), matrix, strict=True))
-        except Exception:  # one bad equation must not cost its paper: encode one by one to find it
-            rows = {}
-            for eq in todo:
-                try:
-                    rows[eq.number] = np.asarray(self.encoder.encode([eq.mathml])[0], dtype=np.float32)
-                except Exception as error:
-                    errors[f"encode:{type(error).__name__}"] += 1
-        out = {}
-        for number, row in rows.items():
-            if not np.all(np.isfinite(row)):
-                errors["encode:non-finite"] += 1
-                continue
-            out[number] = [float(x) for x in row]
-        return out
-
     def _flush(self, batch: list[PaperWrites]) -> None:
         self.writer.await_migration()
         owner: dict[str, int] = {}
@@ -476,39 +413,18 @@ class IngestJob:
         report = self.writer.bulk(
             [action for item in batch for action in item.actions], chunk_size=max(self.config.batch_equations, 100)
         )
-        _stop_on_passing_refusals(report.failures)
+        stop_on_passing_refusals(report.failures)
         failed_by_paper: dict[int, list[BulkFailure]] = {}
         for failure in report.failures:
             failed_by_paper.setdefault(owner.get(failure.doc_id, -1), []).append(failure)
         pruned = self.pruner.prune(batch, failed_by_paper)
         checkpoints = []
         for position, item in enumerate(batch):
-            counts, errors = item.counts, item.errors
-            failures = failed_by_paper.get(position, [])
-            failed_ids = {f.doc_id for f in failures}
-            equation_actions = [a for a in item.actions[1:] if not a["_source"]["inline"]]
-            for action in item.actions[1:]:
-                if action["_id"] not in failed_ids:
-                    kind = "inline" if action["_source"]["inline"] else "equations"
-                    counts[f"{kind}_indexed"] += 1
-                    if VECTOR_FIELD in action["_source"]:
-                        counts[f"{kind}_with_vector"] += 1
-            counts["equations_unencoded"] += sum(
-                1 for a in equation_actions if a["_source"]["mathml"] and VECTOR_FIELD not in a["_source"]
+            failures = count_written(item, failed_by_paper.get(position, []), pruned, position)
+            self.tally.add(item.counts, item.errors, failures)
+            checkpoints.append(
+                self.store.checkpoint_action(item.source, item.paper.key, item.counts, item.errors, failures)
             )
-            not_deleted = pruned.refused.get(position, [])
-            if position in pruned.stale:
-                counts["equations_stale_deleted"] += len(pruned.stale[position]) - len(not_deleted)
-            if pruned.kept.get(position):
-                counts["equations_stale_kept"] += pruned.kept[position]
-            counts["documents_failed"] += len(failures) + len(not_deleted)
-            for failure in failures:
-                errors[f"index:{failure.error_type}"] += 1
-            for failure in not_deleted:
-                errors[f"prune:{failure.error_type}"] += 1
-            failures = failures + not_deleted
-            self.tally.add(counts, errors, failures)
-            checkpoints.append(self.store.checkpoint_action(item.source, item.paper.key, counts, errors, failures))
         # only now, with the papers' documents acknowledged and their stale ones deleted, do their checkpoints exist
         self.writer.bulk(checkpoints)
         self.tally.papers_done += len(batch)
@@ -557,32 +473,3 @@ class IngestJob:
             report = self.writer.bulk(actions)
             # an equation that failed to index cannot be updated: that is already counted, not a new error
             self.tally.errors.update(f"cited-by:{f.error_type}" for f in report.failures if f.status != 404)
-
-
-#: Refusals that say nothing about the documents: the cluster will take them later (a full disk, a lost shard, a
-#: full queue after the retries).
-_PASSING_STATUSES = frozenset({429, 503})
-_PASSING_TYPES = frozenset(
-    {"cluster_block_exception", "es_rejected_execution_exception", "unavailable_shards_exception"}
-)
-
-
-def _stop_on_passing_refusals(failures: Sequence[BulkFailure]) -> None:
-    """Stop the job before its checkpoints when Elasticsearch refused documents for a reason that passes: the
-    papers of the flush stay unchecked, so the job run again writes them (a checkpoint would have skipped them)."""
-    passing = [f for f in failures if f.status in _PASSING_STATUSES or f.error_type in _PASSING_TYPES]
-    if not passing:
-        return
-    first = passing[0]
-    if "flood-stage" in first.reason or "read_only_allow_delete" in first.reason or "read-only" in first.reason:
-        raise IngestJobError(
-            f"Elasticsearch refused {len(passing)} documents: a node's disk is past its flood-stage watermark and "
-            f"{first.index} is read-only ({first.reason[:200]})",
-            hint="free disk space on the cluster's nodes (Elasticsearch lifts the block by itself), then run the job "
-            "again: it resumes, and the refused papers are written then",
-        )
-    raise IngestJobError(
-        f"Elasticsearch refused {len(passing)} documents for a reason that passes ({first.status} "
-        f"{first.error_type}: {first.reason[:200]})",
-        hint="run the job again once the cluster is healthy ('eqsearch es check'): it resumes with these papers",
-    )

@@ -225,25 +225,6 @@ def test_diagrams_are_indexed_as_latex_and_counted_apart_from_failures(es_client
     assert stored["status"] == "diagram" and "tikzcd" in stored["latex"] and stored["mathml"] is None
 
 
-def test_a_refusal_that_passes_stops_the_job_before_its_checkpoints():
-    from eqsearch.engine.index import BulkFailure
-    from eqsearch.ingest.jobs.job import _stop_on_passing_refusals
-
-    mapping_error = BulkFailure("a:0", "x-equations-v2", 400, "document_parsing_exception", "bad field")
-    _stop_on_passing_refusals([mapping_error])  # about the document itself: counted, checkpointed, not retried
-    full = BulkFailure(
-        "a:1", "x-equations-v2", 429, "cluster_block_exception",
-        "index [x-equations-v2] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, "
-        "index has read-only-allow-delete block]",
-    )  # fmt: skip
-    with pytest.raises(IngestJobError, match="flood-stage watermark and x-equations-v2 is read-only") as raised:
-        _stop_on_passing_refusals([mapping_error, full])
-    assert "free disk space" in (raised.value.hint or "")
-    busy = BulkFailure("a:2", "x-equations-v2", 429, "es_rejected_execution_exception", "queue full")
-    with pytest.raises(IngestJobError, match="refused 1 documents for a reason that passes"):
-        _stop_on_passing_refusals([busy])
-
-
 INLINE = ["x", r"a + b = c", r"\sum_{i=1}^n x_i", "N_e"]  # a lone symbol and two symbols are left out
 
 
