@@ -106,10 +106,6 @@ def _pairs(baseline: list[LayoutNode], max_path: int, skip: Skip | None = None) 
                 frontier = reached
 
 
-def _span_hash(kind: str, text: str) -> str:
-    return kind + hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
-
-
 def _touches(node: LayoutNode, skip: Skip) -> bool:
     return any(skip(n) for n in layout_nodes([node]))
 
