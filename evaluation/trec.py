@@ -21,6 +21,9 @@ removing unjudged results from the runs (the primes):
 - a topic counts when it has at least one judgement; with a topics file, only its topics are evaluated, and those
   without any judgement are reported and skipped (ARQMath scores only assessed topics). A judged topic missing from
   the run scores 0.
+
+Two runs of the same topics are compared topic by topic (`compare_runs`): each measure's mean difference with a
+paired bootstrap interval over the topics, since on ~20 topics a small gain is often the luck of the topics.
 """
 
 from __future__ import annotations
@@ -277,3 +280,63 @@ def evaluate_run(
         threshold=threshold,
         depth=depth,
     )
+
+
+@dataclass(frozen=True)
+class TopicComparison:
+    """One measure of a run against a baseline, topic by topic (paired: both runs scored on the same topics).
+
+    Attributes:
+        difference: mean over the topics of (run - baseline).
+        low, high: the ``delta/2`` and ``1 - delta/2`` percentiles of that mean over bootstrap resamples of the
+            topics (a percentile interval; with ~20 topics it is wide, which is the point).
+        better, worse, tied: topics where the run scores above, below or equal to the baseline.
+        resamples: the number of bootstrap resamples.
+        delta: 1 - the interval's coverage.
+    """
+
+    difference: float
+    low: float
+    high: float
+    better: int
+    worse: int
+    tied: int
+    resamples: int
+    delta: float
+
+    @property
+    def certain(self) -> bool:
+        """Whether the interval leaves out zero: the difference holds across resamples of the topics."""
+        return self.low > 0 or self.high < 0
+
+
+def compare_runs(
+    baseline: TrecReport, run: TrecReport, *, resamples: int = 10_000, delta: float = 0.05, seed: int = 0
+) -> dict[str, TopicComparison]:
+    """Each measure of ``run`` against ``baseline``, with a paired bootstrap over the topics: how much a ranking
+    change moves the figures, and whether that holds beyond the luck of which topics were judged.
+
+    Raises:
+        ValueError: the two reports were not scored on the same topics, or ``resamples``/``delta`` are out of range.
+    """
+    if baseline.topics != run.topics:
+        raise ValueError("the two runs were scored on different topics: compare runs of the same qrels and topics")
+    if resamples < 1 or not 0 < delta < 1:
+        raise ValueError(f"resamples must be positive and delta in (0, 1), got {resamples} and {delta}")
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(run.topics), size=(resamples, len(run.topics)))
+    compared = {}
+    for measure in MEASURES:
+        diffs = np.array([run.per_topic[t][measure] - baseline.per_topic[t][measure] for t in run.topics])
+        means = diffs[draws].mean(axis=1)
+        compared[measure] = TopicComparison(
+            difference=float(diffs.mean()),
+            low=float(np.percentile(means, 100 * delta / 2)),
+            high=float(np.percentile(means, 100 * (1 - delta / 2))),
+            better=int((diffs > 0).sum()),
+            worse=int((diffs < 0).sum()),
+            tied=int((diffs == 0).sum()),
+            resamples=resamples,
+            delta=delta,
+        )
+    return compared

@@ -227,41 +227,6 @@ def _run_evaluate_keywords(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_evaluate_trec(args: argparse.Namespace) -> int:
-    from eqsearch.evaluation.trec import MEASURES, evaluate_run, read_qrels, read_run, read_topics
-
-    if args.depth < 1:
-        args.parser.error(f"--depth must be positive, got {args.depth}")
-    qrels = read_qrels(args.qrels)
-    topics = read_topics(args.topics) if args.topics else None
-    reports = {str(path): evaluate_run(read_run(path), qrels, topics, args.threshold, args.depth) for path in args.run}
-    first = next(iter(reports.values()))
-    print(
-        f"{len(first.topics)} judged topics (relevant: grade >= {args.threshold:g}; first {args.depth} results; "
-        "unjudged results removed)"
-    )
-    if first.unjudged_topics:
-        print(f"  skipped, no judgements: {len(first.unjudged_topics)} topics of {args.topics}")
-    print("| run | nDCG′ | MAP′ | P′@10 | bpref | judged share |")
-    print("|---|---|---|---|---|---|")
-    for path, report in reports.items():
-        cells = " | ".join(f"{report.means[m]:.4f}" for m in MEASURES)
-        print(f"| {path} | {cells} | {report.judged_share:.3f} |")
-        if report.missing_topics:
-            print(f"  {path}: no results for {len(report.missing_topics)} judged topics (they score 0)")
-        if report.extra_topics:
-            print(f"  {path}: {len(report.extra_topics)} topics not evaluated (not judged or not in the topics file)")
-    if args.per_topic:
-        for path, report in reports.items():
-            print(f"\n{path}")
-            for topic, values in report.per_topic.items():
-                print(f"{topic}\t" + "\t".join(f"{m}={values[m]:.4f}" for m in MEASURES))
-    if args.json:
-        payload = {path: report.to_dict() for path, report in reports.items()}
-        Path(args.json).write_text(json.dumps(payload, indent=1) + "\n")
-    return 0
-
-
 def _run_evaluate_formulas(args: argparse.Namespace) -> int:
     from eqsearch.engine.search.rankers import DEFAULT_RANKER, RANKERS, get_ranker
 
@@ -441,23 +406,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     keywords.add_argument("--json", help="also write the figures to this JSON file")
     keywords.set_defaults(handler=_run_evaluate_keywords, parser=keywords)
 
-    trec = kinds.add_parser(
-        "trec",
-        help="nDCG′, MAP′, P′@10 and bpref of TREC runs (ARQMath conventions)",
-        description="Score TREC runs against qrels as ARQMath does: unjudged results removed (the primes), "
-        "relevant = grade >= 2 for the binary measures, first 1000 results. Conventions: "
-        "eqsearch/evaluation/trec.py.",
-    )
-    trec.add_argument("--qrels", required=True, help="TREC qrels: topic iteration docid grade")
-    trec.add_argument(
-        "--run", required=True, action="append", help="TREC run: topic Q0 docid rank score tag (repeatable)"
-    )
-    trec.add_argument("--topics", help="evaluate only these topics (ARQMath topics XML, or one id per line)")
-    trec.add_argument("--threshold", type=float, default=2.0, help="grade from which a result is relevant (2)")
-    trec.add_argument("--depth", type=int, default=1000, help="results per topic considered (1000)")
-    trec.add_argument("--per-topic", action="store_true", help="also print every topic's measures")
-    trec.add_argument("--json", help="also write the figures to this JSON file")
-    trec.set_defaults(handler=_run_evaluate_trec, parser=trec)
+    from eqsearch.commands.evaluate_trec import register_trec
+
+    register_trec(kinds)
 
     formulas = kinds.add_parser(
         "formulas",

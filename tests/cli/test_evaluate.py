@@ -50,6 +50,12 @@ def test_labelled_then_trec_run_end_to_end_without_torch(tmp_path: Path) -> None
     assert report["failures"][0]["id"] == "euler-3" and report["evaluated"] == 4
     runs = json.loads((tmp_path / "trec.json").read_text())
     assert runs[str(trec / "run-model.txt")]["means"]["map_prime"] == pytest.approx(report["figures"]["model"]["map"])
+    # two runs: the second is compared with the first, topic by topic
+    assert f"Against {trec / 'run-model.txt'}, topic by topic" in text
+    bow, model = runs[str(trec / "run-bag-of-words.txt")], runs[str(trec / "run-model.txt")]
+    compared = runs["comparisons"][str(trec / "run-bag-of-words.txt")]["map_prime"]
+    assert compared["difference"] == pytest.approx(bow["means"]["map_prime"] - model["means"]["map_prime"])
+    assert compared["better"] + compared["worse"] + compared["tied"] == 4
 
 
 @pytest.mark.es

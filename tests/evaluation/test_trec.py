@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 from eqsearch.evaluation.trec import (
+    MEASURES,
     TrecFormatError,
+    TrecReport,
+    compare_runs,
     evaluate_run,
     ordered,
     read_qrels,
@@ -138,3 +141,35 @@ def test_malformed_files_name_the_line(tmp_path: Path, kind: str, text: str, mes
 def test_nothing_to_evaluate_is_an_error() -> None:
     with pytest.raises(TrecFormatError, match="none of the topics file's topics has a judgement"):
         evaluate_run({"T1": ["a"]}, {"T1": {"a": 3.0}}, topics=["T7"])
+
+
+def _report(per_topic_map: dict[str, float]) -> TrecReport:
+    per_topic = {t: {m: value for m in MEASURES} for t, value in per_topic_map.items()}
+    means = {m: sum(per_topic_map.values()) / len(per_topic_map) for m in MEASURES}
+    return TrecReport(means=means, per_topic=per_topic, topics=tuple(per_topic_map))
+
+
+def test_a_run_compared_topic_by_topic_with_a_bootstrap_interval() -> None:
+    baseline = _report({"T1": 0.5, "T2": 0.5, "T3": 0.5, "T4": 0.5})
+    mixed = _report({"T1": 0.9, "T2": 0.1, "T3": 0.5, "T4": 0.7})  # +0.4, -0.4, 0, +0.2: mean +0.05
+    compared = compare_runs(baseline, mixed, resamples=2_000)["map_prime"]
+    assert compared.difference == pytest.approx(0.05)
+    assert (compared.better, compared.worse, compared.tied) == (2, 1, 1)
+    assert compared.low < 0 < compared.high and not compared.certain  # one topic's loss can outweigh the gains
+    # the interval is one of the resampled means: within the smallest and largest topic difference
+    assert -0.4 <= compared.low <= compared.difference <= compared.high <= 0.4
+
+    better_everywhere = _report({"T1": 0.6, "T2": 0.7, "T3": 0.55, "T4": 0.8})
+    sure = compare_runs(baseline, better_everywhere, resamples=2_000)["ndcg_prime"]
+    assert sure.certain and sure.low >= 0.05 and (sure.better, sure.worse) == (4, 0)
+
+    same = compare_runs(baseline, baseline)["p_prime_10"]
+    assert (same.difference, same.low, same.high, same.tied, same.certain) == (0.0, 0.0, 0.0, 4, False)
+    assert compare_runs(baseline, mixed, seed=3) == compare_runs(baseline, mixed, seed=3)  # reproducible
+
+
+def test_runs_of_other_topics_are_not_compared() -> None:
+    with pytest.raises(ValueError, match="different topics"):
+        compare_runs(_report({"T1": 0.5}), _report({"T2": 0.5}))
+    with pytest.raises(ValueError, match="resamples"):
+        compare_runs(_report({"T1": 0.5}), _report({"T1": 0.5}), resamples=0)
