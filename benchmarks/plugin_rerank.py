@@ -57,6 +57,24 @@ def node_cpu_ms(client: Any, max_wait_s: float = 2.0) -> int:
         time.sleep(0.05)
 
 
+def interleaved_cpu(
+    client: Any, services: dict[str, Any], queries: list[Any], rounds: int, repeat: int
+) -> dict[str, dict[str, list[float]]]:
+    """Client and node CPU per query (ms) of each service, measured round by round, the modes interleaved within a
+    round so that the machine's load falls on all of them alike: mode -> ``client``/``node`` -> one figure a round."""
+    per_query: dict[str, dict[str, list[float]]] = {m: {"client": [], "node": []} for m in services}
+    for _ in range(rounds):
+        for mode, service in services.items():
+            node, cpu = node_cpu_ms(client), time.process_time()
+            for _ in range(repeat):
+                for query in queries:
+                    service.search(query)
+            count = repeat * len(queries)
+            per_query[mode]["client"].append((time.process_time() - cpu) * 1000 / count)
+            per_query[mode]["node"].append((node_cpu_ms(client) - node) / count)
+    return per_query
+
+
 def _services(
     client: Any, encoder: Any, converter: Any, prefix: str, depth: int | None, ranker: str = DEFAULT_RANKER
 ) -> dict[str, SearchService]:
@@ -108,17 +126,7 @@ def cost(args: argparse.Namespace) -> None:
             searches = service._searches(queries[0], formula, service.candidate_depth, [])
             sizes[mode] = sum(len(json.dumps(body)) for _, body in searches)
         modes = list(services)
-        per_query: dict[str, dict[str, list[float]]] = {m: {"client": [], "node": []} for m in modes}
-        for _ in range(args.rounds):
-            for mode in modes:
-                service = services[mode]
-                node, cpu = node_cpu_ms(client), time.process_time()
-                for _ in range(args.repeat):
-                    for query in queries:
-                        service.search(query)
-                count = args.repeat * len(queries)
-                per_query[mode]["client"].append((time.process_time() - cpu) * 1000 / count)
-                per_query[mode]["node"].append((node_cpu_ms(client) - node) / count)
+        per_query = interleaved_cpu(client, services, queries, args.rounds, args.repeat)
     docs = client.count(index=alias_name(args.prefix, "equations"))["count"]
     out = {
         "ranker": args.ranker,

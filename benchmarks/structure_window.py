@@ -260,7 +260,7 @@ def cost(args: argparse.Namespace) -> None:
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from plugin_rerank import node_cpu_ms
+    from plugin_rerank import interleaved_cpu
 
     client, _ = connect(EsConfig.from_env())
     topics = read_formula_file(args.topics, "topic")
@@ -287,16 +287,7 @@ def cost(args: argparse.Namespace) -> None:
         for service in services.values():  # prepare every formula, warm every cache and the node's
             for query in queries:
                 service.search(query)
-        per_query: dict[str, dict[str, list[float]]] = {m: {"client": [], "node": []} for m in services}
-        for _ in range(args.rounds):
-            for mode, service in services.items():
-                node, cpu = node_cpu_ms(client), time.process_time()
-                for _ in range(args.repeat):
-                    for query in queries:
-                        service.search(query)
-                count = args.repeat * len(queries)
-                per_query[mode]["client"].append((time.process_time() - cpu) * 1000 / count)
-                per_query[mode]["node"].append((node_cpu_ms(client) - node) / count)
+        per_query = interleaved_cpu(client, services, queries, args.rounds, args.repeat)
     out: dict[str, Any] = {
         "equations": client.count(index=alias_name(args.into, "equations"))["count"],
         "plugin": services["default"].plugin.active,

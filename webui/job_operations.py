@@ -12,9 +12,6 @@ from typing import TYPE_CHECKING, Any
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.webui.service_base import BackendUnavailableError, InvalidRequestError, NotFoundError, ServicesCore
 
-if TYPE_CHECKING:
-    from eqsearch.ingest.jobs import IngestJobConfig
-
 #: Equations per bulk flush of a job started from the web: small, so that progress moves visibly.
 JOB_BATCH_EQUATIONS = 50
 
@@ -90,19 +87,7 @@ class JobOperations(ServicesCore):
             InvalidRequestError: the path is not absolute, outside the ingest folder or missing; or that job is
                 already running; or no model bundle can be loaded.
         """
-        from eqsearch.ingest.config import ExtractConfig
-        from eqsearch.ingest.jobs import IngestJobConfig
-
-        config = IngestJobConfig(
-            sources=(self._check_path(raw_path),),
-            index_prefix=self.prefix,
-            shards=self.config.es.shards,
-            replicas=self.config.es.replicas,
-            batch_equations=JOB_BATCH_EQUATIONS,
-            restart=restart,
-            extract=ExtractConfig(inline=inline),
-        )
-        return self._launch(config, wait)
+        return self._launch((self._check_path(raw_path),), inline=inline, wait=wait, restart=restart)
 
     def resume_job(self, job_id: str, *, wait: bool = False) -> dict[str, Any]:
         """Run a failed or interrupted job again from its checkpoints.
@@ -111,27 +96,29 @@ class JobOperations(ServicesCore):
             NotFoundError: no job has that id.
             InvalidRequestError: the job is running or finished.
         """
-        from eqsearch.ingest.config import ExtractConfig
-        from eqsearch.ingest.jobs import IngestJobConfig
-
         record = self.job(job_id)
         if not record["resumable"]:
             raise InvalidRequestError(f"job {job_id} is {record['state']}; only a failed or interrupted job resumes")
         inline = (record.get("options") or {}).get("inline") is not False  # as the job was started
+        return self._launch(tuple(record.get("sources") or ()), inline=inline, wait=wait, job_id=job_id)
+
+    def _launch(
+        self, sources: tuple[str, ...], *, inline: bool, wait: bool, restart: bool = False, job_id: str | None = None
+    ) -> dict[str, Any]:
+        """Start the job of ``sources`` (resuming ``job_id`` when given) with this deployment's settings."""
+        from eqsearch.ingest.config import ExtractConfig
+        from eqsearch.ingest.jobs import AlreadyRunningError, IngestJobConfig
+
         config = IngestJobConfig(
-            sources=tuple(record.get("sources") or ()),
+            sources=sources,
             index_prefix=self.prefix,
             shards=self.config.es.shards,
             replicas=self.config.es.replicas,
             job_id=job_id,
             batch_equations=JOB_BATCH_EQUATIONS,
+            restart=restart,
             extract=ExtractConfig(inline=inline),
         )
-        return self._launch(config, wait)
-
-    def _launch(self, config: IngestJobConfig, wait: bool) -> dict[str, Any]:
-        from eqsearch.ingest.jobs import AlreadyRunningError
-
         try:
             encoder = self.encoder
         except EqsearchError as error:
