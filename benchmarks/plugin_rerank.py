@@ -57,6 +57,26 @@ def node_cpu_ms(client: Any, max_wait_s: float = 2.0) -> int:
         time.sleep(0.05)
 
 
+def equations_mapping(client: Any, prefix: str) -> dict[str, Any]:
+    """The mappings (properties and ``_meta``) of the equations index ``prefix``'s alias points at."""
+    source = alias_name(prefix, "equations")
+    concrete = next(iter(client.indices.get_alias(name=source)))
+    return dict(client.indices.get(index=concrete)[concrete]["mappings"])
+
+
+def create_equations_copy(client: Any, prefix: str, mappings: dict[str, Any]) -> str:
+    """An empty equations index ``<prefix>-equations-v1`` with ``mappings``, set for bulk loading (one shard, no
+    replica, no refresh), behind its alias; returns the alias."""
+    target = alias_name(prefix, "equations")
+    client.indices.create(
+        index=f"{target}-v1",
+        mappings=mappings,
+        settings={"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
+        aliases={target: {}},
+    )
+    return target
+
+
 def interleaved_cpu(
     client: Any, services: dict[str, Any], queries: list[Any], rounds: int, repeat: int
 ) -> dict[str, dict[str, list[float]]]:
@@ -199,15 +219,7 @@ def replicate(args: argparse.Namespace) -> None:
 
     client, _ = connect(EsConfig.from_env())
     source = alias_name(args.prefix, "equations")
-    concrete = next(iter(client.indices.get_alias(name=source)))
-    definition = client.indices.get(index=concrete)[concrete]
-    target = alias_name(args.into, "equations")
-    client.indices.create(
-        index=f"{target}-v1",
-        mappings=definition["mappings"],
-        settings={"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
-        aliases={target: {}},
-    )
+    target = create_equations_copy(client, args.into, equations_mapping(client, args.prefix))
     docs = list(scan(client, index=source, query={"query": {"match_all": {}}, "_source": {"exclude_vectors": False}}))
 
     def actions():
@@ -236,16 +248,9 @@ def nodevectors(args: argparse.Namespace) -> None:
     client, _ = connect(EsConfig.from_env())
     node_encoder = load_node_encoder(None, output=get_ranker(args.ranker).maxsim_nodes)
     source = alias_name(args.prefix, "equations")
-    concrete = next(iter(client.indices.get_alias(name=source)))
-    mappings = client.indices.get(index=concrete)[concrete]["mappings"]
+    mappings = equations_mapping(client, args.prefix)
     mappings["properties"][NODE_VECTORS_FIELD] = NODE_VECTORS_MAPPING
-    target = alias_name(args.into, "equations")
-    client.indices.create(
-        index=f"{target}-v1",
-        mappings=mappings,
-        settings={"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
-        aliases={target: {}},
-    )
+    target = create_equations_copy(client, args.into, mappings)
     began, stored, sizes = time.process_time(), 0, []
 
     def encoded(mathml: str | None) -> Any:

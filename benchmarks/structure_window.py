@@ -46,6 +46,7 @@ from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
 from eqsearch.engine.search.service import SearchService
 from eqsearch.evaluation.formulas import formula_ranking, read_formula_file
 from eqsearch.evaluation.trec import evaluate_run, read_qrels
+from plugin_rerank import create_equations_copy, equations_mapping, interleaved_cpu, node_cpu_ms
 
 #: A scan of every document with its vectors (Elasticsearch 9 leaves dense vectors out of ``_source`` by default:
 #: ``index.mapping.exclude_source_vectors``; a copy made without this has none).
@@ -60,17 +61,10 @@ def build(args: argparse.Namespace) -> None:
     client, _ = connect(EsConfig.from_env())
     bag = load_encoder(args.bundle)
     source = alias_name(args.prefix, "equations")
-    concrete = next(iter(client.indices.get_alias(name=source)))
-    mappings = client.indices.get(index=concrete)[concrete]["mappings"]
+    mappings = equations_mapping(client, args.prefix)
     mappings["properties"][STRUCTURE_VECTOR_FIELD] = structure_vector_mapping(bag.dim)
     mappings["_meta"] = {**mappings.get("_meta", {}), "structure_encoder": bag.identity}
-    target = alias_name(args.into, "equations")
-    client.indices.create(
-        index=f"{target}-v1",
-        mappings=mappings,
-        settings={"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
-        aliases={target: {}},
-    )
+    target = create_equations_copy(client, args.into, mappings)
     began, counts = time.process_time(), {"collection": 0, "distractors": 0, "without_terms": 0}
 
     def documents():
@@ -124,16 +118,9 @@ def scale(args: argparse.Namespace) -> None:
 
     client, _ = connect(EsConfig.from_env())
     source = alias_name(args.into, "equations")
-    concrete = next(iter(client.indices.get_alias(name=source)))
-    mappings = client.indices.get(index=concrete)[concrete]["mappings"]
+    mappings = equations_mapping(client, args.into)
     mappings["properties"].pop(CONTEXT_VECTOR_FIELD, None)
-    target = alias_name(args.to, "equations")
-    client.indices.create(
-        index=f"{target}-v1",
-        mappings=mappings,
-        settings={"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
-        aliases={target: {}},
-    )
+    target = create_equations_copy(client, args.to, mappings)
     docs = [d for d in scan(client, index=source, query=EVERYTHING)]
     rng = np.random.default_rng(0)
     began = time.monotonic()
@@ -257,11 +244,6 @@ def quality(args: argparse.Namespace) -> None:
 def cost(args: argparse.Namespace) -> None:
     """Client + node CPU per formula query, side by side in interleaved rounds: the default (rare terms, with the
     plugin where the node has it), the kNN-window variants, and kNN alone (the ``embedding`` ranker)."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from plugin_rerank import interleaved_cpu
-
     client, _ = connect(EsConfig.from_env())
     topics = read_formula_file(args.topics, "topic")
     bag = load_encoder(args.bundle)
@@ -310,11 +292,6 @@ def breakdown(args: argparse.Namespace) -> None:
     """Node CPU per structural request of the kNN first stage (W = the first ``--windows``), replayed alone in
     interleaved rounds: the kNN window only, + the BM25 rescore, + the sub-expression rescore (as sent); beside the
     default's structural request as sent."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from plugin_rerank import node_cpu_ms
-
     client, _ = connect(EsConfig.from_env())
     topics = read_formula_file(args.topics, "topic")
     bag = load_encoder(args.bundle)
