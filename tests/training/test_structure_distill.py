@@ -9,6 +9,7 @@ import math
 import random
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -138,12 +139,9 @@ def test_the_loss_is_zero_when_the_student_matches_the_teacher_and_positive_othe
     assert float(distill_loss(z, other, teacher, 0.1, 0.1)) > 0.0
 
 
-def test_a_short_run_learns_the_teachers_nearest_neighbour() -> None:
-    features = StructureFeatures(buckets=1 << 10)
-    corpus = FORMULAS * 4
-    data = prepare(corpus, features)
-    config = DistillConfig(
-        steps=60,
+def _tiny_config(features: StructureFeatures, **options: Any) -> DistillConfig:
+    """A run small enough for a test: 4 seeds of 4 neighbours from a pool of 16, a 16-d model, one CPU thread."""
+    return DistillConfig(
         seeds=4,
         per_seed=4,
         pool=16,
@@ -153,7 +151,15 @@ def test_a_short_run_learns_the_teachers_nearest_neighbour() -> None:
         device="cpu",
         model=StructureBagConfig(buckets=1 << 10, width=16, hidden=32, embedding_dim=16),
         features=features,
+        **options,
     )
+
+
+def test_a_short_run_learns_the_teachers_nearest_neighbour() -> None:
+    features = StructureFeatures(buckets=1 << 10)
+    corpus = FORMULAS * 4
+    data = prepare(corpus, features)
+    config = _tiny_config(features, steps=60)
     model, history = train(config, data, log=lambda _: None)
     assert history["steps"] == 60
     vectors = encode_terms(model, term_data(FORMULAS, features), features)
@@ -285,22 +291,7 @@ def test_the_alignment_loss_pulls_the_students_coordinates_onto_the_teachers_vec
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(len(FORMULAS), 16)).astype(np.float32)[np.arange(len(corpus)) % len(FORMULAS)]
     data = prepare(corpus, features, vectors=vectors, views=False)
-    config = DistillConfig(
-        steps=150,
-        seeds=4,
-        per_seed=4,
-        pool=16,
-        views=False,
-        bm25_weight=0.0,
-        vector_weight=1.0,
-        align_weight=1.0,
-        warmup_steps=5,
-        log_every=1000,
-        threads=1,
-        device="cpu",
-        model=StructureBagConfig(buckets=1 << 10, width=16, hidden=32, embedding_dim=16),
-        features=features,
-    )
+    config = _tiny_config(features, steps=150, views=False, bm25_weight=0.0, vector_weight=1.0, align_weight=1.0)
     model, _ = train(config, data, log=lambda _: None)
     z = encode_terms(model, data.terms, features)
     # every formula's vector comes close to its teacher vector (random ones: only the alignment teaches that)
