@@ -16,6 +16,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from cluster_faults import (
+    documents,
+    ingest,
+    new_prefix,
+    prepare,
+)
 from eqsearch.engine.es.client import connect
 from eqsearch.engine.es.config import EsConfig, LocalNodeConfig
 from eqsearch.engine.es.distribution import PINNED
@@ -109,3 +115,22 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ...]:
     papers = folder / "copies.jsonl"
     papers.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return (str(CORPUS / "latex"), str(papers))
+
+
+@pytest.fixture(scope="session")
+def reference(client, converter, sources) -> dict[str, list[str]]:
+    """The documents the faulted jobs must leave: the same job on the healthy cluster."""
+    prefix = new_prefix("reference")
+    prepare(client, prefix)
+    report = ingest(client, converter, sources, prefix, "reference")
+    assert report.state == "finished" and report.failures == [], report
+    return documents(client, prefix)
+
+
+@pytest.fixture(scope="session")
+def baseline_ids(client, converter) -> dict[str, list[str]]:
+    """The documents of the corpus's papers JSONL, what every faulted deployment holds before its job."""
+    prefix = new_prefix("baseline")
+    prepare(client, prefix)
+    assert ingest(client, converter, (str(CORPUS / "papers.jsonl"),), prefix, "baseline").state == "finished"
+    return documents(client, prefix)
