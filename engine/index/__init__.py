@@ -44,6 +44,7 @@ from eqsearch.engine.index.documents import (
 from eqsearch.engine.index.errors import IndexOperationError, MigrationError
 from eqsearch.engine.index.mappings import (
     CONTEXT_VECTOR_FIELD,
+    FORWARD_INDEX_FIELD,
     INDEX_KINDS,
     MAPPING_VERSIONS,
     RERANK_FIELDS_SINCE,
@@ -63,6 +64,7 @@ from eqsearch.engine.index.migration_records import MIGRATION_LOCK_ID, Migration
 __all__ = [
     "CONTEXT_TEXT_FIELDS",
     "CONTEXT_VECTOR_FIELD",
+    "FORWARD_INDEX_FIELD",
     "INDEX_KINDS",
     "MAPPING_VERSIONS",
     "MIGRATION_LOCK_ID",

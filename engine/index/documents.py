@@ -16,8 +16,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from eqsearch.engine.index.forward_index import analysed_terms, forward_index_value
 from eqsearch.engine.index.mappings import (
     CONTEXT_VECTOR_FIELD,
+    FORWARD_INDEX_FIELD,
     NODE_VECTORS_FIELD,
     SIZE_FIELD,
     SPANS_FIELD,
@@ -295,9 +297,17 @@ def paper_documents(
 
 def structure_fields(mathml: str | None, latex: str) -> dict[str, Any]:
     """The structural fields of an equation document: its terms (from the MathML, or the LaTeX when it did not
-    convert), its sub-expression hashes and its size in symbols (`engine.model.structure`)."""
+    convert), its sub-expression hashes, its size in symbols (`engine.model.structure`) and the forward index of its
+    terms as the field's analyzer makes them (`engine.index.forward_index`; written for every equation, an empty one
+    too, so that a value missing in an index that maps it means a document written before)."""
     structure = formula_structure(mathml, latex)
-    return {STRUCTURE_FIELD: structure.text, SPANS_FIELD: sorted(structure.spans), SIZE_FIELD: structure.size}
+    text = structure.text
+    return {
+        STRUCTURE_FIELD: text,
+        SPANS_FIELD: sorted(structure.spans),
+        SIZE_FIELD: structure.size,
+        FORWARD_INDEX_FIELD: forward_index_value(analysed_terms(text)),
+    }
 
 
 def with_structure(document: Mapping[str, Any]) -> dict[str, Any]:

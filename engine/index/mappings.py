@@ -19,7 +19,7 @@ IndexKind = Literal["equations", "papers", "jobs"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("equations", "papers", "jobs")
 
 #: Bump when a definition below changes; recorded in each index's ``_meta`` so `describe` can say it is stale.
-MAPPING_VERSIONS: dict[str, int] = {"equations": 6, "papers": 2, "jobs": 1}
+MAPPING_VERSIONS: dict[str, int] = {"equations": 7, "papers": 2, "jobs": 1}
 
 VECTOR_FIELD = "vector"
 #: The formula's structural terms (`engine.model.structure`): BM25 over them is the structural channel.
@@ -33,6 +33,12 @@ SIZE_FIELD = "structure_size"
 #: The first equations mapping version whose documents hold what the structural rerank needs: `SIZE_FIELD`, and
 #: spans with the variables renamed (``r``, structure version 2) where older ones hold spans with the letters kept.
 RERANK_FIELDS_SINCE = 5
+#: The formula's forward index (mapping version 7): its structural terms as the field's analyzer makes them, hashed,
+#: with their counts, in one binary doc value (`engine.index.forward_index`), from which eqsearch's plugin computes the
+#: rescore window's BM25 (``eqsearch_bm25``) instead of walking posting lists. Large (~9 bytes a distinct term) and
+#: never shown: left out of the sources a search reads (`SOURCE_EXCLUDED_FIELDS`).
+FORWARD_INDEX_FIELD = "structure_terms"
+FORWARD_INDEX_SINCE = 7
 #: The network's node vectors of the formula, int8 in one binary doc value (`documents.node_vectors_value`), scored by
 #: MaxSim inside the node by eqsearch's Elasticsearch plugin (``es-plugin/``, ``eqsearch_maxsim``). Not yet in
 #: `equations_definition`: no writer computes it at ingest yet; `NODE_VECTORS_MAPPING` adds it to an index.
@@ -60,6 +66,8 @@ def structure_vector_mapping(dims: int = STRUCTURE_VECTOR_DIMS) -> dict[str, Any
 CONTEXT_VECTOR_FIELD = "context_vector"
 #: Every vector field of an equation: large, and never read back by a search (`engine.search.query.SOURCE_EXCLUDES`).
 VECTOR_FIELDS = (VECTOR_FIELD, CONTEXT_VECTOR_FIELD, NODE_VECTORS_FIELD, STRUCTURE_VECTOR_FIELD)
+#: What a search never reads back from an equation's source: the vectors and the forward index.
+SOURCE_EXCLUDED_FIELDS = (*VECTOR_FIELDS, FORWARD_INDEX_FIELD)
 DEFAULT_DIMS = 64
 #: The width of the shipped text encoder's vectors (`engine/model/text-encoder.json`'s ``dim``).
 DEFAULT_CONTEXT_DIMS = 256
@@ -220,6 +228,7 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
                 STRUCTURE_FIELD: {"type": "text", "analyzer": "whitespace", "index_options": "freqs"},
                 SPANS_FIELD: {"type": "keyword", "doc_values": False},
                 SIZE_FIELD: {"type": "integer", "index": False},
+                FORWARD_INDEX_FIELD: {"type": "binary", "doc_values": True},
                 VECTOR_FIELD: vector,
                 CONTEXT_VECTOR_FIELD: context_vector,
                 **_paper_fields(analyzer),

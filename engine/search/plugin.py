@@ -7,6 +7,10 @@ node against each candidate's spans and size, where without it the same scores t
 plugin computes exactly those scores (``tests/es_plugin/`` compares them on a real node), so the ranking is the
 same either way.
 
+Plugin 1.2 also scores the structural list's BM25 over a rescore window (``eqsearch_bm25``, `bm25_rescore`) from the
+equations' forward index (`engine.index.forward_index`) where the plain request adds a ``bool`` of ``term`` clauses
+that walk posting lists: the same scores, the shard's own term statistics, used where the index maps the field.
+
 A cluster may lack the plugin (a hosted cluster, another version, a node added later): `detect_plugin` asks
 ``_nodes/plugins`` once, and the engine uses the plugin only when every node has a compatible version of it; otherwise
 it sends the plain requests, and `PluginSupport.note` says why in one line (``eqsearch es check``, the admin page).
@@ -14,18 +18,26 @@ it sends the plain requests, and `PluginSupport.note` says why in one line (``eq
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, SIZE_FIELD, SPANS_FIELD
+from eqsearch.engine.index.mappings import (
+    FORWARD_INDEX_FIELD,
+    NODE_VECTORS_FIELD,
+    SIZE_FIELD,
+    SPANS_FIELD,
+    STRUCTURE_FIELD,
+)
 
 __all__ = [
+    "BM25_RESCORER",
     "PLUGIN_MAJOR",
     "PLUGIN_NAME",
     "STRUCTURE_RESCORER",
     "PluginSupport",
     "PluginUse",
+    "bm25_rescore",
     "detect_plugin",
     "maxsim_body",
     "plugin_support",
@@ -42,6 +54,9 @@ STRUCTURE_RESCORER = "eqsearch_structure"
 MAXSIM_RESCORER = "eqsearch_maxsim"
 MAXSIM_SINCE = (1, 1)
 MAXSIM_MISSING = -2.0
+#: The BM25 rescorer over the forward index (plugin 1.2 and later).
+BM25_RESCORER = "eqsearch_bm25"
+BM25_SINCE = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,7 @@ class PluginSupport:
         with_plugin: how many of them have a compatible version.
         note: one line for ``eqsearch es check`` and the admin page.
         maxsim: every node's plugin also has the MaxSim rescorer (`MAXSIM_SINCE`).
+        bm25: every node's plugin also has the forward-index BM25 rescorer (`BM25_SINCE`).
     """
 
     available: bool
@@ -61,6 +77,7 @@ class PluginSupport:
     with_plugin: int
     note: str
     maxsim: bool = False
+    bm25: bool = False
 
 
 def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
@@ -72,6 +89,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
     nodes = nodes_info.get("nodes") or {}
     compatible = 0
     with_maxsim = 0
+    with_bm25 = 0
     versions: set[str] = set()
     for node in nodes.values():
         for plugin in node.get("plugins") or []:
@@ -82,6 +100,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
             if version.split(".")[0] == str(PLUGIN_MAJOR):
                 compatible += 1
                 with_maxsim += _version_tuple(version) >= MAXSIM_SINCE
+                with_bm25 += _version_tuple(version) >= BM25_SINCE
     total = len(nodes)
     if total and compatible == total:
         return PluginSupport(
@@ -90,6 +109,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
             compatible,
             f"eqsearch plugin {', '.join(sorted(versions))} on every node: native rerank",
             maxsim=with_maxsim == total,
+            bm25=with_bm25 == total,
         )
     if compatible or versions:
         return PluginSupport(
@@ -146,33 +166,43 @@ class PluginUse:
         client: the cluster's client.
         wanted: None: use the plugin when every node has it (`detect_plugin`); False: never; True: always (the
             caller knows every node has it).
+        forward_index: whether the window's BM25 may come from the forward index where the plugin and the index
+            allow it (`forward_index`); False keeps the plain BM25 rescore (a benchmark's side-by-side).
     """
 
-    def __init__(self, client: Any, wanted: bool | None = None) -> None:
+    def __init__(self, client: Any, wanted: bool | None = None, *, forward_index: bool = True) -> None:
         self.client = client
         self.wanted = wanted
+        self.use_forward_index = forward_index
         self._support: PluginSupport | None = None
-        self._node_vectors: dict[str, bool] = {}
+        self._mapped: dict[tuple[str, str], bool] = {}
 
     def stored_node_vectors(self, alias: str) -> bool:
         """Whether the MaxSim rerank can run in the node on ``alias``: every node has the MaxSim rescorer and the
         index maps `NODE_VECTORS_FIELD` (asked once per alias; `forget_indices` asks again)."""
-        if not (self.active and self.support.maxsim):
-            return False
-        if alias not in self._node_vectors:
+        return self.active and self.support.maxsim and self._maps(alias, NODE_VECTORS_FIELD)
+
+    def forward_index(self, alias: str) -> bool:
+        """Whether the structural list's window BM25 can come from the forward index on ``alias``: every node has
+        the BM25 rescorer and the index maps `FORWARD_INDEX_FIELD` (asked once per alias)."""
+        return self.use_forward_index and self.active and self.support.bm25 and self._maps(alias, FORWARD_INDEX_FIELD)
+
+    def _maps(self, alias: str, field: str) -> bool:
+        """Whether every index behind ``alias`` maps ``field`` (False when the cluster cannot say)."""
+        if (alias, field) not in self._mapped:
             from elasticsearch import ApiError, TransportError
 
             try:
-                found = self.client.indices.get_field_mapping(index=alias, fields=NODE_VECTORS_FIELD)
+                found = self.client.indices.get_field_mapping(index=alias, fields=field)
                 body = found.body if hasattr(found, "body") else found
-                self._node_vectors[alias] = any(index.get("mappings") for index in body.values())
+                self._mapped[(alias, field)] = bool(body) and all(index.get("mappings") for index in body.values())
             except (ApiError, TransportError):
-                self._node_vectors[alias] = False
-        return self._node_vectors[alias]
+                self._mapped[(alias, field)] = False
+        return self._mapped[(alias, field)]
 
     def forget_indices(self) -> None:
-        """Ask again which indices hold node vectors (an alias moved to another index)."""
-        self._node_vectors.clear()
+        """Ask again which indices hold node vectors and forward indices (an alias moved to another index)."""
+        self._mapped.clear()
 
     @property
     def support(self) -> PluginSupport:
@@ -193,7 +223,9 @@ class PluginUse:
     def refused(self, error: Exception) -> bool:
         """Whether ``error`` is a node refusing the plugin's rescorer while it was in use; if so, the plugin is off
         from now on (the caller sends the search again)."""
-        if not self.active or (STRUCTURE_RESCORER not in str(error) and MAXSIM_RESCORER not in str(error)):
+        if not self.active or not any(
+            name in str(error) for name in (STRUCTURE_RESCORER, MAXSIM_RESCORER, BM25_RESCORER)
+        ):
             return False
         self._support = PluginSupport(
             False, 0, 0, f"a node refused the eqsearch plugin's rescorer ({error}); searches use the plain requests"
@@ -231,6 +263,24 @@ def structure_rescore(
             "candidate_sizes": candidate_sizes,
             "spans_field": SPANS_FIELD,
             "size_field": SIZE_FIELD,
+        },
+    }
+
+
+def bm25_rescore(counts: Mapping[str, int], *, window: int, replace: bool) -> dict[str, Any]:
+    """The ``rescore`` entry that gives the window's candidates the BM25 of the structural terms ``counts`` (term ->
+    its count in the query, the boost of its ``term`` clause) inside the node, from their forward index: added to
+    their scores, or with ``replace`` in their place. The same scores as a query rescore of those ``term`` clauses
+    with ``score_mode: total`` and query weights 1 and 1 (0 and 1 with ``replace``)."""
+    ordered = sorted(counts.items())
+    return {
+        "window_size": window,
+        BM25_RESCORER: {
+            "terms": [term for term, _ in ordered],
+            "boosts": [float(count) for _, count in ordered],
+            "mode": "replace" if replace else "add",
+            "field": STRUCTURE_FIELD,
+            "forward_field": FORWARD_INDEX_FIELD,
         },
     }
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from eqsearch.engine.index.mappings import CONTEXT_VECTOR_FIELD, VECTOR_FIELD, VECTOR_FIELDS
+from eqsearch.engine.index.mappings import CONTEXT_VECTOR_FIELD, SOURCE_EXCLUDED_FIELDS, VECTOR_FIELD
 from eqsearch.engine.model.structure import SPAN_KINDS, FormulaStructure
 from eqsearch.engine.search.rankers import FormulaRanking
 from eqsearch.engine.search.structure_query import structure_body, structure_rerank_window
@@ -67,7 +67,7 @@ _OWN_FIELDS = ("section_title^1.5", "context")
 #: that nothing can be skipped anyway; see benchmarks/search.md.)
 TEXT_COUNT_LIMIT = MAX_RESULT_WINDOW
 #: Never sent back: the vectors are large and no caller reads them from a hit.
-SOURCE_EXCLUDES = list(VECTOR_FIELDS)
+SOURCE_EXCLUDES = list(SOURCE_EXCLUDED_FIELDS)
 #: The doc values a ranking search returns per hit (``eq_id`` equals ``_id`` for every writer).
 RANKING_FIELDS = ("eq_id", "paper_id")
 
@@ -290,6 +290,7 @@ def ranking_searches(
     rerank_fields: bool = True,
     plugin: bool = False,
     structure_vector: np.ndarray | None = None,
+    forward_index: bool = False,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The ranked lists a query needs, as ``(name, body)``: ``structure`` (BM25 over structural terms),
     ``embedding`` (kNN on the formula vectors), ``text`` (BM25 over the words), ``papers`` (the same, one hit per
@@ -318,6 +319,7 @@ def ranking_searches(
         plugin: every node has eqsearch's plugin: the structural rerank is its rescorer (`structure_body`).
         structure_vector: the query's structure-bag vector, from which the structural list starts (kNN on the
             index's, `structure_body`; None: from its terms).
+        forward_index: the plugin also scores the window's BM25 from the index's forward index (`structure_body`).
     """
     filters = query_filters(query)
     searches: list[tuple[str, dict[str, Any]]] = []
@@ -334,6 +336,7 @@ def ranking_searches(
             candidate_sizes=rerank_fields and ranking.rerank_symmetric,
             span_kinds=SPAN_KINDS if rerank_fields else ("e", "g"),
             plugin=plugin,
+            forward_index=forward_index,
             structure_vector=structure_vector,
             knn_window=ranking.structure_knn,
             knn_candidates=num_candidates(max(ranking.structure_knn, depth), STRUCTURE_KNN_CANDIDATES_FACTOR),

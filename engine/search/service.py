@@ -262,6 +262,7 @@ class SearchService:
             rerank_fields=self._rerank_fields(structure, query, warnings),
             plugin=self.plugin.active,
             structure_vector=structure_vector,
+            forward_index=self.plugin.forward_index(self.equations_alias),
         )
 
     def _structure_vector(self, formula: QueryFormula | None) -> np.ndarray | None:

@@ -5,7 +5,9 @@ The rerank rescores the list's top window by the largest sub-expressions each ca
 (`engine.model.structure` spans), weighed by the larger of the two formulas' sizes. Without scripting (the minimal
 distribution has no Painless) it is a ``function_score`` over a ``dis_max`` of one constant-score term per span;
 where every node has eqsearch's plugin, the plugin's ``eqsearch_structure`` rescorer computes the same scores from
-the same spans (`engine.search.plugin`). Pure functions of their arguments, like the rest of `engine.search.query`.
+the same spans (`engine.search.plugin`), and where the index also stores each equation's forward index, the
+plugin's ``eqsearch_bm25`` rescorer gives the window its BM25 from it instead of walking the terms' posting lists.
+Pure functions of their arguments, like the rest of `engine.search.query`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from eqsearch.engine.index.mappings import (
     VECTOR_FIELDS,
 )
 from eqsearch.engine.model.structure import SPAN_KINDS, FormulaStructure
-from eqsearch.engine.search.plugin import structure_rescore
+from eqsearch.engine.search.plugin import bm25_rescore, structure_rescore
 from eqsearch.engine.search.rankers import FormulaRanking
 
 __all__ = ["MAX_RERANK_SPANS", "MIN_RERANK_SPAN", "structure_body", "structure_rerank_window"]
@@ -80,19 +82,43 @@ def _span_match(structure: FormulaStructure, kind: str, weight: float) -> dict[s
     return {"dis_max": {"queries": queries, "tie_breaker": 0.0}} if queries else None
 
 
+#: The most terms the plugin's BM25 rescorer takes (``Bm25RescorerBuilder.MAX_TERMS``); a formula with more (none
+#: of the development collection's) gets the plain rescore.
+MAX_BM25_TERMS = 16_384
+
+
+def _term_counts(structure: FormulaStructure, only: Sequence[str] | None = None) -> dict[str, int]:
+    """The formula's distinct terms (or those of them in ``only``) with their counts, in the query's order."""
+    kept = set(only) if only is not None else None
+    return {term: count for term, count in Counter(structure.tokens).items() if kept is None or term in kept}
+
+
 def _terms_match(structure: FormulaStructure, only: Sequence[str] | None = None) -> dict[str, Any]:
     """BM25 over the formula's terms (or those of them in ``only``), each once with its count as boost: the score
     of a ``match`` on the whole text (where a repeated term adds its clause again), in a third fewer clauses."""
-    counts = Counter(structure.tokens)
-    kept = set(only) if only is not None else None
     should = [
         {"term": {STRUCTURE_FIELD: {"value": term, "boost": float(count)}}}
         if count > 1
         else {"term": {STRUCTURE_FIELD: term}}
-        for term, count in counts.items()
-        if kept is None or term in kept
+        for term, count in _term_counts(structure, only).items()
     ]
     return {"bool": {"should": should}}
+
+
+def _window_bm25(
+    structure: FormulaStructure, only: Sequence[str] | None, *, window: int, replace: bool, forward_index: bool
+) -> dict[str, Any]:
+    """The rescore that gives the top ``window`` the BM25 of the formula's terms (or of those in ``only``): added
+    to their scores, or with ``replace`` in their place. With ``forward_index``, the plugin's ``eqsearch_bm25``
+    rescorer computes it from the equations' forward index; otherwise a query rescore of ``term`` clauses."""
+    counts = _term_counts(structure, only)
+    if forward_index and 0 < len(counts) <= MAX_BM25_TERMS:
+        return bm25_rescore(counts, window=window, replace=replace)
+    weights = {"query_weight": 0.0 if replace else 1.0, "rescore_query_weight": 1.0}
+    return {
+        "window_size": window,
+        "query": {"rescore_query": _terms_match(structure, only), **weights, "score_mode": "total"},
+    }
 
 
 def structure_body(
@@ -106,6 +132,7 @@ def structure_body(
     candidate_sizes: bool = False,
     span_kinds: Sequence[str] = SPAN_KINDS,
     plugin: bool = False,
+    forward_index: bool = False,
     structure_vector: Sequence[float] | None = None,
     knn_window: int = 0,
     knn_candidates: int = 0,
@@ -144,6 +171,9 @@ def structure_body(
         plugin: the cluster has eqsearch's plugin on every node (`engine.search.plugin`): the sub-expression
             rescore is its ``eqsearch_structure`` rescorer, the same scores from a list of spans instead of a query
             of one clause per span.
+        forward_index: with ``plugin``, the index stores each equation's forward index (`FORWARD_INDEX_FIELD`) and
+            every node has the plugin's BM25 rescorer: the window's BM25 (the other terms' with a ``first_stage``,
+            every term's after the kNN) is its ``eqsearch_bm25`` rescorer, the same scores without posting lists.
         structure_vector: the query's structure-bag vector: start from kNN on the index's (needs a
             ``rerank_window`` and a ``knn_window``).
         knn_window: how many nearest the kNN first stage finds (at least ``k``).
@@ -153,6 +183,7 @@ def structure_body(
         The search body.
     """
     knn_stage = structure_vector is not None and rerank_window > 0 and knn_window > 0
+    native_bm25 = plugin and forward_index
     knn_window = max(knn_window, k)
     staged = first_stage is not None and rerank_window > 0 and not knn_stage
     body: dict[str, Any] = {
@@ -180,11 +211,9 @@ def structure_body(
             body["query"] = {"bool": {"should": [{"knn": knn}, rare], "filter": filters}}
             knn_window += rerank_window
         # the cosine only chose the window: BM25 over every term takes its place
-        bm25 = {"rescore_query": _terms_match(structure), "query_weight": 0.0, "rescore_query_weight": 1.0}
-        rescores.append({"window_size": knn_window, "query": {**bm25, "score_mode": "total"}})
+        rescores.append(_window_bm25(structure, None, window=knn_window, replace=True, forward_index=native_bm25))
     elif staged and rest:
-        rest_match = {"rescore_query": _terms_match(structure, rest), "query_weight": 1.0, "rescore_query_weight": 1.0}
-        rescores.append({"window_size": rerank_window, "query": {**rest_match, "score_mode": "total"}})
+        rescores.append(_window_bm25(structure, rest, window=rerank_window, replace=False, forward_index=native_bm25))
     if plugin:
         selected = [span for kind in span_kinds for span in _rerank_spans(structure, kind)]
         if rerank_window > 0 and rerank_weight > 0 and selected:

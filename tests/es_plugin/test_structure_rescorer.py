@@ -5,95 +5,19 @@ the ARQMath-1 development collection and its topics, for every variant the engin
 or of the query, spans of an older index, a first stage); and hostile bodies answered with a 400 that names what is
 wrong.
 
-Skipped when the node lacks the plugin (``conftest.py``: failed with CI=true, unless the managed node was started
-before ``eqsearch es start`` or ``make setup`` installed it; it loads its plugins when it starts).
+The collection is `conftest.collection`'s. Skipped when the node lacks the plugin (``conftest.py``: failed with
+CI=true, unless the managed node was started before ``eqsearch es start`` or ``make setup`` installed it; it loads
+its plugins when it starts).
 """
 
 from __future__ import annotations
 
-import csv
-import itertools
-from pathlib import Path
-
 import pytest
-from eqsearch.engine.index.admin import IndexAdmin
-from eqsearch.engine.index.bulk import bulk_index
-from eqsearch.engine.index.documents import structure_fields
-from eqsearch.engine.index.mappings import SIZE_FIELD, SPANS_FIELD, IndexOptions, alias_name
-from eqsearch.engine.model.layout import parse_layout
-from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, structure_of_layout
+from eqsearch.engine.index.mappings import SPANS_FIELD
 from eqsearch.engine.search.plugin import STRUCTURE_RESCORER
 from eqsearch.engine.search.query import structure_body
-from eqsearch.evaluation.labelled_set import DEFAULT_LABELLED_SET
 
 pytestmark = pytest.mark.es
-
-DEV = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "arqmath1-dev"
-#: formulas of the development collection indexed (its first ones: the pools of the first topics, near duplicates)
-COLLECTION_SIZE = 600
-HASHED_DIMS = 8
-#: unsized documents (written before sizes existed): a candidate without a size counts as the query's
-UNSIZED = 20
-
-
-def _dev_rows(path: Path, limit: int | None = None) -> list[tuple[str, str]]:
-    if not path.is_file():
-        return []
-    with path.open(encoding="utf-8") as handle:
-        rows = [(row[0], row[1]) for row in itertools.islice(csv.reader(handle, delimiter="\t"), 1, None)]
-    return rows[:limit] if limit else rows
-
-
-def _labelled_rows() -> list[tuple[str, str]]:
-    lines = [line for line in DEFAULT_LABELLED_SET.read_text(encoding="utf-8").splitlines() if line and line[0] != "#"]
-    return [(f"labelled-{number}", line.split("\t")[1]) for number, line in enumerate(lines[1:])]
-
-
-@pytest.fixture(scope="module")
-def plugin_client(es_client, require_plugin):
-    require_plugin()
-    return es_client
-
-
-@pytest.fixture(scope="module")
-def converter():
-    from eqsearch.engine.latex.converter import KatexConverter
-
-    with KatexConverter() as katex:
-        yield katex
-
-
-@pytest.fixture(scope="module")
-def collection(plugin_client, converter):
-    """An equations index of the labelled equations and the development collection's first formulas; yields
-    (alias, queries)."""
-    import uuid
-
-    prefix = f"eqsearch-test-{uuid.uuid4().hex[:12]}"
-    IndexAdmin(plugin_client, prefix).ensure(IndexOptions(dims=HASHED_DIMS, similarity="cosine"))
-    alias = alias_name(prefix, "equations")
-    rows = _labelled_rows() + _dev_rows(DEV / "collection.tsv", COLLECTION_SIZE)
-    converted = converter.convert_many([(latex, "equation") for _, latex in rows])
-    mathml = {vid: result.mathml for (vid, _), result in zip(rows, converted, strict=True)}
-    actions = []
-    for number, (vid, latex) in enumerate(rows):
-        if not mathml[vid]:
-            continue
-        fields = structure_fields(mathml[vid], latex)
-        if number < UNSIZED:
-            fields.pop(SIZE_FIELD)
-        source = {"eq_id": vid, "paper_id": vid, "latex": latex, **fields}
-        actions.append({"_index": alias, "_id": vid, "_source": source})
-    assert bulk_index(plugin_client, actions, refresh="wait_for").failed == 0
-    topics = [latex for _, latex in _dev_rows(DEV / "topics.tsv")]
-    queries = []
-    for latex in [*topics, *(latex for _, latex in rows[::7])]:
-        result = converter.convert(latex)
-        if result.mathml:
-            queries.append(structure_of_layout(parse_layout(result.mathml), span_kinds=QUERY_SPAN_KINDS))
-    yield alias, queries
-    for index in plugin_client.indices.get(index=f"{prefix}*", expand_wildcards="all", ignore_unavailable=True):
-        plugin_client.indices.delete(index=index, ignore_unavailable=True)
 
 
 def _hits(client, alias: str, body: dict) -> list[tuple[str, float]]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from eqsearch.engine.index import (
+    FORWARD_INDEX_FIELD,
     SIZE_FIELD,
     SPANS_FIELD,
     STRUCTURE_FIELD,
@@ -19,6 +20,7 @@ from eqsearch.engine.index import (
     with_structure,
     with_vector,
 )
+from eqsearch.engine.index.forward_index import forward_index_value
 from eqsearch.engine.model import formula_structure
 from eqsearch.ingest.records import Equation, InlineFormula, Issue, Paper, Section
 
@@ -125,11 +127,13 @@ def test_the_paper_and_equation_documents_of_a_paper():
         STRUCTURE_FIELD: "V:x N:2 V:x|N:2|sup V:*|N:*|sup",
         SPANS_FIELD: sorted(formula_structure("<math><msup><mi>x</mi><mn>2</mn></msup></math>").spans),
         SIZE_FIELD: 2,  # symbols: x and 2
+        FORWARD_INDEX_FIELD: forward_index_value(["V:x", "N:2", "V:x|N:2|sup", "V:*|N:*|sup"]),
         "indexed_at": "2026-01-02T03:04:05.678+00:00",
         VECTOR_FIELD: [0.5, -0.5],
     }
     equation_fields = ["eq_id", "number", "inline", "latex", "mathml", "environment", "status", "reason", "section"]
-    equation_fields += ["section_title", "context", STRUCTURE_FIELD, SPANS_FIELD, SIZE_FIELD, "indexed_at"]
+    equation_fields += ["section_title", "context", STRUCTURE_FIELD, SPANS_FIELD, SIZE_FIELD, FORWARD_INDEX_FIELD]
+    equation_fields += ["indexed_at"]
     assert list(converted) == [*SHARED, *equation_fields, VECTOR_FIELD]
     assert refused == {
         **SHARED,
@@ -148,6 +152,7 @@ def test_the_paper_and_equation_documents_of_a_paper():
         STRUCTURE_FIELD: "S:frac N:1 S:frac|N:1|num S:frac|N:*|num",
         SPANS_FIELD: sorted(formula_structure(None, r"\frac{1}{").spans),
         SIZE_FIELD: 2,
+        FORWARD_INDEX_FIELD: forward_index_value(["S:frac", "N:1", "S:frac|N:1|num", "S:frac|N:*|num"]),
         "indexed_at": "2026-01-02T03:04:05.678+00:00",
     }  # no vector: found by its structure and text only
     assert list(refused) == [*SHARED, *equation_fields]
@@ -158,6 +163,10 @@ def test_with_structure_makes_the_structural_fields_anew_from_the_stored_formula
     assert with_structure(stored)[STRUCTURE_FIELD] == "V:x N:2 V:x|N:2|sup V:*|N:*|sup"
     assert with_structure({**stored, STRUCTURE_FIELD: "old"})[STRUCTURE_FIELD] != "old"
     assert with_structure(stored)[SIZE_FIELD] == 2  # a document written before sizes gets one
+    # and one written before the forward index gets its terms, counted (mapping version 7)
+    assert with_structure(stored)[FORWARD_INDEX_FIELD] == forward_index_value(
+        ["V:x", "N:2", "V:x|N:2|sup", "V:*|N:*|sup"]
+    )
     assert with_structure({"eq_id": "b:0", "latex": "y_1", "mathml": None})[STRUCTURE_FIELD] == (
         "V:y N:1 V:y|N:1|sub V:*|N:*|sub"
     )
@@ -260,6 +269,9 @@ def test_inline_formulas_get_documents_of_their_own_marked_inline():
         STRUCTURE_FIELD: formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").text,
         SPANS_FIELD: sorted(formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").spans),
         SIZE_FIELD: 3,
+        FORWARD_INDEX_FIELD: forward_index_value(
+            formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").tokens
+        ),
         "indexed_at": "t",
         VECTOR_FIELD: [1.0, 0.0],
     }

@@ -3,9 +3,10 @@ version), and the plugin's rescore: the same sub-expressions, sizes and weight a
 
 from __future__ import annotations
 
+from eqsearch.engine.index.mappings import STRUCTURE_FIELD
 from eqsearch.engine.model.layout import parse_layout_latex
 from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, formula_structure, structure_of_layout
-from eqsearch.engine.search.plugin import PLUGIN_NAME, STRUCTURE_RESCORER, plugin_support
+from eqsearch.engine.search.plugin import BM25_RESCORER, PLUGIN_NAME, STRUCTURE_RESCORER, plugin_support
 from eqsearch.engine.search.structure_query import MAX_RERANK_SPANS, MIN_RERANK_SPAN, structure_body
 
 
@@ -86,3 +87,41 @@ def test_no_rescore_without_a_window_a_weight_or_spans():
     structure = formula_structure(None, "a^2 + b^2 = c^2")
     assert "rescore" not in structure_body(structure, 10, [], rerank_window=0, rerank_weight=0.5, plugin=True)
     assert "rescore" not in structure_body(structure, 10, [], rerank_window=300, rerank_weight=0.0, plugin=True)
+
+
+def test_the_bm25_rescorer_needs_version_1_2_on_every_node():
+    assert plugin_support(_nodes([(PLUGIN_NAME, "1.2.0")], [(PLUGIN_NAME, "1.2.1")])).bm25
+    older = plugin_support(_nodes([(PLUGIN_NAME, "1.2.0")], [(PLUGIN_NAME, "1.1.0")]))
+    assert older.available and older.maxsim and not older.bm25
+
+
+def _rescores(body: dict) -> list[dict]:
+    return body["rescore"] if isinstance(body["rescore"], list) else [body["rescore"]]
+
+
+def test_the_forward_index_bm25_carries_the_plain_rescores_terms_and_counts():
+    """The default's rest terms (added) and the kNN window's every term (in place of the cosine): the same terms
+    with the same boosts as the plain request's ``term`` clauses, in the same window."""
+    structure = formula_structure(None, "x^2 + x^2 + y = z")
+    rare = sorted(set(structure.tokens))[:3]
+    kwargs = {"rerank_window": 300, "rerank_weight": 0.5, "first_stage": rare, "plugin": True}
+    plain, native = (_rescores(structure_body(structure, 100, [], forward_index=f, **kwargs))[0] for f in (0, 1))
+    clauses = plain["query"]["rescore_query"]["bool"]["should"]
+    boosts = dict(_clause(clause) for clause in clauses)
+    sent = native[BM25_RESCORER]
+    assert native["window_size"] == plain["window_size"] == 300 and sent["mode"] == "add"
+    assert dict(zip(sent["terms"], sent["boosts"], strict=True)) == boosts
+    assert not set(rare) & set(sent["terms"]) and max(sent["boosts"]) > 1.0  # repeated terms carry their counts
+    knn = {"structure_vector": [1.0] * 4, "knn_window": 500, "rerank_window": 300, "rerank_weight": 0.5}
+    every = _rescores(structure_body(structure, 100, [], plugin=True, forward_index=True, **knn))[0]
+    assert every["window_size"] == 500 and every[BM25_RESCORER]["mode"] == "replace"
+    assert sorted(every[BM25_RESCORER]["terms"]) == sorted(set(structure.tokens))
+    # without the plugin, the forward index is not used
+    assert BM25_RESCORER not in str(
+        structure_body(structure, 100, [], forward_index=True, **{**kwargs, "plugin": False})
+    )
+
+
+def _clause(clause: dict) -> tuple[str, float]:
+    value = clause["term"][STRUCTURE_FIELD]
+    return (value["value"], value["boost"]) if isinstance(value, dict) else (value, 1.0)

@@ -13,14 +13,17 @@ import org.elasticsearch.plugins.SearchPlugin;
  * rescore window by the largest sub-expressions it shares with the query formula, read from the index's span terms and
  * size doc values, the way eqsearch's {@code function_score} over {@code dis_max} of {@code constant_score} term
  * clauses did, in one pass over the window instead of one scorer per span; and the {@code eqsearch_maxsim} rescorer
- * ({@link MaxSimRescorerBuilder}): Amador and Zanibbi's MaxSim over node vectors stored with each equation.
+ * ({@link MaxSimRescorerBuilder}): Amador and Zanibbi's MaxSim over node vectors stored with each equation; and the
+ * {@code eqsearch_bm25} rescorer ({@link Bm25RescorerBuilder}): the BM25 of structural terms for each candidate of a
+ * window, read from the equations' forward index instead of the posting lists.
  */
 public class EqsearchPlugin extends Plugin implements SearchPlugin {
     @Override
     public List<RescorerSpec<?>> getRescorers() {
         return List.of(
             new RescorerSpec<>(StructureRescorerBuilder.NAME, StructureRescorerBuilder::new, StructureRescorerBuilder::fromXContent),
-            new RescorerSpec<>(MaxSimRescorerBuilder.NAME, MaxSimRescorerBuilder::new, MaxSimRescorerBuilder::fromXContent)
+            new RescorerSpec<>(MaxSimRescorerBuilder.NAME, MaxSimRescorerBuilder::new, MaxSimRescorerBuilder::fromXContent),
+            new RescorerSpec<>(Bm25RescorerBuilder.NAME, Bm25RescorerBuilder::new, Bm25RescorerBuilder::fromXContent)
         );
     }
 }

@@ -38,10 +38,21 @@ final class RescoreWindow {
      * place of the first ones, all sorted again when hits lie below the window.
      */
     static TopDocs putBack(TopDocs topDocs, ScoreDoc[] rescored) {
+        return putBack(topDocs, rescored, 1f);
+    }
+
+    /**
+     * The same, the hits below the window with their scores times {@code belowWeight}: Elasticsearch's query rescore
+     * weighs them by its {@code query_weight}, as hits the second pass did not match.
+     */
+    static TopDocs putBack(TopDocs topDocs, ScoreDoc[] rescored, float belowWeight) {
         Arrays.sort(rescored, (a, b) -> a.score != b.score ? Float.compare(b.score, a.score) : Integer.compare(a.doc, b.doc));
         ScoreDoc[] out = topDocs.scoreDocs.clone();
         System.arraycopy(rescored, 0, out, 0, rescored.length);
         if (out.length > rescored.length) {
+            for (int i = rescored.length; i < out.length; i++) {
+                out[i] = new ScoreDoc(out[i].doc, out[i].score * belowWeight, out[i].shardIndex);
+            }
             Arrays.sort(out, Rescorer.SCORE_DOC_COMPARATOR);
         }
         return new TopDocs(topDocs.totalHits, out);

@@ -1,0 +1,105 @@
+/*
+ * eqsearch's Elasticsearch plugin: an equation's structural terms as stored in its forward index.
+ */
+package org.eqsearch.elasticsearch;
+
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+
+import org.apache.lucene.util.BytesRef;
+
+/**
+ * The forward index of one equation: the distinct terms of its structural field, as the field's analyzer made them,
+ * each as a 64-bit hash with the number of times it occurs, in one binary doc value (eqsearch's
+ * {@code engine/index/forward_index.py} writes it). The value of an Elasticsearch {@code binary} field holds a vint
+ * count of blobs, then each as a vint length and its bytes; ours is one blob: a format byte, then per term, by hash
+ * ascending (unsigned), the hash in 8 bytes big-endian and the count as a vint.
+ *
+ * <p>The hash is the first 8 bytes of the SHA-256 digest of the term's UTF-8 bytes, read big-endian: defined here
+ * and in the Python module alone, and tested for parity. Two different terms of one equation and query share a hash
+ * with a probability of about {@code terms^2 / 2^64}: never, in practice.
+ */
+final class ForwardIndex {
+    static final int FORMAT = 1;
+
+    private ForwardIndex() {}
+
+    static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK has no SHA-256", e);
+        }
+    }
+
+    /** The term's hash: the first 8 bytes of the SHA-256 of its UTF-8 bytes, big-endian. */
+    static long hash(MessageDigest digest, BytesRef term) {
+        digest.reset();
+        digest.update(term.bytes, term.offset, term.length);
+        byte[] bytes = digest.digest();
+        long hash = 0;
+        for (int i = 0; i < Long.BYTES; i++) {
+            hash = (hash << 8) | (bytes[i] & 0xff);
+        }
+        return hash;
+    }
+
+    /**
+     * Fills {@code freqs[i]} with how often the term of {@code hashes[i]} (ascending unsigned, distinct) occurs in the
+     * stored value, 0 when it does not. False when the value is not a forward index of this format (the caller then
+     * reads the document's counts from the postings): nothing is guessed from a damaged value.
+     */
+    static boolean counts(BytesRef value, long[] hashes, int[] freqs) {
+        java.util.Arrays.fill(freqs, 0);
+        byte[] bytes = value.bytes;
+        int[] at = { value.offset };
+        int end = value.offset + value.length;
+        if (readVInt(bytes, at, end) != 1) {
+            return false;
+        }
+        int length = readVInt(bytes, at, end);
+        if (length < 1 || at[0] + length > end || bytes[at[0]] != FORMAT) {
+            return false;
+        }
+        end = at[0] + length;
+        at[0]++;
+        int q = 0;
+        long previous = 0;
+        boolean first = true;
+        while (at[0] < end) {
+            if (at[0] + Long.BYTES > end) {
+                return false;
+            }
+            long stored = 0;
+            for (int i = 0; i < Long.BYTES; i++) {
+                stored = (stored << 8) | (bytes[at[0]++] & 0xff);
+            }
+            int count = readVInt(bytes, at, end);
+            if (count < 1 || (first == false && Long.compareUnsigned(previous, stored) >= 0)) {
+                return false;
+            }
+            previous = stored;
+            first = false;
+            while (q < hashes.length && Long.compareUnsigned(hashes[q], stored) < 0) {
+                q++;
+            }
+            if (q < hashes.length && hashes[q] == stored) {
+                freqs[q++] = count;
+            }
+        }
+        return true;
+    }
+
+    /** A vint at {@code at[0]} (advanced past it), or -1 when it runs past {@code end} or past 32 bits. */
+    private static int readVInt(byte[] bytes, int[] at, int end) {
+        int result = 0;
+        for (int shift = 0; shift < 32 && at[0] < end; shift += 7) {
+            byte b = bytes[at[0]++];
+            result |= (b & 0x7f) << shift;
+            if (b >= 0) {
+                return result;
+            }
+        }
+        return -1;
+    }
+}
