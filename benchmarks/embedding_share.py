@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from pathlib import Path
 
 from eqsearch.engine.es import EsConfig, connect
 from eqsearch.engine.latex.converter import KatexConverter
@@ -18,7 +19,7 @@ from eqsearch.engine.model import load_encoder
 from eqsearch.engine.search import SearchService
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
 from eqsearch.evaluation.formulas import formula_ranking, read_formula_file
-from eqsearch.evaluation.trec import evaluate_run, read_qrels
+from eqsearch.evaluation.trec import evaluate_run, read_qrels, write_run
 
 
 def main() -> None:
@@ -28,6 +29,7 @@ def main() -> None:
     parser.add_argument("--topics", required=True)
     parser.add_argument("--qrels", required=True)
     parser.add_argument("--shares", default="0,0.05,0.1,0.2,0.3")
+    parser.add_argument("--runs", help="also write each share's run here (TREC, share-S.trec), for `evaluate trec`")
     args = parser.parse_args()
     client, _ = connect(EsConfig.from_env())
     encoder = load_encoder(args.bundle)
@@ -35,14 +37,19 @@ def main() -> None:
     topics = read_formula_file(args.topics, "topic")
     default = get_ranker(DEFAULT_RANKER)
     out = {}
+    if args.runs:
+        Path(args.runs).mkdir(parents=True, exist_ok=True)
     with KatexConverter() as converter:
         for share in (float(s) for s in args.shares.split(",")):
             ranking = dataclasses.replace(default, name=f"share-{share}", structure=1.0 - share, embedding=share)
             service = SearchService(
                 client, encoder, converter, index_prefix=args.prefix, candidate_depth=1000, ranking=ranking
             )
-            run = {t: [doc for doc, _ in formula_ranking(service, latex, 1000)] for t, latex in topics}
-            means = evaluate_run(run, qrels, topics=[t for t, _ in topics]).means
+            run = {t: formula_ranking(service, latex, 1000) for t, latex in topics}
+            if args.runs:
+                write_run(Path(args.runs) / f"share-{share}.trec", run, tag=f"share{share}")
+            means = evaluate_run({t: [d for d, _ in r] for t, r in run.items()}, qrels, topics=[t for t, _ in topics])
+            means = means.means
             out[share] = {k: round(v, 4) for k, v in means.items()}
             print(share, out[share], flush=True)
     print(json.dumps(out))

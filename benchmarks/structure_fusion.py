@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from eqsearch.engine.model import load_encoder
 from eqsearch.engine.search.fusion import linear_fusion
-from eqsearch.evaluation.trec import evaluate_run, read_qrels
+from eqsearch.evaluation.trec import evaluate_run, read_qrels, write_run
 
 
 def structural_lists(prefix: str, topics: list[tuple[str, str]], depth: int) -> dict[str, list[tuple[str, float]]]:
@@ -80,6 +80,9 @@ def main() -> None:
     parser.add_argument("--bundle", action="append", default=[], help="a bundle, or a run's dev-vectors.npz")
     parser.add_argument("--shares", default="0,0.05,0.1,0.15,0.2,0.3")
     parser.add_argument("--depth", type=int, default=1000)
+    parser.add_argument(
+        "--runs", type=Path, help="also write each bundle's fused run per share here (TREC), for `evaluate trec`"
+    )
     args = parser.parse_args()
     with gzip.open(args.dev_mathml, "rt", encoding="utf-8") as f:
         dev = json.load(f)
@@ -89,6 +92,8 @@ def main() -> None:
             raise SystemExit(f"{args.cache} does not exist: give --prefix to search the structural lists")
         args.cache.write_text(json.dumps(structural_lists(args.prefix, topics, args.depth)), encoding="utf-8")
     structure = json.loads(args.cache.read_text(encoding="utf-8"))
+    if args.runs:
+        args.runs.mkdir(parents=True, exist_ok=True)
     qrels = read_qrels(args.qrels)
     ids = [t for t, _ in topics]
     out: dict[str, dict[str, dict[str, float]]] = {}
@@ -100,8 +105,11 @@ def main() -> None:
             for t in ids:
                 lists = {"structure": [tuple(x) for x in structure[t]], "embedding": knn[t]}
                 fused = linear_fusion(lists, {"structure": 1.0 - share, "embedding": share})
-                run[t] = [f.doc_id for f in fused][: args.depth]
-            means = evaluate_run(run, qrels, topics=ids).means
+                run[t] = [(f.doc_id, f.score) for f in fused][: args.depth]
+            if args.runs:
+                name = f"{Path(bundle).parent.name}-{Path(bundle).name}-{share}.trec"
+                write_run(args.runs / name, run, tag=f"share{share}")
+            means = evaluate_run({t: [d for d, _ in r] for t, r in run.items()}, qrels, topics=ids).means
             out[bundle][str(share)] = {k: round(v, 4) for k, v in means.items()}
             print(bundle, share, out[bundle][str(share)], flush=True)
     print(json.dumps(out))
