@@ -11,7 +11,8 @@ environments, ``\\iffalse`` blocks and what follows ``\\end{document}`` dropped;
 definition opens or closes a display replaced by what they stand for (``\\def\\bea{\\begin{eqnarray}}``,
 ``\\let\\beq\\equation``, ``\\newcommand{\\al}[1]{\\begin{align}#1\\end{align}}``, ``\\def\\beas#1\\eeas{...}``,
 ``\\newenvironment{eqn}{\\begin{equation}}{\\end{equation}}``), definitions blanked; then a text / inline / display
-walk counts the outermost non-empty displays (environments, ``\\[ \\]``, ``$$ $$``). ``--show NAME`` prints the
+walk counts the outermost non-empty displays (environments, ``\\[ \\]``, ``$$ $$``; a ``$$`` inside a ``tabular`` is an
+empty formula, as TeX reads it in a table cell). ``--show NAME`` prints the
 first characters of each counted display of one paper, to read by hand where the numbers disagree.
 """
 
@@ -243,6 +244,7 @@ def display_text(text: str) -> str:
 
 
 BEGIN = re.compile(r"\\begin\s*\{(" + DISPLAYS + r")(\*?)\}")
+TABULAR = re.compile(r"\\(begin|end)\s*\{(?:tabular\*?|tabularx|tabulary|longtable\*?)\}")
 
 
 def displays(text: str) -> list[str]:
@@ -250,9 +252,15 @@ def displays(text: str) -> list[str]:
     found: list[str] = []
     i = 0
     n = len(text)
+    tables = 0  # inside a tabular, $$ is an empty formula (TeX's restricted horizontal mode), not a display
     while i < n:
         c = text[i]
         if c == "\\":
+            t = TABULAR.match(text, i)
+            if t:
+                tables = max(0, tables + (1 if t.group(1) == "begin" else -1))
+                i = t.end()
+                continue
             if text.startswith("\\[", i):
                 j = text.find("\\]", i + 2)
                 j = n if j < 0 else j
@@ -285,6 +293,9 @@ def displays(text: str) -> list[str]:
             i += 2
             continue
         if c == "$":
+            if text.startswith("$$", i) and tables:
+                i += 2
+                continue
             if text.startswith("$$", i):
                 j = text.find("$$", i + 2)
                 j = n if j < 0 else j

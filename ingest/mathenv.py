@@ -3,7 +3,8 @@ formulas (``$...$``, ``\\(...\\)``, ``\\begin{math}``).
 
 The scanner walks the text once, skipping escaped characters, recording inline math, and jumping past each display
 it finds: an environment nested in a display (``split`` in ``equation``, ``aligned`` in ``\\[``) stays part of the
-outer body and is never extracted twice. breqn's ``dgroup`` is a grouping, like ``subequations``: the ``dmath``
+outer body and is never extracted twice. A ``$$`` inside a ``tabular`` is an empty formula (TeX reads a table cell
+in restricted horizontal mode, where ``$$`` opens no display), not a display. breqn's ``dgroup`` is a grouping, like ``subequations``: the ``dmath``
 inside it are the displays.
 """
 
@@ -103,6 +104,7 @@ def scan_math(text: str, aliases: dict[str, str] | None = None) -> tuple[list[Di
     token = re.compile(r"\\begin\s*\{(?:(" + names + r")(\*?)|(math))\}|\\[\\$\[(]|\$\$?")
     out: list[DisplayMath] = []
     inline: list[InlineMath] = []
+    tables = _table_spans(text) if "$$" in text and "\\begin" in text else []
     pos = 0
     n = len(text)
     while True:
@@ -117,6 +119,8 @@ def scan_math(text: str, aliases: dict[str, str] | None = None) -> tuple[list[Di
             pos, body_end = _skip_inline(text, m.end(), closer)
             if body_end >= 0:
                 inline.append(InlineMath(text[m.end() : body_end], m.start(), pos, "math" if m.group(3) else s))
+        elif s == "$$" and _inside(tables, m.start()):
+            pos = m.end()  # an empty formula: in a table cell (restricted horizontal mode) $$ opens no display
         elif s in ("$$", "\\["):
             closer = "$$" if s == "$$" else "\\]"
             close = _find_closer(text, m.end(), closer)
@@ -152,6 +156,31 @@ def scan_math(text: str, aliases: dict[str, str] | None = None) -> tuple[list[Di
                 pos = close_end
         if pos >= n:
             return out, inline
+
+
+_TABULAR = re.compile(r"\\(begin|end)\s*\{(?:tabular\*?|tabularx|tabulary|longtable\*?)\}")
+
+
+def _table_spans(text: str) -> list[tuple[int, int]]:
+    """The outermost ``tabular``-like environments of ``text`` (start, end), an unclosed one running to the end."""
+    spans: list[tuple[int, int]] = []
+    depth, start = 0, 0
+    for m in _TABULAR.finditer(text):
+        if m.group(1) == "begin":
+            if depth == 0:
+                start = m.start()
+            depth += 1
+        elif depth:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, m.end()))
+    if depth:
+        spans.append((start, len(text)))
+    return spans
+
+
+def _inside(spans: list[tuple[int, int]], offset: int) -> bool:
+    return any(start < offset < end for start, end in spans)
 
 
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")

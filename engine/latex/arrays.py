@@ -4,8 +4,9 @@ Grammars and case tables put material between columns with ``@{...}`` and ``!{..
 (``\\begin{array}{l@{\\;::=\\;}l}``, or ``@{}`` to drop the padding), and the array package adds ``>{...}``/``<{...}``
 (code before and after every cell of a column), ``p{..}``/``m{..}``/``b{..}`` (paragraph columns) and
 ``*{n}{spec}``. KaTeX's ``array`` takes only ``l``, ``c``, ``r``, ``|`` and ``:``. The material between columns
-becomes a column of its own, put into every row; the code of ``>{}`` and ``<{}`` goes into the column's cells;
-paragraph columns become ``l``.
+becomes a column of its own, put into every row; the code of ``>{}`` and ``<{}`` goes into the column's cells, less
+the paragraph-alignment commands (``\\raggedright\\arraybackslash``) that mean nothing in a cell of one line;
+paragraph columns become ``l`` columns whose cells are text, as LaTeX sets them (``$x$`` inside them is math).
 
 A ``tabular`` inside a display (a case table written as text) becomes an ``array`` whose cells are text:
 ``\\begin{tabular}{cc} 0 & $r<a$ \\\\ \\end{tabular}`` -> ``\\begin{array}{cc} \\text{0} & \\text{$r<a$} \\end{array}``.
@@ -22,6 +23,9 @@ __all__ = ["rewrite_array_specs", "rewrite_tabulars"]
 _BEGIN_ARRAY = re.compile(r"\\begin\s*\{array\}\s*")
 _ARRAY_TOKEN = re.compile(r"\\(begin|end)\s*\{array\}")
 _UNSUPPORTED = re.compile(r"[@!<>*pmb]")
+_PARAGRAPH_LAYOUT = re.compile(
+    r"\\(?:raggedright|raggedleft|RaggedRight|RaggedLeft|centering|arraybackslash)(?![A-Za-z@])\s*"
+)
 
 
 def rewrite_array_specs(latex: str) -> str:
@@ -40,23 +44,24 @@ def rewrite_array_specs(latex: str) -> str:
         body_end = _matching_end(latex, spec[1])
         if parsed is None or body_end is None:
             continue
-        columns, inserts, before, after = parsed
+        columns, inserts, before, after, paragraphs = parsed
         body = latex[spec[1] : body_end]
-        new_spec, rows = _rebuild(columns, inserts, before, after, body)
+        new_spec, rows = _rebuild(columns, inserts, before, after, paragraphs, body)
         out += [latex[pos : m.start()], f"\\begin{{array}}{{{new_spec}}}", rows]
         pos = body_end
     out.append(latex[pos:])
     return "".join(out)
 
 
-def _parse(spec: str) -> tuple[list[str], dict[int, str], dict[int, str], dict[int, str]] | None:
+def _parse(spec: str) -> tuple[list[str], dict[int, str], dict[int, str], dict[int, str], set[int]] | None:
     """Columns (``l``/``c``/``r``, with any ``|`` or ``:`` before them), material between them by position, code
-    before and after each column's cells; None for a specification this does not read."""
+    before and after each column's cells, the paragraph columns; None for a specification this does not read."""
     spec = _repeat(spec)
     columns: list[str] = []
     inserts: dict[int, str] = {}
     before: dict[int, str] = {}
     after: dict[int, str] = {}
+    paragraphs: set[int] = set()
     rules = ""
     pending_before = ""
     i = 0
@@ -78,6 +83,7 @@ def _parse(spec: str) -> tuple[list[str], dict[int, str], dict[int, str], dict[i
             if arg is None:
                 return None
             columns.append(rules + "l")
+            paragraphs.add(len(columns) - 1)
             if pending_before:
                 before[len(columns) - 1] = pending_before
             rules = pending_before = ""
@@ -91,15 +97,15 @@ def _parse(spec: str) -> tuple[list[str], dict[int, str], dict[int, str], dict[i
                     position = len(columns)
                     inserts[position] = inserts.get(position, "") + arg[0]
             elif c == ">":
-                pending_before += arg[0]
+                pending_before += _PARAGRAPH_LAYOUT.sub("", arg[0])
             elif columns:
-                after[len(columns) - 1] = after.get(len(columns) - 1, "") + arg[0]
+                after[len(columns) - 1] = after.get(len(columns) - 1, "") + _PARAGRAPH_LAYOUT.sub("", arg[0])
             i = arg[1]
         else:
             return None
     if rules and columns:
         columns[-1] += rules
-    return (columns, inserts, before, after) if columns else None
+    return (columns, inserts, before, after, paragraphs) if columns else None
 
 
 def _repeat(spec: str) -> str:
@@ -127,9 +133,15 @@ def _matching_end(latex: str, start: int) -> int | None:
 
 
 def _rebuild(
-    columns: list[str], inserts: dict[int, str], before: dict[int, str], after: dict[int, str], body: str
+    columns: list[str],
+    inserts: dict[int, str],
+    before: dict[int, str],
+    after: dict[int, str],
+    paragraphs: set[int],
+    body: str,
 ) -> tuple[str, str]:
-    """The new specification and body: an extra ``c`` column per position with material, and the cells' code."""
+    """The new specification and body: an extra ``c`` column per position with material, the cells' code, the cells
+    of paragraph columns as text."""
     spec = ""
     for k in range(len(columns) + 1):
         if k in inserts:
@@ -147,7 +159,8 @@ def _rebuild(
             if k in inserts and k <= len(cells):
                 out.append(inserts[k])
             if k < len(cells):
-                out.append(before.get(k, "") + cells[k] + after.get(k, ""))
+                cell = before.get(k, "") + cells[k] + after.get(k, "")
+                out.append(f"\\text{{{cell}}}" if k in paragraphs and cell.strip() else cell)
         rows.append(" & ".join(out))
     return spec, "\\\\".join(rows)
 

@@ -2,8 +2,8 @@
 
 `diagram_kind` tells a display that is a commutative diagram or picture (tikz-cd, TikZ, xymatrix, xy-pic, ...) from
 an equation, so that the converter keeps it as a diagram instead of failing it; `replace_diagrams` puts a
-``[diagram]`` placeholder where a formula holds a picture (a macro that draws an arrow, ``\\tikz``,
-``\\includegraphics``), so that the formula around it converts.
+``[diagram]`` placeholder where a formula holds a picture (a macro that draws an arrow, ``\\tikz``, an
+``\\xymatrix`` that a macro brings, ``\\includegraphics``), so that the formula around it converts.
 """
 
 from __future__ import annotations
@@ -41,11 +41,33 @@ def replace_diagrams(latex: str) -> tuple[str, list[str]]:
         return "\\text{[diagram]}"
 
     latex = _DIAGRAM_ENVIRONMENT.sub(placeholder, latex)
+    if "\\xymatrix" in latex:  # a macro that draws a labelled arrow with xy-pic (\def\rarrow#1#2#3{\xymatrix{..}})
+        latex = _xymatrices(latex, kinds)
     if "\\tikz" in latex:
         latex = _inline_tikz(latex, kinds)
     if "\\includegraphics" in latex:  # a picture file set inside the formula (a tensor-network equation)
         latex = _IMAGE.sub(lambda m: kinds.append("includegraphics") or "\\text{[diagram]}", latex)
     return latex, kinds
+
+
+_XYMATRIX = re.compile(r"\\xymatrix(?![A-Za-z@])((?:\s*@[^{@]*)*)\s*(?=\{)")
+
+
+def _xymatrices(latex: str, kinds: list[str]) -> str:
+    """``\\xymatrix@C=2em{A \\ar[r] & B}`` inside a formula -> ``[diagram]``."""
+    out: list[str] = []
+    pos = 0
+    for m in _XYMATRIX.finditer(latex):
+        if m.start() < pos:
+            continue
+        arg = read_argument(latex, m.end())
+        if arg is None:
+            continue
+        out += [latex[pos : m.start()], "\\text{[diagram]}"]
+        kinds.append("xymatrix")
+        pos = arg[1]
+    out.append(latex[pos:])
+    return "".join(out)
 
 
 _IMAGE = re.compile(r"\\includegraphics\*?\s*(?:\[[^\]]*\]\s*)*\{[^{}]*\}")

@@ -99,7 +99,10 @@ _INTERNALS = re.compile(
     r"\\[A-Za-z]*@[A-Za-z@]*|\\(?:csname|expandafter|futurelet|afterassignment|aftergroup|ifnum|ifdim|ifx|ifcase"
     r"|ifcat|ifcsname|ifdefined|noexpand|unexpanded|romannumeral|numexpr|dimexpr|ExplSyntaxOn|setbox|wd|ht|dp)(?![A-Za-z@])"
 )
-_DRAWS = re.compile(r"\\begin\s*\{(?:tikzcd|tikzpicture|xy|psmatrix)\}|\\tikz(?![A-Za-z@])")
+# a body the converter rewrites after expansion (a picture, an xy-pic arrow, minted's or listings' inline code)
+_DRAWS = re.compile(
+    r"\\begin\s*\{(?:tikzcd|tikzpicture|xy|psmatrix)\}|\\(?:tikz|xymatrix|mintinline|lstinline)(?![A-Za-z@])"
+)
 # \ifmmode A\else B\fi in a macro body: a formula is in math mode, so A
 _IFMMODE = re.compile(r"\\ifmmode(?![A-Za-z@])(.*?)(?:\\else(?![A-Za-z@]).*?)?\\fi(?![A-Za-z@])", re.DOTALL)
 # \ifx<token><token> A \else B \fi in a macro body (an "is the argument empty / a tie?" test): B, or nothing

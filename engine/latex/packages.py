@@ -197,6 +197,39 @@ _AGDA_SANS = [
     "Option",
     "Hole",
 ]
+# textcomp's text symbols KaTeX 0.19 lacks (\textpm in a formula of a thesis): the glyph as text
+_TEXTCOMP = {
+    "pm": "±",
+    "times": "×",
+    "div": "÷",
+    "minus": "−",
+    "onehalf": "½",
+    "onequarter": "¼",
+    "threequarters": "¾",
+    "celsius": "℃",
+    "ohm": "Ω",
+    "mho": "℧",
+    "lnot": "¬",
+    "surd": "√",
+    "section": "§",
+    "paragraph": "¶",
+    "trademark": "™",
+    "cent": "¢",
+    "yen": "¥",
+    "sterling": "£",
+    "euro": "€",
+    "numero": "№",
+    "onesuperior": "¹",
+    "twosuperior": "²",
+    "threesuperior": "³",
+    "leftarrow": "←",
+    "rightarrow": "→",
+    "uparrow": "↑",
+    "downarrow": "↓",
+    "bigcircle": "◯",
+    "langle": "⟨",
+    "rangle": "⟩",
+}
 _GLYPHS = {"dh": "ð", "DH": "Ð", "th": "þ", "TH": "Þ", "dj": "đ", "DJ": "Đ", "ng": "ŋ", "NG": "Ŋ"}
 _SIMPLE: dict[str, tuple[int, str]] = {
     # upgreek (and MNRAS's \upi): upright Greek -> Greek
@@ -248,6 +281,7 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\textbullet": (0, "\\text{•}"),
     "\\textmu": (0, "\\text{µ}"),
     "\\textperthousand": (0, "\\text{‰}"),
+    **{f"\\text{name}": (0, f"\\text{{{glyph}}}") for name, glyph in _TEXTCOMP.items()},
     # T1 glyphs KaTeX lacks (\text{\normalfont\dh} is the spin-raising eth of CMB papers)
     **{f"\\{name}": (0, f"\\text{{{glyph}}}") for name, glyph in _GLYPHS.items()},
     # amsmath's math space; LaTeX's "math here, whatever the mode" (a group in math, $..$ in a text box)

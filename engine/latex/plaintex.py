@@ -5,7 +5,8 @@ Older papers and journal classes (MNRAS, AAS, JHEP) still write plain TeX inside
 ``\\atopwithdelims`` and ``\\abovewithdelims``, and the macros ``\\cases{...}`` (whose second column is text),
 ``\\eqalign{...}``, ``\\eqalignno{...}`` and ``\\displaylines{...}`` whose rows end in ``\\cr``. KaTeX parses
 ``\\over``, ``\\atop``, ``\\choose``, ``\\brace``, ``\\brack`` and ``\\above`` itself; the others become
-``\\sqrt[3]{x}``, ``\\overset{\\rm def}{=}``, ``\\genfrac`` and the matching environments.
+``\\sqrt[3]{x}``, ``\\overset{\\rm def}{=}``, ``\\genfrac`` and the matching environments; box shifts
+(``\\lower.5ex\\hbox{$\\sim$}``) become ``\\raisebox``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable
 
 from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, read_optional, skip_space
 
-__all__ = ["change_case", "resolve_ensuremath", "rewrite_plain_tex", "stagger_indices"]
+__all__ = ["box_shifts", "change_case", "resolve_ensuremath", "rewrite_plain_tex", "stagger_indices"]
 
 _ROOT = re.compile(r"\\root(?![A-Za-z@])(.*?)\\of(?![A-Za-z@])\s*", re.DOTALL)
 _BUILDREL = re.compile(r"\\buildrel(?![A-Za-z@])(.*?)\\over(?![A-Za-z@])\s*", re.DOTALL)
@@ -263,4 +264,27 @@ def resolve_ensuremath(latex: str, text: bool = False) -> str:
             out.append(latex[m.start() : m.end()] + "{" + resolve_ensuremath(argument[0], text=True) + "}")
         pos = argument[1]
     out.append(latex[pos:])
+    return "".join(out)
+
+
+# \lower.5ex\hbox{$\sim$}, \raise 2pt\hbox{..}: plain TeX's box shifts
+_SHIFT = re.compile(r"\\(raise|lower)\s*(-?\s*\d*\.?\d+\s*(?:pt|ex|em|mm|cm|in|bp|mu))\s*\\hbox\s*(?=\{)")
+
+
+def box_shifts(text: str) -> str:
+    """Plain TeX's box shifts (``\\lower.5ex\\hbox{$\\sim$}``, ``\\raise 2pt\\hbox{..}``) -> ``\\raisebox``."""
+    out: list[str] = []
+    pos = 0
+    for m in _SHIFT.finditer(text):
+        if m.start() < pos:
+            continue
+        box = read_argument(text, m.end())
+        if box is None:
+            continue
+        size = m.group(2).replace(" ", "")
+        if m.group(1) == "lower":
+            size = size[1:] if size.startswith("-") else "-" + size
+        out += [text[pos : m.start()], f"\\raisebox{{{size}}}{{{box[0]}}}"]
+        pos = box[1]
+    out.append(text[pos:])
     return "".join(out)

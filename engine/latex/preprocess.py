@@ -7,14 +7,17 @@ Two steps, both pure functions of the text:
   skips, ...), replace cross references and citations by
   placeholders (``\\ref``/``\\eqref`` -> ``\\text{(?)}``, ``\\cite`` -> ``\\text{[?]}``), and rename commands
   KaTeX lacks to close equivalents (``\\mbox`` -> ``\\text``, ``\\mathbbm``/``\\mathds`` -> ``\\mathbb``, plain-TeX
-  ``\\pmatrix{..\\cr..}`` -> ``\\begin{pmatrix}..\\\\..\\end{pmatrix}``). Applied to
-  equation bodies and to macro bodies alike.
+  ``\\pmatrix{..\\cr..}`` -> ``\\begin{pmatrix}..\\\\..\\end{pmatrix}``, ``\\multicolumn{3}{c}{x}`` -> ``x & &``).
+  Applied to equation bodies and to macro bodies alike, and to what an unwrapped argument holds
+  (``\\shortintertext{by \\cref{eq:a_b}}``).
 - `wrap_environment`: turn the body of a display environment into one KaTeX expression: align/flalign ->
   ``aligned``, alignat -> ``alignedat``, gather/multline and breqn's dmath/dseries -> ``gathered``, eqnarray and
   breqn's darray -> ``array``, and a body of any other display (``equation``, ``$$``, ``\\[``) with a top-level ``&``
   or ``\\\\`` -> ``aligned``.
 
-Diagrams and pictures, which KaTeX does not draw, are told apart in `engine.latex.diagrams`.
+A ``minipage`` inside a display becomes its text and the displays it holds, one over the other; nicematrix and
+Young tableaux are rewritten in `engine.latex.packagenv`. Diagrams and pictures, which KaTeX does not draw, are told
+apart in `engine.latex.diagrams`.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import re
 from collections.abc import Callable
 
 from eqsearch.engine.latex.arrays import rewrite_array_specs, rewrite_tabulars
-from eqsearch.engine.latex.plaintex import rewrite_plain_tex, stagger_indices
+from eqsearch.engine.latex.packagenv import rewrite_nicematrix, rewrite_young_tableaux
+from eqsearch.engine.latex.plaintex import box_shifts, rewrite_plain_tex, stagger_indices
 from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
 from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optional, skip_space
 
@@ -107,7 +111,7 @@ def _unwrap_into(prefix: str) -> _Rule:
         arg = read_argument(text, end)
         if arg is None:
             return "", end
-        return f"{prefix}{{{arg[0]}}}", arg[1]
+        return f"{prefix}{{{clean_latex(arg[0])}}}", arg[1]  # what the argument holds is cleaned too (\cref)
 
     return rule
 
@@ -136,7 +140,7 @@ def _breqn_condition(text: str, end: int) -> tuple[str, int]:
     arg = read_argument(text, end)
     if arg is None:
         return "", end
-    return f"{separator if separator is not None else ','}\\quad \\text{{{arg[0]}}}", arg[1]
+    return f"{separator if separator is not None else ','}\\quad \\text{{{clean_latex(arg[0])}}}", arg[1]
 
 
 def _plain_matrix(environment: str) -> _Rule:
@@ -144,10 +148,18 @@ def _plain_matrix(environment: str) -> _Rule:
         arg = read_argument(text, end)
         if arg is None:
             return f"\\{environment}", end
-        body = re.sub(r"\\cr(?![A-Za-z])", r"\\\\", arg[0])
+        body = re.sub(r"\\cr(?![A-Za-z])", r"\\\\", clean_latex(arg[0]))
         return f"\\begin{{{environment}}}{body}\\end{{{environment}}}", arg[1]
 
     return rule
+
+
+def _multicolumn(text: str, end: int) -> tuple[str, int]:
+    # \multicolumn{3}{c}{x} in an array or a tabular: KaTeX has no spanning cell; the content, then the cells it spans
+    args, resume = read_arguments(text, end, 3)
+    if len(args) < 3 or not args[0].strip().isdigit():
+        return "\\multicolumn", end
+    return clean_latex(args[2]) + " &" * (min(int(args[0]), 64) - 1), resume
 
 
 def _drop_star_optional_argument(latex: str, pos: int) -> tuple[str, int]:
@@ -176,6 +188,11 @@ _RULES: dict[str, _Rule] = {
     "displaybreak": _drop_star_optional,
     "noindent": _drop,
     "centering": _drop,
+    "raggedright": _drop,  # paragraph alignment (array's >{\raggedright\arraybackslash}p{4cm} column code)
+    "raggedleft": _drop,
+    "RaggedRight": _drop,
+    "RaggedLeft": _drop,
+    "arraybackslash": _drop,
     "upshape": _drop,
     "smallskip": _drop,
     "medskip": _drop,
@@ -237,6 +254,7 @@ _RULES: dict[str, _Rule] = {
     "operatornamewithlimits": _rename("\\operatorname*"),
     "slash": _rename("/"),
     "lefteqn": _unwrap_into(""),
+    "multicolumn": _multicolumn,
     # breqn
     "hiderel": _unwrap_into(""),
     "condition": _breqn_condition,
@@ -369,6 +387,32 @@ def wrap_environment(body: str, environment: str) -> str:
     return body
 
 
+_MINIPAGE = re.compile(r"\\begin\s*\{minipage\}\s*(?:\[[^\]]*\]\s*)*\{[^{}]*\}(.*?)\\end\s*\{minipage\}", re.S)
+_INNER_DISPLAY = re.compile(
+    r"\\begin\s*\{((?:equation|align|gather|multline|flalign)\*?)\}(.*?)\\end\s*\{\1\}|\\\[(.*?)\\\]", re.S
+)
+
+
+def _minipages(text: str) -> str:
+    """A ``minipage`` inside a display (a column of constraints set beside a matrix): its text as ``\\text``, the
+    displays it holds as the formulas they are, one over the other."""
+
+    def rows(m: re.Match[str]) -> str:
+        parts: list[str] = []
+        pos = 0
+        for d in _INNER_DISPLAY.finditer(m.group(1)):
+            words = m.group(1)[pos : d.start()].strip()
+            if words:
+                parts.append(f"\\text{{{words}}}")
+            parts.append(wrap_environment(d.group(2) if d.group(1) else d.group(3), d.group(1) or "\\["))
+            pos = d.end()
+        if m.group(1)[pos:].strip():
+            parts.append(f"\\text{{{m.group(1)[pos:].strip()}}}")
+        return parts[0] if len(parts) == 1 else "\\begin{gathered}" + " \\\\ ".join(parts) + "\\end{gathered}"
+
+    return _MINIPAGE.sub(rows, text)
+
+
 # \mskip.3\thinmuskip: a multiple of a math spacing register, which KaTeX cannot read, in mu (3, 4 and 5 mu)
 _MUSKIP = re.compile(r"\\(mskip|mkern|hskip|kern)\s*(-?)\s*(\d*\.?\d*)\s*\\(thin|med|thick)muskip(?![A-Za-z@])")
 _MU = {"thin": 3, "med": 4, "thick": 5}
@@ -376,8 +420,6 @@ _MU = {"thin": 3, "med": 4, "thick": 5}
 
 # \overset{(a)}&= in an alignment: amsmath sets the relation in the next column; KaTeX wants the tab first
 _SET_BEFORE_TAB = re.compile(r"\\(overset|underset|stackrel)(?![A-Za-z@])\s*")
-# \lower.5ex\hbox{$\sim$}, \raise 2pt\hbox{..}: plain TeX's box shifts
-_SHIFT = re.compile(r"\\(raise|lower)\s*(-?\s*\d*\.?\d+\s*(?:pt|ex|em|mm|cm|in|bp|mu))\s*\\hbox\s*(?=\{)")
 
 
 def _sets_before_tabs(text: str) -> str:
@@ -395,24 +437,6 @@ def _sets_before_tabs(text: str) -> str:
             continue
         out += [text[pos : m.start()], f"&\\{m.group(1)}{{{above[0]}}}{{{base[0]}}}"]
         pos = base[1]
-    out.append(text[pos:])
-    return "".join(out)
-
-
-def _shifts(text: str) -> str:
-    out: list[str] = []
-    pos = 0
-    for m in _SHIFT.finditer(text):
-        if m.start() < pos:
-            continue
-        box = read_argument(text, m.end())
-        if box is None:
-            continue
-        size = m.group(2).replace(" ", "")
-        if m.group(1) == "lower":
-            size = size[1:] if size.startswith("-") else "-" + size
-        out += [text[pos : m.start()], f"\\raisebox{{{size}}}{{{box[0]}}}"]
-        pos = box[1]
     out.append(text[pos:])
     return "".join(out)
 
@@ -441,7 +465,13 @@ _SIZED_SYMBOL = re.compile(
 def preprocess_latex(body: str, environment: str = "equation") -> str:
     """Proof trees rewritten (`engine.latex.prooftrees`), plain TeX constructs too (`engine.latex.plaintex`),
     `clean_latex`, then `wrap_environment`: the text KaTeX gets for one display."""
+    if "\\y" in body or "ytableau" in body:  # before clean_latex, which drops youngtab's \hfil (an empty box)
+        body = rewrite_young_tableaux(body)
     text = clean_latex(rewrite_plain_tex(rewrite_proof_trees(body)))
+    if "Nice" in text or "dots" in text:
+        text = rewrite_nicematrix(text)
+    if "minipage" in text:
+        text = _minipages(text)
     if "tabular" in text:
         text = rewrite_tabulars(text)
     text = stagger_indices(text)
@@ -451,7 +481,7 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
     if "&" in text and ("set" in text or "stackrel" in text):
         text = _sets_before_tabs(text)
     if "\\raise" in text or "\\lower" in text:
-        text = _shifts(text)
+        text = box_shifts(text)
     if "[" in text and "\\begin" in text:
         text = _ARRAY_POSITION.sub(r"\\begin{\1}", text)
     if "bracket" in text or "parenthesis" in text or "Brace" in text:

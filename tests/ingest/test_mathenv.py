@@ -65,3 +65,15 @@ def test_breqn_optional_argument_and_dgroup():
         r"\begin{dgroup}[compact]\begin{dmath}[label=a] x \end{dmath}\begin{dmath*} y \end{dmath*}\end{dgroup}"
     )
     assert [(d.environment, d.body) for d in found] == [("dmath", " x "), ("dmath*", " y ")]
+
+
+def test_double_dollars_in_a_table_cell_are_empty_formulas_not_displays():
+    """A simplex tableau of lecture notes writes empty cells as ``$$``: TeX reads a cell in restricted horizontal
+    mode, where ``$$`` is an empty formula; outside the table it is a display again."""
+    text = (
+        "\\begin{tabular}{|l|c c|} $x_3$ & $5$ & $$ \\\\ $x_4$ & $$ & $1$ \\\\ \\end{tabular}\n"
+        "then $$ z = 8x + 6y $$ and \\begin{tabularx}{5cm}{cc} $$ & $$ \\end{tabularx}"
+    )
+    displays, inline = scan_math(text)
+    assert [d.body.strip() for d in displays] == ["z = 8x + 6y"]
+    assert [i.body for i in inline] == ["x_3", "5", "x_4", "1"]

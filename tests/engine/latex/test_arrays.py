@@ -18,7 +18,8 @@ from eqsearch.engine.latex.arrays import rewrite_array_specs
             r"\begin{array}{>{\displaystyle}c|*{2}{r}} \sum x & 1 & 2 \end{array}",
             r"\begin{array}{c|rr}\displaystyle \sum x  &  1  &  2 \end{array}",
         ),
-        (r"\begin{array}{p{3cm}l} a & b \end{array}", r"\begin{array}{ll} a  &  b \end{array}"),
+        # a paragraph column holds text, as in LaTeX
+        (r"\begin{array}{p{3cm}l} a & b \end{array}", r"\begin{array}{ll}\text{ a } &  b \end{array}"),
         (r"\begin{array}{lcr} a & b & c \end{array}", r"\begin{array}{lcr} a & b & c \end{array}"),  # untouched
     ],
 )

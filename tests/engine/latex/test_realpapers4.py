@@ -1,0 +1,129 @@
+"""Constructs of the fourth set of unseen real papers (benchmarks/ingest.md, "Real arXiv papers IV"), through the real
+KaTeX: references inside ``\\shortintertext``, paragraph columns of an array, nicematrix, inline code and xy-pic arrows
+brought by macros, textcomp's symbols."""
+
+from __future__ import annotations
+
+import pytest
+from eqsearch.engine.latex.arrays import rewrite_array_specs
+from eqsearch.engine.latex.macros import MacroDef
+from eqsearch.engine.latex.packagenv import inline_code, rewrite_nicematrix, rewrite_young_tableaux
+from eqsearch.engine.latex.preprocess import clean_latex
+
+
+@pytest.mark.parametrize(
+    ("latex", "expected"),
+    [
+        # cleveref inside amsmath's \shortintertext: the label's underscore must not reach text mode
+        (
+            "a &= b \\\\ \\shortintertext{by \\cref{eq:cond_mean} and \\eqref{eq:L_c},} c &= d",
+            "(?),</mtext>",
+        ),
+        # array's paragraph column with its alignment code: the cells are text, $..$ inside them math
+        (
+            "\\begin{array}{r@{\\hspace{1.5mm}}l@{\\hspace{2.5mm}}>{\\raggedright\\arraybackslash}p{4cm}}"
+            " \\mathbf{x} & = x_1 & le vecteur des $x_i$ \\\\ c & = c_1 & \\text{les co\\^uts} \\end{array}",
+            "vecteur",  # one text run: in math it would be letters <mi>v</mi><mi>e</mi>..
+        ),
+        # nicematrix, a first row of labels and its dotted line
+        (
+            "B^{-1}A = \\begin{bNiceMatrix}[first-row, last-row] x & y \\\\ 1/4 & \\Cdots \\\\ a & b "
+            "\\end{bNiceMatrix} + \\begin{NiceArray}{cc}[hvlines] 1 & 0 \\end{NiceArray}",
+            "⋯</mo>",
+        ),
+        # textcomp in a formula
+        ("A_{12}(p) = \\textpm \\frac{p^k}{g(p)}", "<mtext>±</mtext>"),
+    ],
+)
+def test_round_four_constructs_convert_exactly(converter, latex, expected):
+    result = converter.convert(latex, "align")
+    assert (result.status, result.reason) == ("ok", None), result.message
+    assert expected in result.mathml
+
+
+def test_commands_inside_an_unwrapped_argument_are_cleaned():
+    assert clean_latex("\\intertext{see \\cref{a_b}\\label{x}}") == "\\text{see \\text{(?)}}"
+    assert clean_latex("\\condition{for \\ref{s_1}}") == ",\\quad \\text{for \\text{(?)}}"
+
+
+def test_paragraph_columns_become_text_and_layout_code_goes():
+    out = rewrite_array_specs("\\begin{array}{l>{\\centering\\arraybackslash}m{2cm}} a & b c \\\\ d & \\end{array}")
+    assert out == "\\begin{array}{ll} a  & \\text{ b c }\\\\ d  &  \\end{array}"  # an empty cell stays empty
+
+
+def test_nicematrix_environments_and_options():
+    assert rewrite_nicematrix("\\begin{pNiceMatrix}[first-col] a \\end{pNiceMatrix}") == (
+        "\\begin{pmatrix} a \\end{pmatrix}"
+    )
+    assert rewrite_nicematrix("\\begin{NiceArray}{c|c}[margin] a \\Iddots \\end{NiceArray}") == (
+        "\\begin{array}{c|c} a \\mathinner{⋰} \\end{array}"
+    )
+
+
+def test_inline_code_becomes_escaped_typewriter_text():
+    assert inline_code("\\mintinline{haskell}{f {x} = x_1 & ~y}") == (
+        "\\texttt{f \\{x\\} = x\\_1 \\& \\textasciitilde{}y}"
+    )
+    assert inline_code("\\lstinline[language=C]|a^b| + \\verb!\\x!") == (
+        "\\texttt{a\\textasciicircum{}b} + \\texttt{\\textbackslash{}x}"
+    )
+    assert inline_code("\\mintinline{haskell}") == "\\mintinline{haskell}"  # no code to read: left for KaTeX
+
+
+def test_macros_bringing_inline_code_and_xy_arrows(converter):
+    """tymfgg's preamble: ``\\newcommand{\\hs}{\\mintinline{haskell}}`` and a labelled arrow drawn with xy-pic."""
+    hs = MacroDef("\\hs", "\\mintinline{haskell}", 0, None, "newcommand")
+    arrow = MacroDef("\\longrarrow", "\\xymatrix{ #1 \\ar[rr]^-{#2} && #3 }", 3, None, "def")
+    code, drawn = converter.convert_many(
+        [
+            ("\\hs{Matrix { matrix = [[1,0],[0,1]], dimensions = (4,4) }}", "equation"),
+            ("\\longrarrow R {sprinkler} S = \\begin{bmatrix} 0.6 & 0.4 \\end{bmatrix}", "equation"),
+        ],
+        macros=[hs, arrow],
+    )
+    assert (code.status, code.reason) == ("ok", None), code.message
+    assert '<mtext mathvariant="monospace">[[1,0],[0,1]],</mtext>' in code.mathml
+    assert (drawn.status, drawn.reason) == ("approximate", "diagram-placeholder"), drawn.message
+    assert "[diagram]" in drawn.mathml and "0.6" in drawn.mathml
+
+
+@pytest.mark.parametrize(
+    ("latex", "expected"),
+    [
+        # youngtab: a diagram of empty boxes, a tableau whose \hfil cells are empty boxes
+        ("\\bar{15}=\\yng(1,1)\\rightarrow(\\yng(1,1),\\yng(2))", '<menclose notation="box">'),
+        ("(2,1)\\otimes(2,1)= \\young(\\hfil\\hfil\\hfil aaa,\\hfil b)\\oplus \\young(aa,b)", "<mi>b</mi>"),
+        # ytableau: its setup, the environment, \ydiagram and \ytableaushort
+        (
+            "(n,m)\\otimes(1,1)=\\ytableausetup{mathmode, boxsize=1.3em} \\begin{ytableau} k_1 & \\dots & k_m \\\\ "
+            "l_1 & \\none \\\\ \\end{ytableau} \\otimes \\ydiagram{2+1,3} \\oplus \\ytableaushort{ab,c}",
+            "<msub><mi>k</mi><mn>1</mn></msub>",
+        ),
+        # a spanning cell of an array, and a minipage holding a display beside a matrix
+        ("\\begin{array}{ccc} \\multicolumn{2}{c}{\\overbrace{a\\,b}^{x_B}} & c \\\\ 1 & 2 & 3 \\end{array}", "x"),
+        (
+            "\\begin{minipage}{0.20\\textwidth} \\begin{align*} & \\text{Min } z \\notag \\\\ & \\text{s.a.} "
+            "\\end{align*} \\end{minipage} \\begin{bmatrix} 1 & 2 \\end{bmatrix}",
+            "s.a.",
+        ),
+    ],
+)
+def test_young_tableaux_spanning_cells_and_minipages_convert_exactly(converter, latex, expected):
+    result = converter.convert(latex, "equation")
+    assert (result.status, result.reason) == ("ok", None), result.message
+    assert expected in result.mathml
+
+
+def test_young_tableaux_rows_and_cells():
+    assert rewrite_young_tableaux("\\yng(2,1)") == (
+        "\\begin{array}{l}\\boxed{\\phantom{0}}\\boxed{\\phantom{0}} \\\\ \\boxed{\\phantom{0}}\\end{array}"
+    )
+    assert rewrite_young_tableaux("\\young(a\\alpha{bc},\\hfil)") == (
+        "\\begin{array}{l}\\boxed{a}\\boxed{\\alpha}\\boxed{{bc}} \\\\ \\boxed{\\phantom{0}}\\end{array}"
+    )
+    assert rewrite_young_tableaux("\\yng no parenthesis") == "\\yng no parenthesis"
+
+
+def test_multicolumn_keeps_the_columns_it_spans():
+    assert clean_latex("\\multicolumn{3}{|c|}{\\label{x}A} & B") == "A & & & B"
+    assert clean_latex("\\multicolumn{#1}{c}{#2}") == "\\multicolumn{#1}{c}{#2}"  # a macro body: left as it is
