@@ -18,7 +18,7 @@ __all__ = ["diagram_kind", "replace_diagrams"]
 # feynmf/feynmp and TikZ-Feynman diagrams
 _DIAGRAM = re.compile(
     r"\\begin\s*\{(tikzcd|tikzpicture|xy|psmatrix|diagram|fmffile|fmfgraph\*?|feynman)\}"
-    r"|\\(xymatrix|xygraph|xyC|dynkin|dynkins|hasse|bfig|feynmandiagram|Qcircuit)(?![A-Za-z@])"
+    r"|\\(xymatrix|xygraph|xyC|dynkin|dynkins|hasse|bfig|feynmandiagram|Qcircuit)(?![A-Za-z])"  # \xymatrix@R=1em
 )
 
 

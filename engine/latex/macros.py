@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.latex.idioms import rewrite_idioms
+from eqsearch.engine.latex.plaintex import box_shifts
 from eqsearch.engine.latex.preprocess import clean_latex, register_spacing
 from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_arguments, read_optional
 from eqsearch.engine.latex.xparse import parse_argument_spec, read_spec_arguments, resolve_conditionals
@@ -183,6 +184,8 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
                 dropped.add(name)
                 continue
         body = register_spacing(clean_latex(_IFMMODE.sub(r"\1", macro.body)))
+        if "\\raise" in body or "\\lower" in body:  # \lower4pt\hbox{$\sim$} in a \lsim
+            body = box_shifts(body)
         if macro.source.startswith("DeclareMathOperator") and not body.lstrip().startswith("\\operatorname"):
             star = "*" if macro.source.endswith("*") else ""
             body = f"\\operatorname{star}{{{body}}}"

@@ -284,6 +284,11 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     **{f"\\text{name}": (0, f"\\text{{{glyph}}}") for name, glyph in _TEXTCOMP.items()},
     # T1 glyphs KaTeX lacks (\text{\normalfont\dh} is the spin-raising eth of CMB papers)
     **{f"\\{name}": (0, f"\\text{{{glyph}}}") for name, glyph in _GLYPHS.items()},
+    # plain TeX's \mathpalette\f{x}: \f called with the current style, which \mathchoice picks
+    "\\mathpalette": (
+        2,
+        "\\mathchoice{#1\\displaystyle{#2}}{#1\\textstyle{#2}}{#1\\scriptstyle{#2}}{#1\\scriptscriptstyle{#2}}",
+    ),
     # amsmath's math space; LaTeX's "math here, whatever the mode" (a group in math, $..$ in a text box)
     "\\mspace": (1, "\\mskip{#1}"),
     # xfrac's split-level fraction (nicefrac's \\nicefrac is renamed in clean_latex)

@@ -475,6 +475,8 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
     if "tabular" in text:
         text = rewrite_tabulars(text)
     text = stagger_indices(text)
+    if "[" in text and "\\begin" in text:  # the position first: a specification follows it
+        text = _ARRAY_POSITION.sub(r"\\begin{\1}", text)
     if "array" in text:
         text = rewrite_array_specs(text)
     text = register_spacing(text)
@@ -482,8 +484,6 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
         text = _sets_before_tabs(text)
     if "\\raise" in text or "\\lower" in text:
         text = box_shifts(text)
-    if "[" in text and "\\begin" in text:
-        text = _ARRAY_POSITION.sub(r"\\begin{\1}", text)
     if "bracket" in text or "parenthesis" in text or "Brace" in text:
         text = _SIZED_SYMBOL.sub("", text)
     return wrap_environment(text, environment)

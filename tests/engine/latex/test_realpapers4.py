@@ -127,3 +127,31 @@ def test_young_tableaux_rows_and_cells():
 def test_multicolumn_keeps_the_columns_it_spans():
     assert clean_latex("\\multicolumn{3}{|c|}{\\label{x}A} & B") == "A & & & B"
     assert clean_latex("\\multicolumn{#1}{c}{#2}") == "\\multicolumn{#1}{c}{#2}"  # a macro body: left as it is
+
+
+def test_plain_tex_idioms_in_macros_and_positioned_arrays(converter):
+    """Old preambles: ``\\lsim`` drawn with box shifts, a bold vector through ``\\mathpalette``; an inner array whose
+    position comes before an ``@{}`` specification; an inline ``\\xymatrix@R=..`` is a diagram."""
+    lsim = MacroDef(
+        "\\lsim",
+        "\\mathrel{\\rlap{\\lower4pt\\hbox{\\hskip1pt$\\sim$}}\\raise1pt\\hbox{$<$}}",
+        0,
+        None,
+        "newcommand",
+    )
+    vec = MacroDef("\\Vec", "\\mathpalette{\\VVec}{#1}", 1, None, "def")
+    vvec = MacroDef("\\VVec", "\\mbox{\\boldmath$#1#2$\\unboldmath}", 2, None, "def")
+    shifted, bold, positioned, diagram = converter.convert_many(
+        [
+            ("M \\lsim 40~M_\\odot", "$"),
+            ("{\\Vec P}_{1\\perp} \\cdot {\\Vec P}_{2\\perp}", "$"),
+            ("\\begin{array}[t]{@{}l@{}} \\hat{g} = A g \\\\ + C \\end{array}", "$"),
+            ("\\xymatrix@R=.4in{B\\ar[r]^(.25){q} & A}", "$"),
+        ],
+        macros=[lsim, vec, vvec],
+    )
+    for result in (shifted, bold, positioned):
+        assert (result.status, result.reason) == ("ok", None), result.message
+    assert "∼" in shifted.mathml and "<mo>&lt;</mo>" in shifted.mathml
+    assert "<mi>P</mi>" in bold.mathml
+    assert diagram.status == "diagram", diagram.message
