@@ -26,10 +26,12 @@ import re
 from collections.abc import Callable
 
 from eqsearch.engine.latex.arrays import rewrite_array_specs, rewrite_tabulars
+from eqsearch.engine.latex.colors import color_rule
 from eqsearch.engine.latex.packagenv import rewrite_nicematrix, rewrite_young_tableaux
 from eqsearch.engine.latex.plaintex import box_shifts, rewrite_plain_tex, stagger_indices
 from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
 from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optional, skip_space
+from eqsearch.engine.latex.units import unit_rule
 
 __all__ = [
     "clean_latex",
@@ -254,6 +256,12 @@ _RULES: dict[str, _Rule] = {
     "operatornamewithlimits": _rename("\\operatorname*"),
     "slash": _rename("/"),
     "lefteqn": _unwrap_into(""),
+    "color": color_rule(1),
+    "textcolor": color_rule(1),
+    "colorbox": color_rule(1),
+    "fcolorbox": color_rule(2),
+    # siunitx's abbreviations (\m, \GeV) inside a unit argument
+    **{command: unit_rule(command) for command in ("SI", "si", "unit", "SIrange", "qtyrange", "SIlist")},
     "multicolumn": _multicolumn,
     # breqn
     "hiderel": _unwrap_into(""),

@@ -155,3 +155,31 @@ def test_plain_tex_idioms_in_macros_and_positioned_arrays(converter):
     assert "∼" in shifted.mathml and "<mo>&lt;</mo>" in shifted.mathml
     assert "<mi>P</mi>" in bold.mathml
     assert diagram.status == "diagram", diagram.message
+
+
+@pytest.mark.parametrize(
+    ("latex", "expected"),
+    [
+        # xcolor: a name with a digit (\definecolor{color2}), a mix, the rgb and HTML models
+        ("\\textcolor{color2}{\\mathit{inv}}\\ t = \\color{red!50!black} x", "<mi>x</mi>"),
+        ("\\textcolor[rgb]{1,0.5,0}{y} + \\colorbox[HTML]{FF00AA}{$z$} + \\fcolorbox{a1}{b-2}{w}", "#ff8000"),
+        # siunitx's abbreviations inside a unit argument
+        ("K_T \\geq \\SI{1e-5}{\\m\\squared\\per\\s}", '<mi mathvariant="normal">s</mi>'),
+        ("E = \\SI{3}{\\GeV}, \\; d = \\SIrange{1}{2}{\\um}, \\; R = \\si{\\kohm}", '<mi mathvariant="normal">Ω</mi>'),
+    ],
+)
+def test_colours_and_unit_abbreviations_convert_exactly(converter, latex, expected):
+    result = converter.convert(latex, "equation")
+    assert (result.status, result.reason) == ("ok", None), result.message
+    assert expected in result.mathml
+
+
+def test_colour_specifications_katex_takes():
+    assert clean_latex("\\textcolor[gray]{0.5}{q} \\color{blue}x") == "\\textcolor{#808080}{q} \\color{blue}x"
+    assert clean_latex("\\textcolor{#1}{#2}") == "\\textcolor{#1}{#2}"  # a macro body: left as it is
+    assert clean_latex("\\color{-!}") == "\\color{black}"
+
+
+def test_unit_abbreviations_only_inside_unit_arguments():
+    assert clean_latex("\\si{\\kg\\m\\per\\s\\squared} \\pm \\s") == "\\si{kg\\,m\\per\\,s\\squared} \\pm \\s"
+    assert clean_latex("\\SI[per-mode=symbol]{3}{\\pm}") == "\\SI[per-mode=symbol]{3}{pm}"
