@@ -2,8 +2,10 @@
 
 On one indexed formula collection (an ``eqsearch evaluate formulas --keep`` prefix, or the ARQMath-1 development
 half ingested here through the production ingest job), every topic is searched through the production
-`SearchService` three ways side by side: the default ranker with the plain requests (``plugin=False``), the default
-ranker with the plugin (detected on the node), and kNN alone (the ``embedding`` ranker, the budget's reference).
+`SearchService` side by side: the default ranker with the plain requests (``plugin=False``), the default ranker with
+the plugin's sub-expression rerank (detected on the node) and the plain window BM25, the same with the window BM25
+from the forward index too (``forward``, plugin 1.2 and an index of mapping version 7; left out where either is
+missing), and kNN alone (the ``embedding`` ranker, the budget's reference).
 
 ``quality``: formula-only queries paged to depth 1000, as ``eqsearch evaluate formulas`` does; prints the prime
 measures of each and whether the two default runs are identical (ids, order and scores), topic by topic.
@@ -43,7 +45,7 @@ from eqsearch.evaluation.formulas import formula_ranking, read_formula_file
 from eqsearch.evaluation.trec import evaluate_run, read_qrels
 
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "arqmath1-dev"
-MODES = ("plain", "plugin", "knn")
+MODES = ("plain", "plugin", "forward", "knn")
 
 
 def node_cpu_ms(client: Any, max_wait_s: float = 2.0) -> int:
@@ -103,6 +105,7 @@ def _services(
     services = {
         "plain": SearchService(client, encoder, converter, index_prefix=prefix, ranking=default, plugin=False, **extra),
         "plugin": SearchService(client, encoder, converter, index_prefix=prefix, ranking=default, **extra),
+        "forward": SearchService(client, encoder, converter, index_prefix=prefix, ranking=default, **extra),
         "knn": SearchService(
             client, encoder, converter, index_prefix=prefix, ranking=get_ranker("embedding"), plugin=False, **extra
         ),
@@ -113,6 +116,9 @@ def _services(
         )
     if not services["plugin"].plugin.active:
         raise SystemExit(f"the cluster has no usable eqsearch plugin: {services['plugin'].plugin.support.note}")
+    services["plugin"].plugin.use_forward_index = False  # today's plugin requests: the window BM25 from postings
+    if not services["forward"].plugin.forward_index(alias_name(prefix, "equations")):
+        del services["forward"]  # an older plugin, or an index without the forward index
     return services
 
 
@@ -122,13 +128,19 @@ def quality(args: argparse.Namespace) -> None:
     qrels = read_qrels(args.qrels)
     with KatexConverter() as converter:
         services = _services(client, load_encoder(None), converter, args.prefix, 1000, args.ranker)
-        runs = {mode: {t: formula_ranking(services[mode], latex, 1000) for t, latex in topics} for mode in MODES[:2]}
-    differ = [t for t, _ in topics if runs["plain"][t] != runs["plugin"][t]]
+        modes = [mode for mode in MODES[:3] if mode in services]
+        runs = {mode: {t: formula_ranking(services[mode], latex, 1000) for t, latex in topics} for mode in modes}
     for mode, run in runs.items():
         report = evaluate_run({t: [d for d, _ in r] for t, r in run.items()}, qrels, topics=[t for t, _ in topics])
         means = {k: round(v, 4) for k, v in report.means.items()}
         print(json.dumps({"mode": mode, "ranker": args.ranker, "prefix": args.prefix, **means}))
-    print(json.dumps({"identical_topics": len(topics) - len(differ), "topics": len(topics), "differ": differ}))
+    for mode in modes[1:]:  # ids, order and scores, topic by topic, against the plain requests
+        differ = [t for t, _ in topics if runs["plain"][t] != runs[mode][t]]
+        print(
+            json.dumps(
+                {"mode": mode, "identical_topics": len(topics) - len(differ), "topics": len(topics), "differ": differ}
+            )
+        )
 
 
 def cost(args: argparse.Namespace) -> None:

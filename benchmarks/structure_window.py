@@ -12,12 +12,20 @@ new index, each equation with its structure-bag vector computed from its stored 
 identity in ``_meta`` (``structure_encoder``). ``recall``: for every topic, the share of the plain structural list's
 top 10 and top 100 (the default ranker's request, first stage and rerank included) found in the kNN window of W.
 ``quality``: the prime measures of the default and of the kNN-window variant for each W, on the same index, at the
-evaluation's depth (1,000) and at production's candidate depth (100). Run from the repository root::
+evaluation's depth (1,000) and at production's candidate depth (100). ``forward`` copies ``--into`` (from the cluster
+at ``--from-url``, default the configured one) under ``--to``, each equation with its forward index made from its
+stored structural terms (mapping version 7): then ``cost --forward`` and ``breakdown --forward`` measure each ranking
+with the window BM25 of today's plugin requests (posting lists) beside the same with the plugin's ``eqsearch_bm25``
+(the forward index). Run from the repository root::
 
     .venv/bin/python benchmarks/structure_window.py build --prefix eqsearch-eval-XXXX --distractors hybdev-equations \
         --into h26bag --bundle DIR
     .venv/bin/python benchmarks/structure_window.py recall --into h26bag --bundle DIR
     .venv/bin/python benchmarks/structure_window.py quality --into h26bag --bundle DIR
+    EQSEARCH_ES_URL=http://127.0.0.1:9260 .venv/bin/python benchmarks/structure_window.py forward --into h26bag \
+        --from-url http://127.0.0.1:9200 --to h26fwd
+    EQSEARCH_ES_URL=http://127.0.0.1:9260 .venv/bin/python benchmarks/structure_window.py cost --into h26fwd \
+        --bundle DIR --windows 300 --forward
 """
 
 from __future__ import annotations
@@ -31,9 +39,15 @@ from pathlib import Path
 from typing import Any
 
 from eqsearch.engine.es import EsConfig, connect
+from eqsearch.engine.index.forward_index import analysed_terms, forward_index_value
 from eqsearch.engine.index.mappings import (
+    FORWARD_INDEX_FIELD,
+    FORWARD_INDEX_SINCE,
+    STRUCTURE_FIELD,
     STRUCTURE_VECTOR_FIELD,
+    IndexOptions,
     alias_name,
+    equations_definition,
     structure_vector_mapping,
 )
 from eqsearch.engine.latex import KatexConverter
@@ -156,8 +170,46 @@ def scale(args: argparse.Namespace) -> None:
     }))  # fmt: skip
 
 
-def _service(client: Any, encoder: Any, converter: Any, into: str, ranking: Any, bag: Any, depth: int) -> Any:
-    return SearchService(
+def forward(args: argparse.Namespace) -> None:
+    """A copy of ``--into`` (on ``--from-url``, default the configured cluster) under ``--to``, every equation with
+    its forward index made from its stored structural terms, the mapping's version that of the forward index."""
+    import base64
+
+    from elasticsearch import Elasticsearch
+    from elasticsearch.helpers import bulk, scan
+
+    client, _ = connect(EsConfig.from_env())
+    source = Elasticsearch(args.from_url, request_timeout=120) if args.from_url else client
+    mappings = equations_mapping(source, args.into)
+    field = equations_definition(IndexOptions())["mappings"]["properties"][FORWARD_INDEX_FIELD]
+    mappings["properties"][FORWARD_INDEX_FIELD] = field
+    mappings["_meta"] = {**mappings.get("_meta", {}), "mapping_version": FORWARD_INDEX_SINCE}
+    target = create_equations_copy(client, args.to, mappings)
+    began, sizes = time.process_time(), []
+
+    def actions():
+        for doc in scan(source, index=alias_name(args.into, "equations"), query=EVERYTHING):
+            body = dict(doc["_source"])
+            body[FORWARD_INDEX_FIELD] = forward_index_value(analysed_terms(body.get(STRUCTURE_FIELD) or ""))
+            sizes.append(len(base64.b64decode(body[FORWARD_INDEX_FIELD])))
+            yield {"_index": target, "_id": doc["_id"], "_source": body}
+
+    bulk(client.options(request_timeout=300), actions(), chunk_size=500)
+    client.indices.put_settings(index=target, settings={"refresh_interval": "1s"})
+    client.indices.refresh(index=target)
+    client.options(request_timeout=3600).indices.forcemerge(index=target, max_num_segments=1)
+    print(json.dumps({
+        "to": args.to,
+        "equations": client.count(index=target)["count"],
+        "forward_index_bytes": {"mean": round(statistics.mean(sizes), 1), "median": statistics.median(sizes)},
+        "cpu_s": round(time.process_time() - began, 1),
+    }))  # fmt: skip
+
+
+def _service(
+    client: Any, encoder: Any, converter: Any, into: str, ranking: Any, bag: Any, depth: int, forward: bool = True
+) -> Any:
+    service = SearchService(
         client,
         encoder,
         converter,
@@ -167,6 +219,8 @@ def _service(client: Any, encoder: Any, converter: Any, into: str, ranking: Any,
         structure_encoder=bag,
         plugin=None,
     )
+    service.plugin.use_forward_index = forward
+    return service
 
 
 def _ids(client: Any, index: str, body: dict[str, Any]) -> list[str]:
@@ -243,7 +297,9 @@ def quality(args: argparse.Namespace) -> None:
 
 def cost(args: argparse.Namespace) -> None:
     """Client + node CPU per formula query, side by side in interleaved rounds: the default (rare terms, with the
-    plugin where the node has it), the kNN-window variants, and kNN alone (the ``embedding`` ranker)."""
+    plugin where the node has it), the kNN-window variants, and kNN alone (the ``embedding`` ranker); with
+    ``--forward``, the default and the variants each twice: with the window BM25 from posting lists (today's plugin
+    requests) and from the forward index (``... forward``; the index must have it, the plugin its rescorer)."""
     client, _ = connect(EsConfig.from_env())
     topics = read_formula_file(args.topics, "topic")
     bag = load_encoder(args.bundle)
@@ -259,12 +315,13 @@ def cost(args: argparse.Namespace) -> None:
     )
     with KatexConverter() as converter:
         encoder = load_encoder(None)
-        services = {
-            mode: SearchService(
-                client, encoder, converter, index_prefix=args.into, ranking=ranking, structure_encoder=bag
-            )
-            for mode, ranking in rankings.items()
-        }
+        services = {}
+        for mode, ranking in rankings.items():
+            services[mode] = _service(client, encoder, converter, args.into, ranking, bag, 100, forward=False)
+            if args.forward and mode != "embedding":
+                services[f"{mode} forward"] = _service(client, encoder, converter, args.into, ranking, bag, 100)
+                if not services[f"{mode} forward"].plugin.forward_index(alias_name(args.into, "equations")):
+                    raise SystemExit("--forward: the index has no forward index, or the node no eqsearch_bm25")
         queries = [HybridQuery(latex=latex, highlight=False) for _, latex in topics]
         for service in services.values():  # prepare every formula, warm every cache and the node's
             for query in queries:
@@ -291,7 +348,7 @@ def cost(args: argparse.Namespace) -> None:
 def breakdown(args: argparse.Namespace) -> None:
     """Node CPU per structural request of the kNN first stage (W = the first ``--windows``), replayed alone in
     interleaved rounds: the kNN window only, + the BM25 rescore, + the sub-expression rescore (as sent); beside the
-    default's structural request as sent."""
+    default's structural request as sent; with ``--forward``, the requests as sent with the forward index too."""
     client, _ = connect(EsConfig.from_env())
     topics = read_formula_file(args.topics, "topic")
     bag = load_encoder(args.bundle)
@@ -301,11 +358,17 @@ def breakdown(args: argparse.Namespace) -> None:
     bodies: dict[str, list[dict[str, Any]]] = {}
     with KatexConverter() as converter:
         encoder = load_encoder(None)
-        plain = _service(client, encoder, converter, args.into, default, None, 100)
-        knn = _service(client, encoder, converter, args.into, replace_knn(default, args.windows[0]), bag, 100)
+        knn_ranking = replace_knn(default, args.windows[0])
+        services = [
+            ("default", _service(client, encoder, converter, args.into, default, None, 100, forward=False)),
+            ("knn", _service(client, encoder, converter, args.into, knn_ranking, bag, 100, forward=False)),
+        ]
+        if args.forward:
+            services.append(("default forward", _service(client, encoder, converter, args.into, default, None, 100)))
+            services.append(("knn forward", _service(client, encoder, converter, args.into, knn_ranking, bag, 100)))
         for _, latex in topics:
             query = HybridQuery(latex=latex, highlight=False)
-            for name, service in (("default", plain), ("knn", knn)):
+            for name, service in services:
                 formula = service.formulas.get(read_query_variables(latex))
                 body = dict(service._searches(query, formula, 100, []))["structure"]
                 bodies.setdefault(f"{name} as sent", []).append(body)
@@ -342,13 +405,14 @@ def main() -> None:
         ("cost", cost),
         ("scale", scale),
         ("breakdown", breakdown),
+        ("forward", forward),
     ):
         command = commands.add_parser(name)
         command.add_argument("--into", required=True, help="the prefix of the index with structure-bag vectors")
         command.add_argument("--prefix", help="build: the indexed collection's prefix")
         command.add_argument("--distractors", help="build: an index (or alias) of other equations")
         command.add_argument("--bundle", help="the structure-bag bundle directory")
-        command.add_argument("--to", help="scale: the new prefix")
+        command.add_argument("--to", help="scale, forward: the new prefix")
         command.add_argument("--copies", type=int, default=17, help="scale: copies of each equation")
         command.add_argument("--topics", type=Path, default=DEV / "topics.tsv")
         command.add_argument("--qrels", type=Path, default=DEV / "qrels.txt")
@@ -360,6 +424,8 @@ def main() -> None:
         command.add_argument("--rounds", type=int, default=5)
         command.add_argument("--repeat", type=int, default=3)
         command.add_argument("--factor", type=int, default=2, help="the kNN's num_candidates per window slot")
+        command.add_argument("--from-url", help="forward: the cluster that holds --into (default: the configured one)")
+        command.add_argument("--forward", action="store_true", help="cost, breakdown: also with the forward index")
         command.set_defaults(handler=handler)
     args = parser.parse_args()
     args.handler(args)

@@ -3,8 +3,12 @@
  */
 package org.eqsearch.elasticsearch;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.Arrays;
 
 import org.apache.lucene.util.BytesRef;
 
@@ -21,6 +25,8 @@ import org.apache.lucene.util.BytesRef;
  */
 final class ForwardIndex {
     static final int FORMAT = 1;
+    /** Eight bytes read as one big-endian long (the JDK's view of a byte array). */
+    private static final VarHandle BIG_ENDIAN_LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
     private ForwardIndex() {}
 
@@ -46,11 +52,12 @@ final class ForwardIndex {
 
     /**
      * Fills {@code freqs[i]} with how often the term of {@code hashes[i]} (ascending unsigned, distinct) occurs in the
-     * stored value, 0 when it does not. False when the value is not a forward index of this format (the caller then
-     * reads the document's counts from the postings): nothing is guessed from a damaged value.
+     * stored value, 0 when it does not: one merge of the two sorted lists, which stops at the query's last term. False
+     * when the value is not a forward index of this format (the caller then reads the document's counts from the
+     * postings): nothing is guessed from a damaged value.
      */
     static boolean counts(BytesRef value, long[] hashes, int[] freqs) {
-        java.util.Arrays.fill(freqs, 0);
+        Arrays.fill(freqs, 0);
         byte[] bytes = value.bytes;
         int[] at = { value.offset };
         int end = value.offset + value.length;
@@ -62,21 +69,24 @@ final class ForwardIndex {
             return false;
         }
         end = at[0] + length;
-        at[0]++;
+        int pos = at[0] + 1;
         int q = 0;
         long previous = 0;
         boolean first = true;
-        while (at[0] < end) {
-            if (at[0] + Long.BYTES > end) {
-                return false;
+        while (pos < end && q < hashes.length) {
+            if (pos + Long.BYTES >= end) {
+                return false; // a hash without its count
             }
-            long stored = 0;
-            for (int i = 0; i < Long.BYTES; i++) {
-                stored = (stored << 8) | (bytes[at[0]++] & 0xff);
+            long stored = (long) BIG_ENDIAN_LONG.get(bytes, pos);
+            pos += Long.BYTES;
+            int count = bytes[pos++];
+            if (count < 0) { // a count of 128 or more: a longer vint
+                at[0] = pos - 1;
+                count = readVInt(bytes, at, end);
+                pos = at[0];
             }
-            int count = readVInt(bytes, at, end);
             if (count < 1 || (first == false && Long.compareUnsigned(previous, stored) >= 0)) {
-                return false;
+                return false; // a count below 1, or hashes out of order
             }
             previous = stored;
             first = false;
