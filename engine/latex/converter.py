@@ -42,7 +42,7 @@ from eqsearch.engine.latex.macros import (
     build_katex_macros,
     expand_macros,
 )
-from eqsearch.engine.latex.packagenv import inline_code
+from eqsearch.engine.latex.packagenv import chemistry_in_text, inline_code
 from eqsearch.engine.latex.plaintex import change_case, resolve_ensuremath
 from eqsearch.engine.latex.preprocess import preprocess_latex
 from eqsearch.engine.latex.worker import ConversionJob, KatexWorker
@@ -217,7 +217,7 @@ class KatexConverter:
                 text = preprocess_latex(latex, environment or "equation")
                 text = brace_scripted_macros(text, katex_macros)
                 text = expand_macros(text, katex_macros, max_expansions=self.config.max_expand, max_length=max_length)
-                text = inline_code(resolve_ensuremath(change_case(text)))
+                text = inline_code(resolve_ensuremath(chemistry_in_text(change_case(text))))
             except MacroExpansionError as error:
                 results[index] = _failed("too-many-expansions", error.message)
                 continue

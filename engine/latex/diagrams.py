@@ -15,17 +15,18 @@ from eqsearch.engine.latex.scan import read_argument
 __all__ = ["diagram_kind", "replace_diagrams"]
 
 # whole pictures: tikz-cd, TikZ, xy-pic, pst-node, diagrams.sty, dynkin-diagrams (\dynkin, \hasse), diagxy (\bfig),
-# feynmf/feynmp and TikZ-Feynman diagrams
+# feynmf/feynmp and TikZ-Feynman diagrams, TikZiT's figures
 _DIAGRAM = re.compile(
     r"\\begin\s*\{(tikzcd|tikzpicture|xy|psmatrix|diagram|fmffile|fmfgraph\*?|feynman)\}"
     r"|\\(xymatrix|xygraph|xyC|dynkin|dynkins|hasse|bfig|feynmandiagram|Qcircuit)(?![A-Za-z])"  # \xymatrix@R=1em
+    r"|\\(tikzfig|ctikzfig|iltikzfig)(?![A-Za-z@])"  # TikZiT's string diagrams, drawn from a .tikz file
 )
 
 
 def diagram_kind(latex: str) -> str | None:
     """The kind of diagram an equation body holds (``tikzcd``, ``tikzpicture``, ``xymatrix``, ``xy``, ...), or None."""
     m = _DIAGRAM.search(latex) if "\\" in latex else None
-    return None if m is None else (m.group(1) or m.group(2))
+    return None if m is None else (m.group(1) or m.group(2) or m.group(3))
 
 
 _DIAGRAM_ENVIRONMENT = re.compile(r"\\begin\s*\{(tikzcd|tikzpicture|xy|psmatrix)\}.*?\\end\s*\{\1\}", re.DOTALL)

@@ -6,6 +6,9 @@
 - Inline code in a formula (``\\mintinline{haskell}{fork id id}`` of minted, ``\\lstinline|x|`` of listings,
   ``\\verb``), usually through a macro such as ``\\newcommand{\\hs}{\\mintinline{haskell}}``: typewriter text, its
   characters escaped for KaTeX's text mode. Applied after macro expansion: such a macro's body alone lacks the code.
+- mhchem's ``\\ce{BH+}`` and ``\\pu{..}`` (KaTeX's mhchem extension, loaded by the worker) work in math mode only
+  there, while LaTeX takes them in text too (``\\textrm{\\ce{BH+}}``): each becomes ``\\ensuremath{\\ce{..}}``,
+  which `engine.latex.plaintex.resolve_ensuremath` then sets by mode.
 - Young diagrams and tableaux (youngtab's ``\\yng(3,1)``, ``\\young(ab,c)``; ytableau's ``\\ydiagram{3,1}``,
   ``\\ytableaushort{ab,c}`` and ``ytableau`` environment): rows of ``\\boxed`` cells in an ``array``, the entries kept.
 """
@@ -16,7 +19,7 @@ import re
 
 from eqsearch.engine.latex.scan import read_argument, read_optional, skip_space
 
-__all__ = ["inline_code", "rewrite_nicematrix", "rewrite_young_tableaux"]
+__all__ = ["chemistry_in_text", "inline_code", "rewrite_nicematrix", "rewrite_young_tableaux"]
 
 _NICE = re.compile(r"\\(begin|end)\s*\{([pbBvV]?)Nice(Matrix|Array)\}")
 _DOTS = {"Cdots": "\\cdots", "Vdots": "\\vdots", "Ddots": "\\ddots", "Ldots": "\\ldots", "Iddots": "\\mathinner{⋰}"}
@@ -165,3 +168,24 @@ def _split_row(row: str) -> list[str]:
 def _tableau(rows: list[list[str]]) -> str:
     lines = ["".join(f"\\boxed{{{c or _EMPTY_BOX}}}" for c in row) for row in rows]
     return "\\begin{array}{l}" + " \\\\ ".join(lines) + "\\end{array}"
+
+
+_CHEMISTRY = re.compile(r"\\(ce|pu)(?![A-Za-z@])\s*(?=\{)")
+
+
+def chemistry_in_text(latex: str) -> str:
+    """``\\ce{X}`` -> ``\\ensuremath{\\ce{X}}`` (module docstring); before `resolve_ensuremath`."""
+    if "\\ce" not in latex and "\\pu" not in latex:
+        return latex
+    out: list[str] = []
+    pos = 0
+    for m in _CHEMISTRY.finditer(latex):
+        if m.start() < pos:
+            continue
+        arg = read_argument(latex, m.end())
+        if arg is None:
+            continue
+        out += [latex[pos : m.start()], f"\\ensuremath{{\\{m.group(1)}{{{arg[0]}}}}}"]
+        pos = arg[1]
+    out.append(latex[pos:])
+    return "".join(out)

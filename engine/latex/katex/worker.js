@@ -12,10 +12,12 @@
 // in "unknown" so that Python can mark the result approximate. Before that, an unknown name the symbol table holds is
 // defined as its symbol (up to options.symbolRetries; the equation stays exact), unless the document defines it
 // through TeX internals ("withheld": its own definition wins, even when no converter can expand it).
+// KaTeX's mhchem extension is loaded: chemistry (\ce{H2O}, \pu{123 kJ/mol}) converts as it does in LaTeX.
 "use strict";
 
 const readline = require("readline");
 const katex = require("katex");
+require("katex/dist/contrib/mhchem.js"); // mhchem's \ce and \pu, shipped with the pinned KaTeX
 
 const options = Object.assign({ maxExpand: 1000, unknownMacroRetries: 8, symbolRetries: 32, macroTables: 32 }, JSON.parse(process.argv[2] || "{}"));
 const tables = new Map(); // KEY -> {macros, withheld}, oldest first; Python evicts in the same order

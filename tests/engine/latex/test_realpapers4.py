@@ -183,3 +183,21 @@ def test_colour_specifications_katex_takes():
 def test_unit_abbreviations_only_inside_unit_arguments():
     assert clean_latex("\\si{\\kg\\m\\per\\s\\squared} \\pm \\s") == "\\si{kg\\,m\\per\\,s\\squared} \\pm \\s"
     assert clean_latex("\\SI[per-mode=symbol]{3}{\\pm}") == "\\SI[per-mode=symbol]{3}{pm}"
+
+
+def test_mhchem_in_math_and_in_text_and_tikzit_figures_are_diagrams(converter):
+    text, math, figure = converter.convert_many(
+        [
+            (
+                "\\Delta G_\\textrm{(aq)} = \\Delta G^\\textrm{\\ce{BH+}}_\\textrm{sol} - E_\\textrm{\\ce{B_{(g)}}}",
+                "equation",
+            ),
+            ("\\ce{H2O ->[\\Delta] H2 + 1/2 O2}, \\quad \\pu{123 kJ/mol}", "equation"),
+            ("\\iltikzfig{strings/monoid/unit}[colour=comb] \\reduction \\tikzfig{id}", "equation"),
+        ]
+    )
+    for result in (text, math):
+        assert (result.status, result.reason) == ("ok", None), result.message
+    assert ">BH</mi>" in text.mathml or '<mi mathvariant="normal">B</mi>' in text.mathml
+    assert "<mn>123</mn>" in math.mathml
+    assert figure.status == "diagram", figure.message
