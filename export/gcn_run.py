@@ -35,7 +35,7 @@ from eqsearch.training.gcn_distill import (
     model_from_bundle,
     tune,
 )
-from eqsearch.training.structure_data import read_formula_file, term_data
+from eqsearch.training.structure_data import TermData, read_formula_file, term_data
 from eqsearch.training.structure_distill import prepare
 from eqsearch.training.structure_teacher import Bm25Teacher
 
@@ -85,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-every", type=int, default=20)
     parser.add_argument("--limit", type=int, default=0, help="use the first N training formulas only")
     parser.add_argument("--no-bundle", action="store_true")
+    parser.add_argument(
+        "--terms-cache",
+        type=Path,
+        help="a folder keeping the training and held-out formulas' structural terms between runs (made when missing)",
+    )
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -125,9 +130,20 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{len(training)} training formulas ({failed} left out: the featurizer refused them), {len(held)} held out")
     original = embed_all(model, [g for _, g in training])
     features = StructureFeatures()
-    data = prepare([m for m, _ in training], features, workers=args.prep_workers, vectors=original, views=False)
+    cached = {"training": [m for m, _ in training], "held_out": held[:5000]}
+    terms = {}
+    for part, mathml in cached.items():
+        path = args.terms_cache / f"{part}-{len(mathml)}.npz" if args.terms_cache else None
+        if path is not None and path.exists():
+            terms[part] = TermData.load(path)
+        else:
+            terms[part] = term_data(mathml, features, workers=args.prep_workers)
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                terms[part].save(path)
+    data = prepare(cached["training"], features, vectors=original, views=False, terms=terms["training"])
     held_graphs = [g for g in featurize_all(held[:5000], vocabulary)[0] if g is not None]
-    held_teacher = Bm25Teacher.build(term_data(held[:5000], features, workers=args.prep_workers))
+    held_teacher = Bm25Teacher.build(terms["held_out"])
     with gzip.open(args.dev_mathml, "rt", encoding="utf-8") as f:
         dev = json.load(f)
     dev_graphs = {
@@ -139,8 +155,25 @@ def main(argv: list[str] | None = None) -> int:
     def dev_vectors(m: torch.nn.Module) -> dict[str, np.ndarray]:
         return {part: embed_all(m, dev_graphs[part]) for part in ("collection", "topics")}
 
-    def evaluate(m: torch.nn.Module) -> dict[str, float]:
+    def save_dev_vectors(v: dict[str, np.ndarray], path: Path) -> None:
+        np.savez(
+            path,
+            collection=v["collection"],
+            topics=v["topics"],
+            collection_ids=np.asarray(ids["collection"]),
+            topic_ids=np.asarray(ids["topics"]),
+        )
+
+    evaluations = 0
+
+    def evaluate(m: torch.nn.Module, save: bool = True) -> dict[str, float]:
+        """The development figures alone; during training the vectors are kept too (dev-vectors-stepN.npz, at
+        step), to screen the fusion at several step counts."""
+        nonlocal evaluations
         v = dev_vectors(m)
+        if save:
+            evaluations += 1
+            save_dev_vectors(v, args.out / f"dev-vectors-step{evaluations * args.eval_every}.npz")
         return cosine_figures(v["collection"], v["topics"], ids["collection"], ids["topics"], qrels)
 
     before = dev_vectors(model)
@@ -152,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         "held_out_formulas": len(held),
     }
     result["prepare_seconds"] = round(time.perf_counter() - clock, 1)
-    result["dev_before"] = evaluate(model)
+    result["dev_before"] = evaluate(model, save=False)
     result["held_out_agreement_before"] = teacher_agreement(held_before, held_teacher)
     log(f"prepared in {result['prepare_seconds']} s; before: dev {result['dev_before']}")
 
@@ -164,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     has = before["collection"].any(axis=1)
     result.update(
         history=history,
-        dev=evaluate(model),
+        dev=evaluate(model, save=False),
         held_out_agreement=teacher_agreement(held_after, held_teacher),
         cosine_to_original={
             "dev_collection": round(
@@ -178,13 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{result['held_out_agreement_before']} -> {result['held_out_agreement']}, cos to original "
         f"{result['cosine_to_original']}"
     )
-    np.savez(
-        args.out / "dev-vectors.npz",
-        collection=after["collection"],
-        topics=after["topics"],
-        collection_ids=np.asarray(ids["collection"]),
-        topic_ids=np.asarray(ids["topics"]),
-    )
+    save_dev_vectors(after, args.out / "dev-vectors.npz")
     if not args.no_bundle:
         from eqsearch.export.bundle import write_bundle
 

@@ -115,10 +115,12 @@ def prepare(
     vectors: np.ndarray | None = None,
     views: bool = True,
     markup: bool = False,
+    terms: TermData | None = None,
 ) -> TrainingData:
     """Terms of the training formulas and of one augmented view of each (``views``; False: the formulas' own terms
     stand in, and a run must not train with views); the teachers over the formulas; each formula's document (for the
-    contextual signal) and another encoder's vectors of them (normalised here), when given.
+    contextual signal) and another encoder's vectors of them (normalised here), when given. ``terms``: the formulas'
+    terms computed before (`TermData.load`), instead of computing them again.
 
     Raises:
         ValueError: ``vectors`` or ``documents`` do not have one row per formula.
@@ -126,7 +128,10 @@ def prepare(
     for name, given in (("documents", documents), ("vectors", vectors)):
         if given is not None and len(given) != len(mathml):
             raise ValueError(f"{name}: {len(given)} rows for {len(mathml)} formulas")
-    terms = term_data(mathml, features, workers=workers, markup=markup)
+    if terms is None:
+        terms = term_data(mathml, features, workers=workers, markup=markup)
+    elif len(terms) != len(mathml):
+        raise ValueError(f"terms: {len(terms)} rows for {len(mathml)} formulas")
     view_terms = term_data(mathml, features, view_seed=view_seed, workers=workers) if views else terms
     docs = None if documents is None else np.unique(np.asarray(documents), return_inverse=True)[1].astype(np.int64)
     unit = None
