@@ -8,7 +8,9 @@ load the shipped network, featurize the corpus formulas, train, evaluate on the 
 ``FORMULAS`` and ``DEV`` as in `export.structure_run` (the held-out documents' formulas are never trained on; they
 serve the parity check and the held-out agreement). Writes into DIR: ``bundle/`` (a checked ``kdd20-gcn`` bundle of
 the same kind as the shipped one), ``dev-vectors.npz`` (the development collection's and topics' vectors, for
-``benchmarks/structure_fusion.py``) and ``result.json`` (config, timings, losses, the development figures before and
+``benchmarks/structure_fusion.py``; with ``--eval-every N`` also ``dev-vectors-stepN.npz`` and the weights
+``state-stepN.pt`` at every N steps, so that a step count chosen on the fusion is exported with ``--init-state
+state-stepN.pt --steps 0``) and ``result.json`` (config, timings, losses, the development figures before and
 after, the held-out agreement with the structural teacher and the mean cosine to the original vectors).
 """
 
@@ -84,6 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-every", type=int, default=0)
     parser.add_argument("--log-every", type=int, default=20)
     parser.add_argument("--limit", type=int, default=0, help="use the first N training formulas only")
+    parser.add_argument(
+        "--init-state",
+        type=Path,
+        help="start from these weights (a run's state-stepN.pt) instead of the bundle's; with --steps 0 the run "
+        "only evaluates and exports them",
+    )
     parser.add_argument("--no-bundle", action="store_true")
     parser.add_argument(
         "--terms-cache",
@@ -121,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     clock = time.perf_counter()
     model, vocabulary = model_from_bundle(source)
+    if args.init_state:
+        model.load_state_dict(torch.load(args.init_state, map_location="cpu", weights_only=True))
     records = read_formula_file(args.formulas)
     held = [r.mathml for r in records if r.held_out]
     graphs, failed = featurize_all([r.mathml for r in records if not r.held_out], vocabulary)
@@ -167,13 +177,15 @@ def main(argv: list[str] | None = None) -> int:
     evaluations = 0
 
     def evaluate(m: torch.nn.Module, save: bool = True) -> dict[str, float]:
-        """The development figures alone; during training the vectors are kept too (dev-vectors-stepN.npz, at
-        step), to screen the fusion at several step counts."""
+        """The development figures alone; during training the vectors and weights are kept too (dev-vectors-stepN.npz,
+        state-stepN.pt), to screen the fusion at several step counts and export the one chosen (--init-state)."""
         nonlocal evaluations
         v = dev_vectors(m)
         if save:
             evaluations += 1
-            save_dev_vectors(v, args.out / f"dev-vectors-step{evaluations * args.eval_every}.npz")
+            step = evaluations * args.eval_every
+            save_dev_vectors(v, args.out / f"dev-vectors-step{step}.npz")
+            torch.save(m.state_dict(), args.out / f"state-step{step}.pt")
         return cosine_figures(v["collection"], v["topics"], ids["collection"], ids["topics"], qrels)
 
     before = dev_vectors(model)
@@ -189,9 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     result["held_out_agreement_before"] = teacher_agreement(held_before, held_teacher)
     log(f"prepared in {result['prepare_seconds']} s; before: dev {result['dev_before']}")
 
-    history = tune(
-        config, model, [g for _, g in training], data, log=log, evaluate=evaluate, eval_every=args.eval_every
-    )
+    history: dict[str, Any] = {"steps": 0, "train_seconds": 0.0}
+    if args.steps:
+        history = tune(
+            config, model, [g for _, g in training], data, log=log, evaluate=evaluate, eval_every=args.eval_every
+        )
     after = dev_vectors(model)
     held_after = embed_all(model, held_graphs)
     has = before["collection"].any(axis=1)
