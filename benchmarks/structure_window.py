@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import statistics
 import time
@@ -266,7 +267,8 @@ def recall(args: argparse.Namespace) -> None:
 
 
 def quality(args: argparse.Namespace) -> None:
-    """The prime measures of the default and of its kNN-window variants on the same index."""
+    """The prime measures of the default and of its kNN-window variants on the same index (the window BM25 from
+    the forward index where the plugin and the index allow; with ``--forward``, each also without it)."""
     client, _ = connect(EsConfig.from_env())
     topics = read_formula_file(args.topics, "topic")
     qrels = read_qrels(args.qrels)
@@ -285,13 +287,14 @@ def quality(args: argparse.Namespace) -> None:
     with KatexConverter() as converter:
         encoder = load_encoder(None)
         for depth in args.depths:
-            for label, ranking in variants:
+            for (label, ranking), forward in itertools.product(variants, (False, True) if args.forward else (True,)):
                 if depth >= 1000 and label.startswith("knn") and ranking.structure_knn < max(args.windows):
                     continue  # at depth 1,000 every window is 1,000 deep
-                service = _service(client, encoder, converter, args.into, ranking, bag, depth)
+                service = _service(client, encoder, converter, args.into, ranking, bag, depth, forward=forward)
                 run = {t: [d for d, _ in formula_ranking(service, latex, depth)] for t, latex in topics}
                 report = evaluate_run(run, qrels, topics=[t for t, _ in topics])
                 means = {k: round(v, 4) for k, v in report.means.items()}
+                label = f"{label} forward" if args.forward and forward else label
                 print(json.dumps({"variant": label, "depth": depth, "factor": args.factor, **means}), flush=True)
 
 
@@ -425,7 +428,9 @@ def main() -> None:
         command.add_argument("--repeat", type=int, default=3)
         command.add_argument("--factor", type=int, default=2, help="the kNN's num_candidates per window slot")
         command.add_argument("--from-url", help="forward: the cluster that holds --into (default: the configured one)")
-        command.add_argument("--forward", action="store_true", help="cost, breakdown: also with the forward index")
+        command.add_argument(
+            "--forward", action="store_true", help="cost, breakdown, quality: with and without the forward index"
+        )
         command.set_defaults(handler=handler)
     args = parser.parse_args()
     args.handler(args)
