@@ -289,6 +289,20 @@ _SIMPLE: dict[str, tuple[int, str]] = {
         2,
         "\\mathchoice{#1\\displaystyle{#2}}{#1\\textstyle{#2}}{#1\\scriptstyle{#2}}{#1\\scriptscriptstyle{#2}}",
     ),
+    # mathtools' split fractions (a long numerator over two lines), \overunderset, yhmath/fourier's arcs
+    "\\splitfrac": (2, "\\genfrac{}{}{0pt}{0}{#1}{#2}"),
+    "\\splitdfrac": (2, "\\genfrac{}{}{0pt}{0}{#1}{#2}"),
+    "\\overunderset": (3, "\\overset{#1}{\\underset{#2}{#3}}"),
+    "\\wideparen": (1, "\\overgroup{#1}"),
+    "\\overparen": (1, "\\overgroup{#1}"),
+    "\\underparen": (1, "\\undergroup{#1}"),
+    "\\wideutilde": (1, "\\utilde{#1}"),
+    "\\udots": (0, "\\mathinner{⋰}"),
+    "\\varoiint": (0, "\\oiint"),
+    "\\lsem": (0, "\\mathopen{⟦}"),
+    "\\rsem": (0, "\\mathclose{⟧}"),
+    "\\oldstylenums": (1, "#1"),
+    "\\mit": (0, "\\mathit"),
     # amsmath's math space; LaTeX's "math here, whatever the mode" (a group in math, $..$ in a text box)
     "\\mspace": (1, "\\mskip{#1}"),
     # xfrac's split-level fraction (nicefrac's \\nicefrac is renamed in clean_latex)
@@ -419,6 +433,15 @@ _SPEC: dict[str, tuple[str, str]] = {
     "\\ev": ("s m g", _BRAKET),
     "\\expval": ("s m g", _BRAKET),
     "\\smashoperator": ("o m", "#2"),
+    # mathtools / amsmath layout commands KaTeX lacks: the material kept, the layout dropped
+    "\\MoveEqLeft": ("o", "{}"),
+    "\\shoveleft": ("o m", "#2"),
+    "\\shoveright": ("o m", "#2"),
+    "\\cramped": ("o m", "#2"),
+    "\\Aboxed": ("m", "#1"),
+    "\\adjustlimits": ("", "{}"),
+    "\\vdotswithin": ("m", "\\vdots"),
+    "\\shortvdotswithin": ("m", "\\vdots"),
     # graphicx's boxes hold text (LR mode), math inside them is written $..$: \scalebox{.9}[1]{$\bigwedge$}
     "\\scalebox": ("m o m", "\\text{#3}"),
     "\\resizebox": ("s m m m", "\\text{#4}"),

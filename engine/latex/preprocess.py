@@ -449,6 +449,10 @@ def _sets_before_tabs(text: str) -> str:
     return "".join(out)
 
 
+# \begin{center} or \begin{small} inside a display: layout of the text around, which KaTeX does not have
+_LAYOUT_ENVIRONMENT = re.compile(
+    r"\\(?:begin|end)\s*\{(?:center|flushleft|flushright|tiny|scriptsize|footnotesize|small|normalsize|large|Large)\}"
+)
 # \begin{array}[t]{l}: the vertical position of an inner array, which KaTeX does not take
 _ARRAY_POSITION = re.compile(r"\\begin\s*\{(array|aligned|gathered|alignedat|tabular)\}\s*\[[tbc]\]")
 
@@ -478,6 +482,8 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
     text = clean_latex(rewrite_plain_tex(rewrite_proof_trees(body)))
     if "Nice" in text or "dots" in text:
         text = rewrite_nicematrix(text)
+    if "\\begin" in text:
+        text = _LAYOUT_ENVIRONMENT.sub("", text)
     if "minipage" in text:
         text = _minipages(text)
     if "tabular" in text:

@@ -201,3 +201,20 @@ def test_mhchem_in_math_and_in_text_and_tikzit_figures_are_diagrams(converter):
     assert ">BH</mi>" in text.mathml or '<mi mathvariant="normal">B</mi>' in text.mathml
     assert "<mn>123</mn>" in math.mathml
     assert figure.status == "diagram", figure.message
+
+
+@pytest.mark.parametrize(
+    "latex",
+    [
+        # mathtools' layout commands: the material kept
+        "\\begin{aligned} \\MoveEqLeft[3] f(x) \\\\ &= \\adjustlimits\\lim_{n} \\sup_{m} a \\\\ \\vdotswithin{=} "
+        "\\\\ &\\Aboxed{= b} \\end{aligned}",
+        "\\frac{\\splitfrac{a+b+c}{+d+e}}{f} + \\overunderset{a}{b}{=} + \\cramped{x^2} \\udots \\lsem x \\rsem",
+        "\\begin{gathered} a \\\\ \\shoveleft[1cm]{b} \\end{gathered} + \\wideparen{AB} + {\\mit x}",
+        # a centring environment inside a display is layout only
+        "\\begin{center} a = b \\end{center}",
+    ],
+)
+def test_mathtools_layout_commands_and_layout_environments_convert_exactly(converter, latex):
+    result = converter.convert(latex, "equation")
+    assert (result.status, result.reason) == ("ok", None), result.message
