@@ -3,12 +3,18 @@
 ::
 
     .venv/bin/python benchmarks/hybrid_variants.py --prefix hybdev [--split dev] [--out rows.json]
+    .venv/bin/python benchmarks/hybrid_variants.py --queries evaluation/data/hybrid-dev2.tsv --prefix hybdev2 \
+        --variants inline
     .venv/bin/python benchmarks/hybrid_variants.py --prefix hybdev --cost [--passes 5]
 
 The papers and distractors must already be indexed under the prefix (`eqsearch evaluate hybrid --prefix P --papers
 ... --distractors ...` does it once). Every variant is the production `SearchService` with one setting changed: the
-fusion (evidence, rrf, linear), the balance (`formula_weight`) and the evidence fusion's paper share. The held-out
-rows are never read here unless ``--split heldout`` is asked, which is done once, for the chosen variant only.
+fusion (evidence, rrf, linear), the balance (`formula_weight`), the evidence fusion's paper share, and its
+``inline_factor`` (`evidence_fusion`; the one setting the service does not take, passed by wrapping the fusion the
+service calls). ``--variants sweep`` is the first table of benchmarks/hybrid.md (inline factor 1, as then),
+``--variants inline`` the third round's (the default before it first, then the inline formulas' factor and the
+paper share). The held-out rows are never read here unless ``--split heldout`` is asked, which is done once, for
+the chosen variant only.
 
 ``--cost`` instead times what the fixed ranking depth costs: every dev query's combined search with the depth at 50
 (the depth before exact paging) and at 100 (now), alternating query by query in one run, ``--passes`` times; it
@@ -21,20 +27,33 @@ import argparse
 import json
 import statistics
 import time
+from functools import partial
 from pathlib import Path
+from unittest.mock import patch
 
+import eqsearch.engine.search.service as service_module
 from eqsearch.engine.es import EsConfig, connect
 from eqsearch.engine.latex import KatexConverter
 from eqsearch.engine.model.encoder import load_encoder
 from eqsearch.engine.search import SearchService
-from eqsearch.evaluation.hybrid import evaluate_hybrid, read_hybrid_queries, resolve_targets
+from eqsearch.engine.search.fusion import evidence_fusion
+from eqsearch.evaluation.hybrid import DEFAULT_HYBRID_QUERIES, evaluate_hybrid, read_hybrid_queries, resolve_targets
 
-VARIANTS = [
-    {"fusion": "rrf", "weight": 0.5, "paper_share": 0.75},
-    {"fusion": "linear", "weight": 0.5, "paper_share": 0.75},
-    *({"fusion": "evidence", "weight": 0.5, "paper_share": share} for share in (0.0, 0.25, 0.5, 0.75, 1.0)),
-    *({"fusion": "evidence", "weight": weight, "paper_share": 0.75} for weight in (0.4, 0.6, 0.7)),
-]
+#: The default before the third round (inline factor 1); today's is its ``inline_factor`` 0.8 row.
+BEFORE = {"fusion": "evidence", "weight": 0.5, "paper_share": 0.75, "inline_factor": 1.0}
+VARIANTS = {
+    "sweep": [
+        {**BEFORE, "fusion": "rrf"},
+        {**BEFORE, "fusion": "linear"},
+        *({**BEFORE, "paper_share": share} for share in (0.0, 0.25, 0.5, 0.75, 1.0)),
+        *({**BEFORE, "weight": weight} for weight in (0.4, 0.6, 0.7)),
+    ],
+    "inline": [
+        BEFORE,
+        *({**BEFORE, "inline_factor": factor} for factor in (0.9, 0.8, 0.6)),
+        *({**BEFORE, "paper_share": share} for share in (0.6, 0.5)),
+    ],
+}
 
 
 def cost(client: object, encoder: object, converter: object, prefix: str, rows: list, passes: int) -> None:
@@ -66,13 +85,15 @@ def cost(client: object, encoder: object, converter: object, prefix: str, rows: 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=Path, default=DEFAULT_HYBRID_QUERIES, help="the query file")
     parser.add_argument("--prefix", required=True)
+    parser.add_argument("--variants", choices=sorted(VARIANTS), default="sweep")
     parser.add_argument("--split", choices=("dev", "heldout"), default="dev")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--cost", action="store_true", help="time depth 50 against depth 100 instead")
     parser.add_argument("--passes", type=int, default=5)
     args = parser.parse_args()
-    rows = [row for row in read_hybrid_queries() if row.split == args.split]
+    rows = [row for row in read_hybrid_queries(args.queries) if row.split == args.split]
     client, _ = connect(EsConfig.from_env())
     encoder = load_encoder(None)
     results = []
@@ -80,7 +101,7 @@ def main() -> None:
         if args.cost:
             cost(client, encoder, converter, args.prefix, rows, args.passes)
             return
-        for variant in VARIANTS:
+        for variant in VARIANTS[args.variants]:
             service = SearchService(
                 client,
                 encoder,
@@ -90,16 +111,24 @@ def main() -> None:
                 words_paper_share=variant["paper_share"],
             )
             targets = resolve_targets(client, service.equations_alias, rows)
-            evaluation = evaluate_hybrid(
-                service, rows, targets, options={"formula_weight": variant["weight"], "fusion": variant["fusion"]}
-            )
+            fusion = partial(evidence_fusion, inline_factor=variant["inline_factor"])
+            with patch.object(service_module, "evidence_fusion", fusion):
+                evaluation = evaluate_hybrid(
+                    service, rows, targets, options={"formula_weight": variant["weight"], "fusion": variant["fusion"]}
+                )
             figures = evaluation.figures()
-            results.append({**variant, "figures": figures, "moved": evaluation.moved()})
-            both, words = figures["both"], figures["keywords"]
+            ranks = {
+                row: {mode: found["equation"] for mode, found in modes.items()}
+                for row, modes in evaluation.ranks.items()
+            }
+            results.append({**variant, "figures": figures, "moved": evaluation.moved(), "ranks": ranks})
+            both, words, formula = figures["both"], figures["keywords"], figures["formula"]
             print(
-                f"{variant['fusion']:<8} w={variant['weight']:.2f} paper={variant['paper_share']:.2f}  "
-                f"both eq {both['equation_mrr']:.3f}/{both['equation_r10']:.3f} paper {both['paper_mrr']:.3f}/"
-                f"{both['paper_r10']:.3f}   words eq {words['equation_mrr']:.3f} paper {words['paper_mrr']:.3f}",
+                f"{variant['fusion']:<8} w={variant['weight']:.2f} paper={variant['paper_share']:.2f} "
+                f"inline={variant['inline_factor']:.2f}  both eq {both['equation_mrr']:.3f}/{both['equation_r10']:.3f} "
+                f"paper {both['paper_mrr']:.3f}/{both['paper_r10']:.3f}   words eq {words['equation_mrr']:.3f} "
+                f"paper {words['paper_mrr']:.3f}   formula eq {formula['equation_mrr']:.3f} "
+                f"paper {formula['paper_mrr']:.3f}",
                 flush=True,
             )
     if args.out:

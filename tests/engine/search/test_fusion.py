@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from eqsearch.engine.search.fusion import Fused, evidence_fusion, linear_fusion, min_max, reciprocal_rank_fusion
+from eqsearch.engine.search.fusion import (
+    INLINE_FACTOR,
+    Fused,
+    evidence_fusion,
+    is_inline,
+    linear_fusion,
+    min_max,
+    reciprocal_rank_fusion,
+)
 
 FORMULA = [("a", 0.9), ("b", 0.8), ("c", 0.7)]
 TEXT = [("c", 12.0), ("d", 6.0), ("a", 3.0)]
@@ -110,3 +118,31 @@ def test_evidence_fusion_lets_the_formula_judge_the_equation_and_the_words_its_p
 def test_evidence_fusion_of_lists_without_positive_scores_stays_defined():
     fused = evidence_fusion([("a", 0.0), ("b", -1.0)], [], [], {}, weight=1.0, paper_share=0.5)
     assert {item.doc_id for item in fused} == {"a", "b"} and all(item.score == 1.0 for item in fused)
+
+
+def test_is_inline_reads_the_equation_id():
+    assert is_inline("2101.00001v2:i17") and is_inline("paper:with:colons:i0")
+    assert not is_inline("2101.00001v2:17") and not is_inline("idx:3")
+
+
+def test_evidence_fusion_inline_factor_weighs_inline_formulas_only_when_both_sides_search():
+    # p1:i4 is an inline fragment that matches the formula best; p1:2 the display the words and the formula find
+    formula = [("p1:i4", 10.0), ("p1:2", 8.0), ("p2:1", 5.0)]
+    text = [("p1:2", 6.0), ("p1:i4", 3.0)]
+    papers = [("p1:2", 6.0)]
+    paper_of = {"p1:i4": "p1", "p1:2": "p1", "p2:1": "p2"}
+    plain = evidence_fusion(formula, text, papers, paper_of, weight=0.5, paper_share=0.75, inline_factor=1.0)
+    assert ids(plain) == ["p1:i4", "p1:2", "p2:1"]  # 0.5 + 0.5 x (0.75 + 0.25 x 0.5) = 0.9375 against 0.9
+    weighed = evidence_fusion(formula, text, papers, paper_of, weight=0.5, paper_share=0.75, inline_factor=0.8)
+    assert ids(weighed) == ["p1:2", "p1:i4", "p2:1"]
+    assert weighed[1].score == pytest.approx(0.8 * 0.9375) and weighed[0].score == pytest.approx(0.9)
+    assert INLINE_FACTOR < 0.9 / 0.9375  # the default weighs them: the display first
+    assert ids(evidence_fusion(formula, text, papers, paper_of, weight=0.5, paper_share=0.75)) == ids(weighed)
+    # the formula alone, or the words alone: the factor changes nothing
+    for factor in (1.0, 0.5):
+        alone = evidence_fusion(formula, [], [], paper_of, weight=0.5, paper_share=0.75, inline_factor=factor)
+        assert [(item.doc_id, item.score) for item in alone] == [("p1:i4", 0.5), ("p1:2", 0.4), ("p2:1", 0.25)]
+        words = evidence_fusion([], text, papers, paper_of, weight=0.0, paper_share=0.25, inline_factor=factor)
+        assert ids(words) == ["p1:2", "p1:i4"] and words[1].score == pytest.approx(0.25 + 0.75 * 0.5)
+    with pytest.raises(ValueError, match="inline_factor"):
+        evidence_fusion(formula, text, papers, paper_of, weight=0.5, paper_share=0.75, inline_factor=1.5)
