@@ -52,6 +52,7 @@ VARIANTS = {
         BEFORE,
         *({**BEFORE, "inline_factor": factor} for factor in (0.9, 0.8, 0.6)),
         *({**BEFORE, "paper_share": share} for share in (0.6, 0.5)),
+        *({**BEFORE, "inline_factor": factor, "inline_scope": "formula"} for factor in (0.8, 0.6)),
     ],
 }
 
@@ -111,7 +112,11 @@ def main() -> None:
                 words_paper_share=variant["paper_share"],
             )
             targets = resolve_targets(client, service.equations_alias, rows)
-            fusion = partial(evidence_fusion, inline_factor=variant["inline_factor"])
+            fusion = partial(
+                evidence_fusion,
+                inline_factor=variant["inline_factor"],
+                inline_scope=variant.get("inline_scope", "score"),
+            )
             with patch.object(service_module, "evidence_fusion", fusion):
                 evaluation = evaluate_hybrid(
                     service, rows, targets, options={"formula_weight": variant["weight"], "fusion": variant["fusion"]}
@@ -125,7 +130,8 @@ def main() -> None:
             both, words, formula = figures["both"], figures["keywords"], figures["formula"]
             print(
                 f"{variant['fusion']:<8} w={variant['weight']:.2f} paper={variant['paper_share']:.2f} "
-                f"inline={variant['inline_factor']:.2f}  both eq {both['equation_mrr']:.3f}/{both['equation_r10']:.3f} "
+                f"inline={variant['inline_factor']:.2f} {variant.get('inline_scope', 'score'):<7}  "
+                f"both eq {both['equation_mrr']:.3f}/{both['equation_r10']:.3f} "
                 f"paper {both['paper_mrr']:.3f}/{both['paper_r10']:.3f}   words eq {words['equation_mrr']:.3f} "
                 f"paper {words['paper_mrr']:.3f}   formula eq {formula['equation_mrr']:.3f} "
                 f"paper {formula['paper_mrr']:.3f}",

@@ -155,6 +155,7 @@ def evidence_fusion(
     weight: float,
     paper_share: float,
     inline_factor: float = INLINE_FACTOR,
+    inline_scope: str = "score",
 ) -> list[Fused]:
     """Each kind of evidence where it belongs: the formula judges the equation, the words its paper and its place.
 
@@ -195,8 +196,10 @@ def evidence_fusion(
     for doc_id in dict.fromkeys([*f, *t, *(eq_id for eq_id, _ in papers)]):
         paper = paper_of.get(doc_id, "")
         words = paper_share * p.get(paper, 0.0) + (1.0 - paper_share) * t.get(doc_id, 0.0)
-        score = weight * f.get(doc_id, 0.0) + (1.0 - weight) * words
-        if is_inline(doc_id):
+        inline = is_inline(doc_id)
+        formula_part = f.get(doc_id, 0.0) * (inline_factor if inline and inline_scope == "formula" else 1.0)
+        score = weight * formula_part + (1.0 - weight) * words
+        if inline and inline_scope == "score":
             score *= inline_factor
         sources = {name: float(values[doc_id]) for name, values in raw.items() if doc_id in values}
         if paper in paper_raw:
