@@ -10,11 +10,12 @@
 The papers and distractors must already be indexed under the prefix (`eqsearch evaluate hybrid --prefix P --papers
 ... --distractors ...` does it once). Every variant is the production `SearchService` with one setting changed: the
 fusion (evidence, rrf, linear), the balance (`formula_weight`), the evidence fusion's paper share, and its
-``inline_factor`` (`evidence_fusion`; the one setting the service does not take, passed by wrapping the fusion the
-service calls). ``--variants sweep`` is the first table of benchmarks/hybrid.md (inline factor 1, as then),
-``--variants inline`` the third round's (the default before it first, then the inline formulas' factor and the
-paper share). The held-out rows are never read here unless ``--split heldout`` is asked, which is done once, for
-the chosen variant only.
+``inline_factor`` (`evidence_fusion`: an inline formula's formula evidence weighed in a combined search; the one
+setting the service does not take, passed by wrapping the fusion the service calls). ``--variants sweep`` is the
+first table of benchmarks/hybrid.md (inline factor 1, as then), ``--variants inline`` the third round's (the default
+before it first, then the inline factor and the paper share; the same factor on an inline formula's whole score,
+also tried, is at commit 644e8d5). The held-out rows are never read here unless ``--split heldout`` is asked, which
+is done once, for the chosen variant only.
 
 ``--cost`` instead times what the fixed ranking depth costs: every dev query's combined search with the depth at 50
 (the depth before exact paging) and at 100 (now), alternating query by query in one run, ``--passes`` times; it
@@ -50,9 +51,8 @@ VARIANTS = {
     ],
     "inline": [
         BEFORE,
-        *({**BEFORE, "inline_factor": factor} for factor in (0.9, 0.8, 0.6)),
+        *({**BEFORE, "inline_factor": factor} for factor in (0.8, 0.6)),
         *({**BEFORE, "paper_share": share} for share in (0.6, 0.5)),
-        *({**BEFORE, "inline_factor": factor, "inline_scope": "formula"} for factor in (0.8, 0.6)),
     ],
 }
 
@@ -112,11 +112,7 @@ def main() -> None:
                 words_paper_share=variant["paper_share"],
             )
             targets = resolve_targets(client, service.equations_alias, rows)
-            fusion = partial(
-                evidence_fusion,
-                inline_factor=variant["inline_factor"],
-                inline_scope=variant.get("inline_scope", "score"),
-            )
+            fusion = partial(evidence_fusion, inline_factor=variant["inline_factor"])
             with patch.object(service_module, "evidence_fusion", fusion):
                 evaluation = evaluate_hybrid(
                     service, rows, targets, options={"formula_weight": variant["weight"], "fusion": variant["fusion"]}
@@ -130,7 +126,7 @@ def main() -> None:
             both, words, formula = figures["both"], figures["keywords"], figures["formula"]
             print(
                 f"{variant['fusion']:<8} w={variant['weight']:.2f} paper={variant['paper_share']:.2f} "
-                f"inline={variant['inline_factor']:.2f} {variant.get('inline_scope', 'score'):<7}  "
+                f"inline={variant['inline_factor']:.2f}  "
                 f"both eq {both['equation_mrr']:.3f}/{both['equation_r10']:.3f} "
                 f"paper {both['paper_mrr']:.3f}/{both['paper_r10']:.3f}   words eq {words['equation_mrr']:.3f} "
                 f"paper {words['paper_mrr']:.3f}   formula eq {formula['equation_mrr']:.3f} "

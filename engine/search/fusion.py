@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 Ranking = Sequence[tuple[str, float]]
-#: What an inline formula's score is multiplied by in the evidence fusion when the formula and the words are both
-#: searched: an inline formula is mostly a fragment or a restatement of a display of its page, and when the words
-#: point at that page the display should come first unless the inline formula's evidence is clearly stronger
-#: (benchmarks/hybrid.md, "Inline formulas in a combined search": dev "both" equation MRR@10 0.958 -> 0.966 and
-#: 0.869 -> 0.896 on the two query sets).
+#: What an inline formula's formula evidence is multiplied by in the evidence fusion when the formula and the words
+#: are both searched: an inline formula is often a fragment of a display of its page (a term of it, its left-hand
+#: side), matching the query's formula as well as the display does, and the display should then come first
+#: (benchmarks/hybrid.md, "Inline formulas in a combined search": dev "both" equation MRR@10 0.958 -> 0.962 and
+#: 0.869 -> 0.895 on the two query sets). Only the formula's share: an inline formula found by its words keeps them.
 INLINE_FACTOR = 0.8
 
 
@@ -155,7 +155,6 @@ def evidence_fusion(
     weight: float,
     paper_share: float,
     inline_factor: float = INLINE_FACTOR,
-    inline_scope: str = "score",
 ) -> list[Fused]:
     """Each kind of evidence where it belongs: the formula judges the equation, the words its paper and its place.
 
@@ -167,8 +166,8 @@ def evidence_fusion(
     list's and each of the words' papers' best equation (a page named only by its title still shows).
     So the words lift the formula candidates of the right paper, and among a paper's equations the one the formula
     matches best stays first: siblings that share the page's words but not the formula no longer outrank it. When
-    both sides search, an inline formula's score is multiplied by ``inline_factor``, so that a fragment of a
-    display, matching the formula as well as the display does, no longer outranks it.
+    both sides search, an inline formula's formula evidence is multiplied by ``inline_factor``, so that a fragment
+    of a display, matching the formula as well as the display does, no longer outranks it.
 
     Args:
         formula: the formula side, ranked (empty: keywords only).
@@ -177,8 +176,8 @@ def evidence_fusion(
         paper_of: eq_id -> paper_id of every candidate.
         weight: the formula's share (`HybridQuery.formula_weight`).
         paper_share: the paper's share of the words' evidence, in [0, 1].
-        inline_factor: what an inline formula's score is multiplied by when the formula and the words are both
-            searched (`is_inline`; 1: no change); a search without both sides ranks the same whatever it is.
+        inline_factor: what an inline formula's formula evidence is multiplied by when the formula and the words are
+            both searched (`is_inline`; 1: no change); a search without both sides ranks the same whatever it is.
 
     Returns:
         The fused equations, best first; ``sources`` holds their raw scores in the formula side and the text list,
@@ -196,11 +195,8 @@ def evidence_fusion(
     for doc_id in dict.fromkeys([*f, *t, *(eq_id for eq_id, _ in papers)]):
         paper = paper_of.get(doc_id, "")
         words = paper_share * p.get(paper, 0.0) + (1.0 - paper_share) * t.get(doc_id, 0.0)
-        inline = is_inline(doc_id)
-        formula_part = f.get(doc_id, 0.0) * (inline_factor if inline and inline_scope == "formula" else 1.0)
+        formula_part = f.get(doc_id, 0.0) * (inline_factor if is_inline(doc_id) else 1.0)
         score = weight * formula_part + (1.0 - weight) * words
-        if inline and inline_scope == "score":
-            score *= inline_factor
         sources = {name: float(values[doc_id]) for name, values in raw.items() if doc_id in values}
         if paper in paper_raw:
             sources["papers"] = float(paper_raw[paper])

@@ -125,24 +125,27 @@ def test_is_inline_reads_the_equation_id():
     assert not is_inline("2101.00001v2:17") and not is_inline("idx:3")
 
 
-def test_evidence_fusion_inline_factor_weighs_inline_formulas_only_when_both_sides_search():
-    # p1:i4 is an inline fragment that matches the formula best; p1:2 the display the words and the formula find
+def test_evidence_fusion_inline_factor_weighs_an_inline_formulas_formula_evidence_when_both_sides_search():
+    # p1:i4 is an inline fragment that matches the formula best; p1:2 the display the words and the formula find;
+    # p1:i5 an inline formula of the same page found by the words only
     formula = [("p1:i4", 10.0), ("p1:2", 8.0), ("p2:1", 5.0)]
-    text = [("p1:2", 6.0), ("p1:i4", 3.0)]
+    text = [("p1:2", 6.0), ("p1:i5", 6.0), ("p1:i4", 3.0)]
     papers = [("p1:2", 6.0)]
-    paper_of = {"p1:i4": "p1", "p1:2": "p1", "p2:1": "p2"}
+    paper_of = {"p1:i4": "p1", "p1:i5": "p1", "p1:2": "p1", "p2:1": "p2"}
     plain = evidence_fusion(formula, text, papers, paper_of, weight=0.5, paper_share=0.75, inline_factor=1.0)
-    assert ids(plain) == ["p1:i4", "p1:2", "p2:1"]  # 0.5 + 0.5 x (0.75 + 0.25 x 0.5) = 0.9375 against 0.9
+    assert ids(plain) == ["p1:i4", "p1:2", "p1:i5", "p2:1"]  # 0.5 + 0.5 x (0.75 + 0.25 x 0.5) = 0.9375 > 0.9
     weighed = evidence_fusion(formula, text, papers, paper_of, weight=0.5, paper_share=0.75, inline_factor=0.8)
-    assert ids(weighed) == ["p1:2", "p1:i4", "p2:1"]
-    assert weighed[1].score == pytest.approx(0.8 * 0.9375) and weighed[0].score == pytest.approx(0.9)
-    assert INLINE_FACTOR < 0.9 / 0.9375  # the default weighs them: the display first
+    assert ids(weighed) == ["p1:2", "p1:i4", "p1:i5", "p2:1"]
+    scores = {item.doc_id: item.score for item in weighed}
+    assert scores["p1:i4"] == pytest.approx(0.5 * 0.8 + 0.5 * (0.75 + 0.25 * 0.5)) and scores["p1:2"] == 0.9
+    assert scores["p1:i5"] == pytest.approx(0.5 * 1.0)  # its words only: untouched
+    assert INLINE_FACTOR < 1.0  # the default weighs them: the display first
     assert ids(evidence_fusion(formula, text, papers, paper_of, weight=0.5, paper_share=0.75)) == ids(weighed)
     # the formula alone, or the words alone: the factor changes nothing
     for factor in (1.0, 0.5):
         alone = evidence_fusion(formula, [], [], paper_of, weight=0.5, paper_share=0.75, inline_factor=factor)
         assert [(item.doc_id, item.score) for item in alone] == [("p1:i4", 0.5), ("p1:2", 0.4), ("p2:1", 0.25)]
         words = evidence_fusion([], text, papers, paper_of, weight=0.0, paper_share=0.25, inline_factor=factor)
-        assert ids(words) == ["p1:2", "p1:i4"] and words[1].score == pytest.approx(0.25 + 0.75 * 0.5)
+        assert [(item.doc_id, item.score) for item in words] == [("p1:2", 1.0), ("p1:i5", 1.0), ("p1:i4", 0.625)]
     with pytest.raises(ValueError, match="inline_factor"):
         evidence_fusion(formula, text, papers, paper_of, weight=0.5, paper_share=0.75, inline_factor=1.5)
