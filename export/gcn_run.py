@@ -28,10 +28,10 @@ import numpy as np
 import torch
 from eqsearch.engine.model.bundle import default_bundle_path
 from eqsearch.engine.model.structure_bag import StructureFeatures
-from eqsearch.evaluation.trec import read_qrels
 from eqsearch.training.gcn_distill import (
     GcnTuneConfig,
     cosine_figures,
+    dev_qrels,
     embed_all,
     featurize_all,
     model_from_bundle,
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         part: featurize_all([m or "" for _, _, m in dev[part]], vocabulary)[0] for part in ("collection", "topics")
     }
     ids = {part: [i for i, _, _ in dev[part]] for part in ("collection", "topics")}
-    qrels = {t: dict(d) for t, d in read_qrels(args.qrels).items()}
+    qrels = dev_qrels(args.qrels)
 
     def dev_vectors(m: torch.nn.Module) -> dict[str, np.ndarray]:
         return {part: embed_all(m, dev_graphs[part]) for part in ("collection", "topics")}

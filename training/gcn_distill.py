@@ -28,7 +28,7 @@ from eqsearch.engine.model.bundle import read_manifest
 from eqsearch.engine.model.featurize import MathMLError, featurize_mathml
 from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
 from eqsearch.engine.model.vocabulary import Vocabulary
-from eqsearch.evaluation.trec import evaluate_run
+from eqsearch.evaluation.trec import evaluate_run, read_qrels
 from eqsearch.training.batching import graph_tensors
 from eqsearch.training.evaluate import embed_graphs
 from eqsearch.training.model import FormulaEncoder, ModelConfig
@@ -230,6 +230,11 @@ def tune(
     history["steps"] = step
     history["train_seconds"] = round(time.perf_counter() - start, 1)
     return history
+
+
+def dev_qrels(path: str | Path) -> dict[str, dict[str, float]]:
+    """TREC qrels as `cosine_figures` takes them (`evaluation.trec.read_qrels`)."""
+    return {topic: dict(grades) for topic, grades in read_qrels(path).items()}
 
 
 def cosine_figures(
