@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import sys
 import time
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from eqsearch.engine.model.bundle import default_bundle_path
+from eqsearch.engine.model.bundle import default_bundle_path, read_manifest
 from eqsearch.engine.model.structure_bag import StructureFeatures
 from eqsearch.training.gcn_distill import (
     GcnTuneConfig,
@@ -125,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {
         "config": config.to_dict(),
         "start_bundle": str(source),
+        "init_state": str(args.init_state) if args.init_state else None,
         "argv": sys.argv[1:] if argv is None else argv,
     }
     clock = time.perf_counter()
@@ -143,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     cached = {"training": [m for m, _ in training], "held_out": held[:5000]}
     terms = {}
     for part, mathml in cached.items():
-        path = args.terms_cache / f"{part}-{len(mathml)}.npz" if args.terms_cache else None
+        key = hashlib.blake2b("\n".join(mathml).encode("utf-8"), digest_size=8).hexdigest()  # these formulas
+        path = args.terms_cache / f"{part}-{len(mathml)}-{key}.npz" if args.terms_cache else None
         if path is not None and path.exists():
             terms[part] = TermData.load(path)
         else:
@@ -234,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
             vocabulary,
             args.out / "bundle",
             training_config={
-                "fine_tuned_from": read_json_identity(source),
+                "fine_tuned_from": read_manifest(source).identity,
+                "init_state": str(args.init_state) if args.init_state else None,
                 "objective": "structural distillation + anchor (training/gcn_distill.py)",
                 **config.to_dict(),
                 "steps": history["steps"],
@@ -249,13 +253,6 @@ def main(argv: list[str] | None = None) -> int:
         log(f"bundle written to {args.out / 'bundle'}")
     (args.out / "result.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     return 0
-
-
-def read_json_identity(bundle: Path) -> str:
-    """The identity (`BundleManifest.identity`) of the bundle a run started from."""
-    from eqsearch.engine.model.bundle import read_manifest
-
-    return read_manifest(bundle).identity
 
 
 if __name__ == "__main__":
