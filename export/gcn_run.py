@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from eqsearch.engine.model.bundle import default_bundle_path, read_manifest
 from eqsearch.engine.model.structure_bag import StructureFeatures
+from eqsearch.export.structure_run import top_k_agreement
 from eqsearch.training.gcn_distill import (
     GcnTuneConfig,
     cosine_figures,
@@ -48,19 +49,8 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def teacher_agreement(vectors: np.ndarray, teacher: Bm25Teacher, queries: int = 500, k: int = 10) -> float:
-    """For ``queries`` formulas, the share of the structural teacher's top ``k`` (the query left out) that the
-    vectors' cosine top ``k`` holds (as `export.structure_run.held_out_agreement`, from ready vectors)."""
-    n = len(vectors)
-    picks = np.random.default_rng(0).choice(n, size=min(queries, n), replace=False)
-    scores = teacher.scores(picks, np.arange(n))
-    cos = _unit(vectors[picks]) @ _unit(vectors).T
-    hits = []
-    for row, q in enumerate(picks):
-        scores[row, q] = cos[row, q] = -np.inf
-        top_t = set(np.argsort(-scores[row], kind="stable")[:k].tolist())
-        top_s = set(np.argsort(-cos[row], kind="stable")[:k].tolist())
-        hits.append(len(top_t & top_s) / k)
-    return round(float(np.mean(hits)), 4)
+    """`export.structure_run.top_k_agreement` of vectors not yet unit length."""
+    return top_k_agreement(_unit(vectors), teacher, queries, k)
 
 
 def main(argv: list[str] | None = None) -> int:

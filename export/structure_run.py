@@ -53,10 +53,16 @@ def held_out_agreement(
     n = len(data)
     if n < 2 * k:
         return {}
-    rng = np.random.default_rng(0)
-    picks = rng.choice(n, size=min(queries, n), replace=False)
+    recall = top_k_agreement(encode_terms(model, data, features), teacher, queries, k)
+    return {"recall_at_10": recall, "random": round(k / n, 5), "formulas": n}
+
+
+def top_k_agreement(vectors: np.ndarray, teacher: Bm25Teacher, queries: int = 500, k: int = 10) -> float:
+    """For ``queries`` formulas picked with seed 0, the share of the teacher's top ``k`` (the query itself left out)
+    that the vectors' cosine top ``k`` holds, averaged (the rows of ``vectors`` are unit length)."""
+    n = len(vectors)
+    picks = np.random.default_rng(0).choice(n, size=min(queries, n), replace=False)
     scores = teacher.scores(picks, np.arange(n))
-    vectors = encode_terms(model, data, features)
     cos = vectors[picks] @ vectors.T
     hits = []
     for row, q in enumerate(picks):
@@ -64,7 +70,7 @@ def held_out_agreement(
         top_t = set(np.argsort(-scores[row], kind="stable")[:k].tolist())
         top_s = set(np.argsort(-cos[row], kind="stable")[:k].tolist())
         hits.append(len(top_t & top_s) / k)
-    return {"recall_at_10": round(float(np.mean(hits)), 4), "random": round(k / n, 5), "formulas": n}
+    return round(float(np.mean(hits)), 4)
 
 
 def save_state(model: StructureBagModel, path: Path) -> None:

@@ -100,8 +100,11 @@ final class ForwardIndex {
         return true;
     }
 
-    /** A vint at {@code at[0]} (advanced past it), or -1 when it runs past {@code end} or past 32 bits. */
-    private static int readVInt(byte[] bytes, int[] at, int end) {
+    /**
+     * A vint at {@code at[0]} (advanced past it), or -1 when it runs past {@code end} or past 32 bits: how the binary doc
+     * values Elasticsearch writes count and size their entries (read here and by {@link MaxSimRescorer}).
+     */
+    static int readVInt(byte[] bytes, int[] at, int end) {
         int result = 0;
         for (int shift = 0; shift < 32 && at[0] < end; shift += 7) {
             byte b = bytes[at[0]++];

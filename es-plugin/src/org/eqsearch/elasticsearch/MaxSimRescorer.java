@@ -136,11 +136,11 @@ final class MaxSimRescorer implements Rescorer {
         static NodeVectors read(BytesRef value, int dims) {
             int[] at = { value.offset };
             int end = value.offset + value.length;
-            int count = readVInt(value.bytes, at, end);
+            int count = ForwardIndex.readVInt(value.bytes, at, end);
             if (count < 1) {
                 return null;
             }
-            int length = readVInt(value.bytes, at, end);
+            int length = ForwardIndex.readVInt(value.bytes, at, end);
             int start = at[0];
             if (length < 5 || start + length > end || value.bytes[start] != FORMAT) {
                 return null;
@@ -151,18 +151,6 @@ final class MaxSimRescorer implements Rescorer {
                 return null;
             }
             return new NodeVectors(nodes, dims, value.bytes, start + 5);
-        }
-
-        private static int readVInt(byte[] bytes, int[] at, int end) {
-            int result = 0;
-            for (int shift = 0; shift < 32 && at[0] < end; shift += 7) {
-                byte b = bytes[at[0]++];
-                result |= (b & 0x7f) << shift;
-                if (b >= 0) {
-                    return result;
-                }
-            }
-            return -1;
         }
 
         /**
