@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.latex.brackets import rewrite_brackets
 from eqsearch.engine.latex.idioms import rewrite_idioms
 from eqsearch.engine.latex.plaintex import box_shifts
 from eqsearch.engine.latex.preprocess import clean_latex, register_spacing
@@ -183,7 +184,7 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
                 expanded.pop(name, None)
                 dropped.add(name)
                 continue
-        body = register_spacing(clean_latex(_IFMMODE.sub(r"\1", macro.body)))
+        body = rewrite_brackets(register_spacing(clean_latex(_IFMMODE.sub(r"\1", macro.body))))
         if "\\raise" in body or "\\lower" in body:  # \lower4pt\hbox{$\sim$} in a \lsim
             body = box_shifts(body)
         if macro.source.startswith("DeclareMathOperator") and not body.lstrip().startswith("\\operatorname"):

@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable
 
 from eqsearch.engine.latex.arrays import rewrite_array_specs, rewrite_tabulars
+from eqsearch.engine.latex.brackets import rewrite_brackets
 from eqsearch.engine.latex.colors import color_rule
 from eqsearch.engine.latex.packagenv import rewrite_nicematrix, rewrite_young_tableaux
 from eqsearch.engine.latex.plaintex import box_shifts, rewrite_plain_tex, stagger_indices
@@ -74,7 +75,7 @@ def _drop_arguments(count: int) -> _Rule:
     return rule
 
 
-_LAYOUT_PARAMETERS = frozenset({"\\baselinestretch"})
+_LAYOUT_PARAMETERS = frozenset({"\\baselinestretch", "\\CancelColor"})  # cancel's colour: KaTeX has none
 
 
 def _renew_layout(text: str, end: int) -> tuple[str, int]:
@@ -468,12 +469,6 @@ def _muskip(m: re.Match[str]) -> str:
     return f"\\{command}{m.group(2)}{factor * _MU[m.group(4)]:g}mu "
 
 
-# A size command before a bracket KaTeX has only as a symbol (stmaryrd's semantic brackets): the size is dropped
-_SIZED_SYMBOL = re.compile(
-    r"\\(?:big|Big|bigg|Bigg)[lrm]?\s*(?=\\(?:llbracket|rrbracket|llparenthesis|rrparenthesis|lBrace|rBrace)(?![A-Za-z]))"
-)
-
-
 def preprocess_latex(body: str, environment: str = "equation") -> str:
     """Proof trees rewritten (`engine.latex.prooftrees`), plain TeX constructs too (`engine.latex.plaintex`),
     `clean_latex`, then `wrap_environment`: the text KaTeX gets for one display."""
@@ -498,6 +493,5 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
         text = _sets_before_tabs(text)
     if "\\raise" in text or "\\lower" in text:
         text = box_shifts(text)
-    if "bracket" in text or "parenthesis" in text or "Brace" in text:
-        text = _SIZED_SYMBOL.sub("", text)
+    text = rewrite_brackets(text)  # semantic brackets after \left/\big.., \leftroot (engine.latex.brackets)
     return wrap_environment(text, environment)
