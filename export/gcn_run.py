@@ -17,7 +17,6 @@ after, the held-out agreement with the structural teacher and the mean cosine to
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import json
 import sys
@@ -29,7 +28,7 @@ import numpy as np
 import torch
 from eqsearch.engine.model.bundle import default_bundle_path, read_manifest
 from eqsearch.engine.model.structure_bag import StructureFeatures
-from eqsearch.export.structure_run import top_k_agreement
+from eqsearch.export.structure_run import read_json, top_k_agreement
 from eqsearch.training.gcn_distill import (
     GcnTuneConfig,
     cosine_figures,
@@ -147,8 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     data = prepare(cached["training"], features, vectors=original, views=False, terms=terms["training"])
     held_graphs = [g for g in featurize_all(held[:5000], vocabulary)[0] if g is not None]
     held_teacher = Bm25Teacher.build(terms["held_out"])
-    with gzip.open(args.dev_mathml, "rt", encoding="utf-8") as f:
-        dev = json.load(f)
+    dev = read_json(args.dev_mathml)
     dev_graphs = {
         part: featurize_all([m or "" for _, _, m in dev[part]], vocabulary)[0] for part in ("collection", "topics")
     }

@@ -100,7 +100,8 @@ def _variant(config: DistillConfig, name: str) -> DistillConfig:
     raise SystemExit(f"unknown variant {name!r}")
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
+    """A JSON file, gzip-compressed when its name ends in ``.gz``."""
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as f:
         return json.load(f)
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         dev_json = Path(tmp) / "dev.json"
-        dev_json.write_text(json.dumps(_read_json(args.dev_mathml)), encoding="utf-8")
+        dev_json.write_text(json.dumps(read_json(args.dev_mathml)), encoding="utf-8")
         dev = DevSet.load(dev_json, args.qrels, features, workers=args.prep_workers, markup=args.markup)
     result["teacher_dev"] = teacher_dev_ranking(dev)
     result["teacher_dev_with_spans"] = teacher_dev_ranking(dev, config.span_weight)

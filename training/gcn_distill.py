@@ -28,11 +28,17 @@ from eqsearch.engine.model.bundle import read_manifest
 from eqsearch.engine.model.featurize import MathMLError, featurize_mathml
 from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
 from eqsearch.engine.model.vocabulary import Vocabulary
-from eqsearch.evaluation.trec import evaluate_run, read_qrels
+from eqsearch.evaluation.trec import read_qrels
 from eqsearch.training.batching import graph_tensors
 from eqsearch.training.evaluate import embed_graphs
 from eqsearch.training.model import FormulaEncoder, ModelConfig
-from eqsearch.training.structure_distill import TrainingData, distill_loss, teacher_matrix
+from eqsearch.training.structure_distill import (
+    TrainingData,
+    cosine_decay,
+    distill_loss,
+    ranking_figures,
+    teacher_matrix,
+)
 from eqsearch.training.structure_teacher import MinedBatches
 
 # the ONNX export folds the soft normalisation's running mean + std + eps into one constant the output is divided by
@@ -179,10 +185,7 @@ def tune(
     def factor(step: int, elapsed: float) -> float:
         if step <= config.warmup_steps:
             return step / max(1, config.warmup_steps)
-        progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
-        if config.max_seconds:
-            progress = max(progress, elapsed / config.max_seconds)
-        return 0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * min(1.0, progress)))
+        return cosine_decay(step, elapsed, config.warmup_steps, config.steps, config.max_seconds)
 
     history: dict[str, Any] = {"loss": [], "evals": []}
     model.eval()  # frozen batch and soft normalisation: the shipped running statistics
@@ -251,9 +254,5 @@ def cosine_figures(
     q = topics / np.maximum(np.linalg.norm(topics, axis=1, keepdims=True), 1e-12)
     scores = q @ unit.T
     scores[:, ~collection.any(axis=1)] = -np.inf
-    run = {}
-    for k, topic in enumerate(topic_ids):
-        order = np.argsort(-scores[k], kind="stable")[:depth]
-        run[topic] = [collection_ids[j] for j in order if np.isfinite(scores[k, j]) and topics[k].any()]
-    report = evaluate_run(run, qrels, topics=list(topic_ids))
-    return {name: round(float(value), 4) for name, value in report.means.items()}
+    scores[~topics.any(axis=1), :] = -np.inf
+    return ranking_figures(scores, list(collection_ids), list(topic_ids), qrels, depth)

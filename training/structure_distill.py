@@ -274,6 +274,15 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def cosine_decay(step: int, elapsed: float, warmup_steps: int, steps: int, max_seconds: float) -> float:
+    """The learning rate's factor after the warm-up: cosine decay from 1 to a tenth over the steps after it or the
+    time budget (``max_seconds``, 0: none), whichever runs out first."""
+    progress = (step - warmup_steps) / max(1, steps - warmup_steps)
+    if max_seconds:
+        progress = max(progress, elapsed / max_seconds)
+    return 0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * min(1.0, progress)))
+
+
 def train(
     config: DistillConfig,
     data: TrainingData,
@@ -295,10 +304,7 @@ def train(
         """Linear warm-up, then cosine decay to a tenth over the steps or the time budget, whichever runs out first."""
         if step < config.warmup_steps:  # steps count from 1
             return (step + 1) / config.warmup_steps
-        progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
-        if config.max_seconds:
-            progress = max(progress, elapsed / config.max_seconds)
-        return 0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * min(1.0, progress)))
+        return cosine_decay(step, elapsed, config.warmup_steps, config.steps, config.max_seconds)
 
     batches = MinedBatches(
         data.teacher,
@@ -412,17 +418,10 @@ class DevSet:
 def dev_ranking(vectors: np.ndarray, queries: np.ndarray, dev: DevSet, depth: int = 1000) -> dict[str, float]:
     """nDCG′, MAP′, P′@10 of an exact ranking by inner product (ARQMath conventions, `evaluation.trec`).
     Formulas without terms (no MathML) are left out of the ranking, as the embedding channel has no vector for them."""
-    from eqsearch.evaluation.trec import evaluate_run
-
     has_terms = np.diff(dev.collection.offsets) > 0
     scores = queries @ vectors.T
     scores[:, ~has_terms] = -np.inf
-    run: dict[str, list[str]] = {}
-    for k, topic in enumerate(dev.topic_ids):
-        order = np.argsort(-scores[k], kind="stable")[:depth]
-        run[topic] = [dev.collection_ids[j] for j in order if np.isfinite(scores[k, j])]
-    report = evaluate_run(run, dev.qrels, topics=dev.topic_ids)
-    return {name: round(float(value), 4) for name, value in report.means.items()}
+    return ranking_figures(scores, dev.collection_ids, dev.topic_ids, dev.qrels, depth)
 
 
 def teacher_dev_ranking(dev: DevSet, span_weight: float = 0.0) -> dict[str, float]:
@@ -454,14 +453,26 @@ def teacher_dev_ranking(dev: DevSet, span_weight: float = 0.0) -> dict[str, floa
 
 
 def dev_ranking_scores(scores: np.ndarray, dev: DevSet, depth: int = 1000) -> dict[str, float]:
-    """`dev_ranking` from a ready score matrix ``[topics, collection]``."""
+    """`dev_ranking` from a ready score matrix ``[topics, collection]``: only the formulas scoring above 0."""
+    return ranking_figures(np.where(scores > 0, scores, -np.inf), dev.collection_ids, dev.topic_ids, dev.qrels, depth)
+
+
+def ranking_figures(
+    scores: np.ndarray,
+    collection_ids: list[str],
+    topic_ids: list[str],
+    qrels: dict[str, dict[str, float]],
+    depth: int = 1000,
+) -> dict[str, float]:
+    """nDCG′, MAP′, P′@10 (ARQMath conventions, `evaluation.trec`) of each topic's ranking by a score matrix
+    ``[topics, collection]``, its top ``depth``; a score of ``-inf`` leaves that formula out of the topic's ranking."""
     from eqsearch.evaluation.trec import evaluate_run
 
-    run = {
-        topic: [dev.collection_ids[j] for j in np.argsort(-scores[k], kind="stable")[:depth] if scores[k, j] > 0]
-        for k, topic in enumerate(dev.topic_ids)
-    }
-    report = evaluate_run(run, dev.qrels, topics=dev.topic_ids)
+    run: dict[str, list[str]] = {}
+    for k, topic in enumerate(topic_ids):
+        order = np.argsort(-scores[k], kind="stable")[:depth]
+        run[topic] = [collection_ids[j] for j in order if np.isfinite(scores[k, j])]
+    report = evaluate_run(run, qrels, topics=topic_ids)
     return {name: round(float(value), 4) for name, value in report.means.items()}
 
 
