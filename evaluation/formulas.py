@@ -216,6 +216,7 @@ def evaluate_formulas(
     keep: bool = False,
     on_ingest: Callable[[JobProgress], None] | None = None,
     on_topic: Callable[[str], None] | None = None,
+    node_vectors: bool = False,
 ) -> FormulaEvaluation:
     """Ingest a formula collection into fresh indices, search every topic, score the run.
 
@@ -232,6 +233,9 @@ def evaluate_formulas(
         keep: keep the indices afterwards (default: deleted, also when something fails).
         on_ingest: called with the ingest job's progress.
         on_topic: called with each topic id once it is searched.
+        node_vectors: the ingest job stores the ranking's node vectors (``maxsim_nodes``), so that its MaxSim rerank
+            is scored inside the node where every node has eqsearch's plugin (as a deployment's ``ingest run
+            --node-vectors`` does).
 
     Raises:
         FormulaFileError: a malformed collection or topics file.
@@ -245,7 +249,15 @@ def evaluate_formulas(
     formulas = read_formula_file(collection, "visual_id")
     queries = read_formula_file(topics, "topic")
     with indexed_collection(
-        client, encoder, converter, formulas, str(collection), index_prefix=index_prefix, keep=keep, on_ingest=on_ingest
+        client,
+        encoder,
+        converter,
+        formulas,
+        str(collection),
+        index_prefix=index_prefix,
+        keep=keep,
+        on_ingest=on_ingest,
+        node_vectors=ranking.maxsim_nodes if node_vectors else None,
     ) as indexed:
         service = indexed.service(encoder, converter, ranking=ranking, depth=depth)
         run: dict[str, list[tuple[str, float]]] = {}
@@ -309,6 +321,7 @@ def indexed_collection(
     index_prefix: str | None = None,
     keep: bool = False,
     on_ingest: Callable[[JobProgress], None] | None = None,
+    node_vectors: str | None = None,
 ) -> Iterator[IndexedCollection]:
     """Ingest ``(id, latex)`` formulas through the real ingest job into fresh indices (one paper per formula, its id
     the formula's), and delete the indices when the block ends unless ``keep`` (also when something failed).
@@ -322,6 +335,7 @@ def indexed_collection(
         index_prefix: the indices' prefix (default: a new ``eqsearch-eval-<random>``).
         keep: keep the indices afterwards.
         on_ingest: called with the ingest job's progress.
+        node_vectors: the node-states sidecar output the job stores per formula (`IngestJobConfig.node_vectors`).
 
     Raises:
         EqsearchError: the ingest job did not finish.
@@ -334,7 +348,9 @@ def indexed_collection(
             with papers.open("w", encoding="utf-8") as out:
                 for record in _papers(formulas, origin):
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
-            config = IngestJobConfig(sources=(str(papers),), index_prefix=prefix, kind="papers")
+            config = IngestJobConfig(
+                sources=(str(papers),), index_prefix=prefix, kind="papers", node_vectors=node_vectors
+            )
             began = time.perf_counter()
             job = IngestJob(client, encoder, config, converter=converter, on_progress=on_ingest).run()
             ingest_seconds = time.perf_counter() - began

@@ -245,6 +245,8 @@ def _run_evaluate_formulas(args: argparse.Namespace) -> int:
         ranking = get_ranker(args.ranker or DEFAULT_RANKER)
     except ValueError as error:
         args.parser.error(str(error))
+    if args.node_vectors and not ranking.maxsim_window:
+        args.parser.error(f"--node-vectors goes with a MaxSim ranker; {ranking.name} has no MaxSim rerank")
 
     from eqsearch.engine.es import EsConfig, LocalNode, LocalNodeConfig, connect
     from eqsearch.engine.latex import KatexConverter
@@ -290,6 +292,7 @@ def _run_evaluate_formulas(args: argparse.Namespace) -> int:
                 keep=args.keep,
                 on_ingest=ingested,
                 on_topic=searched,
+                node_vectors=args.node_vectors,
             )
     finally:
         for bar in (ingest_bar, topic_bar):
@@ -299,7 +302,9 @@ def _run_evaluate_formulas(args: argparse.Namespace) -> int:
     counts = evaluation.ingest["counts"]
     print(
         f"ranker {ranking.name}: {summary['topics']} topics, {evaluation.collection_size:,} formulas "
-        f"({counts.get('equations_with_vector', 0):,} with a vector; ingest {evaluation.ingest_seconds:.0f} s), "
+        f"({counts.get('equations_with_vector', 0):,} with a vector"
+        + (f", {counts.get('equations_with_node_vectors', 0):,} with node vectors" if args.node_vectors else "")
+        + f"; ingest {evaluation.ingest_seconds:.0f} s), "
         f"depth {args.depth}, median {summary['query_ms_median']:.0f} ms per topic"
     )
     for reason, count in sorted(evaluation.ingest["errors_by_reason"].items(), key=lambda kv: -kv[1]):
@@ -430,6 +435,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     formulas.add_argument("--depth", type=int, default=1000, help="results per topic, at most 1000 (1000)")
     formulas.add_argument("--keep", action="store_true", help="keep the temporary indices (default: deleted)")
     formulas.add_argument("--bundle", help="model bundle directory (default: the installed one)")
+    formulas.add_argument(
+        "--node-vectors", action="store_true",
+        help="with a MaxSim ranker: the ingest stores each formula's node vectors (as 'ingest run --node-vectors'), "
+        "so that MaxSim is scored inside the node where every node has eqsearch's plugin (large: ~12 KB a formula)",
+    )  # fmt: skip
     formulas.add_argument("--per-topic", action="store_true", help="also print every topic's measures")
     formulas.add_argument("--quiet", action="store_true", help="no progress bars")
     formulas.set_defaults(handler=_run_evaluate_formulas, parser=formulas)

@@ -43,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--similarity", choices=("max_inner_product", "cosine"), help="vector similarity (default: the bundle's)"
     )
     create.add_argument("--index-type", choices=("hnsw", "int8_hnsw"), default="hnsw", help="(hnsw)")
+    _node_vectors_argument(create, "equations: every ingest job stores each formula's node vectors")
     _layout_arguments(create, "of the equations index (default: one per data node, or EQSEARCH_SHARDS)")
     create.set_defaults(handler=_create, parser=create)
 
@@ -65,6 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--context-vectors",
         action="store_true",
         help="equations: embed every equation's context for the context channel (kept by later migrations)",
+    )
+    _node_vectors_argument(migrate, "equations: give every equation its node vectors on the way (kept by later "
+                           "migrations and jobs)")  # fmt: skip
+    migrate.add_argument(
+        "--no-node-vectors", action="store_true", help="equations: drop the node vectors the index holds"
     )
     migrate.add_argument("--quiet", action="store_true", help="no progress bar")
     migrate.add_argument(
@@ -98,6 +104,30 @@ def _count(least: int):
         return int(text)
 
     return parse
+
+
+def _node_vectors_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--node-vectors", action="store_true",
+        help=f"{what}, so that a MaxSim ranker is scored inside Elasticsearch by eqsearch's plugin. LARGE: int8, a "
+        "median of ~12 KB per equation for the 512-d node states",
+    )  # fmt: skip
+    parser.add_argument(
+        "--node-output", choices=("node_states", "node_vectors"), default="node_states",
+        help="with --node-vectors: the bundle's sidecar output stored, node_states (512-d) or node_vectors (64-d)",
+    )  # fmt: skip
+
+
+def _node_encoder(args: argparse.Namespace) -> object | None:
+    """The node encoder of ``--node-vectors OUTPUT`` (of --bundle's sidecar), or None when not asked."""
+    if not args.node_vectors:
+        return None
+    kinds = args.kinds if hasattr(args, "kinds") else [args.kind]
+    if kinds and "equations" not in kinds:
+        args.parser.error("--node-vectors applies to the equations index only")
+    from eqsearch.engine.model.nodes import load_node_encoder
+
+    return load_node_encoder(args.bundle, output=args.node_output)
 
 
 def _layout_arguments(parser: argparse.ArgumentParser, shards_help: str) -> None:
@@ -134,6 +164,9 @@ def _create(args: argparse.Namespace) -> int:
         options = replace(options, encoder=None)  # another shape than the bundle's: its vectors will not fit
     options = replace(options, index_type=args.index_type)
     options = _with_layout(options, args)
+    node_encoder = _node_encoder(args)
+    if node_encoder is not None:
+        options = replace(options, node_vectors=node_encoder.identity, node_dims=node_encoder.dim)  # type: ignore[attr-defined]
     for kind in args.kinds or KINDS:
         name = admin.create(kind, options)
         shards = options.shards if kind == "equations" else 1
@@ -184,8 +217,12 @@ def _migrate(args: argparse.Namespace) -> int:
 
     if args.reencode and args.kind != "equations":
         args.parser.error("--reencode applies to the equations index only (it holds the vectors)")
-    if args.bundle and not args.reencode:
-        args.parser.error("--bundle goes with --reencode")
+    if args.bundle and not (args.reencode or args.node_vectors):
+        args.parser.error("--bundle goes with --reencode or --node-vectors")
+    if args.node_vectors and args.no_node_vectors:
+        args.parser.error("--node-vectors and --no-node-vectors contradict each other")
+    if args.no_node_vectors and args.kind != "equations":
+        args.parser.error("--no-node-vectors applies to the equations index only")
     admin = _admin()
     if args.if_stale:
         if admin.current(args.kind) is None or not admin.describe(args.kind).get("stale"):
@@ -206,6 +243,16 @@ def _migrate(args: argparse.Namespace) -> int:
         options = replace(base, dims=encoder.dim, similarity=encoder.similarity, encoder=encoder.identity)
         rewrite = reencode_vectors(encoder)
         print(f"re-encoding with {encoder.identity} ({encoder.dim}-d, {encoder.similarity})", file=sys.stderr)
+    node_encoder = _node_encoder(args)
+    if node_encoder is None and args.reencode and options is not None and options.node_vectors:
+        from eqsearch.engine.model.nodes import load_node_encoder  # the new bundle's node vectors, same output
+
+        node_encoder = load_node_encoder(args.bundle, output=options.node_vectors.rsplit("/", 1)[-1])
+    if args.no_node_vectors and options is not None:
+        options = replace(options, node_vectors=None, node_dims=None)
+    if node_encoder is not None:
+        print(f"writing every equation's node vectors ({node_encoder.identity}, {node_encoder.dim}-d, int8)",  # type: ignore[attr-defined]
+              file=sys.stderr)  # fmt: skip
     bar = None if args.quiet else tqdm(unit="doc", desc=f"migrating {args.kind}", file=sys.stderr)
 
     def progress(done: int, total: int) -> None:
@@ -223,6 +270,7 @@ def _migrate(args: argparse.Namespace) -> int:
             take_over=args.take_over,
             rewrite=rewrite,
             text_encoder=_text_encoder(args),
+            node_encoder=node_encoder,
         )
     finally:
         if bar is not None:

@@ -225,6 +225,18 @@ def _register_run(ingest_subparsers: argparse._SubParsersAction) -> None:
         "equation; an index that holds them gets them from every later job anyway)",
     )
     run.add_argument(
+        "--node-vectors", action="store_true",
+        help="also store each formula's node vectors (the bundle's node-states sidecar run on its MathML), so that a "
+        "MaxSim ranker is scored inside Elasticsearch by eqsearch's plugin instead of in the search service. LARGE: "
+        "int8, 5 + nodes x width bytes, a median of ~12 KB per equation for the 512-d node states, and the "
+        "sidecar's run at ingest. An index that holds them gets them from every later job anyway; an index that "
+        "holds equations without them must be migrated first ('eqsearch index migrate equations --node-vectors')",
+    )  # fmt: skip
+    run.add_argument(
+        "--node-output", choices=("node_states", "node_vectors"), default="node_states",
+        help="with --node-vectors: the sidecar output stored, node_states (512-d) or node_vectors (64-d)",
+    )  # fmt: skip
+    run.add_argument(
         "--kind", choices=("auto", "arxiv", "latex", "docstrings", "papers", "html"), default="auto",
         help="how to read folders (see 'eqsearch ingest extract --help')",
     )  # fmt: skip
@@ -278,6 +290,7 @@ def _run_job(args: argparse.Namespace, converter: object, extract: object) -> in
         shards=config.shards,
         replicas=config.replicas,
         context_vectors=args.context_vectors,
+        node_vectors=args.node_output if args.node_vectors else None,
         job_id=args.job,
         kind=args.kind,
         workers=args.workers,
@@ -302,7 +315,9 @@ def _run_job(args: argparse.Namespace, converter: object, extract: object) -> in
             bar.close()
     counts = report.counts
     print(f"job {report.job_id} {report.state}: {counts['papers']:,} papers, {counts['equations_indexed']:,} of "
-          f"{counts['equations']:,} equations indexed ({counts['equations_with_vector']:,} with a vector), "
+          f"{counts['equations']:,} equations indexed ({counts['equations_with_vector']:,} with a vector"
+          + (f", {counts.get('equations_with_node_vectors', 0):,} with node vectors"
+             if args.node_vectors or counts.get("equations_with_node_vectors") else "") + "), "
           f"{counts['documents_failed']:,} documents failed, {report.equations_per_second:.0f} eq/s"
           + (f", {counts['equations_diagrams']:,} diagrams (kept as LaTeX)" if counts.get("equations_diagrams") else "")
           + (f"; {counts['inline_indexed']:,} of {counts['inline']:,} inline formulas indexed "

@@ -38,6 +38,7 @@ from eqsearch.engine.index.documents import (
     stored_equation_ids,
     structure_fields,
     with_context_vectors,
+    with_node_vectors,
     with_structure,
     with_vector,
 )
@@ -47,6 +48,7 @@ from eqsearch.engine.index.mappings import (
     FORWARD_INDEX_FIELD,
     INDEX_KINDS,
     MAPPING_VERSIONS,
+    NODE_VECTORS_FIELD,
     RERANK_FIELDS_SINCE,
     SIZE_FIELD,
     SPANS_FIELD,
@@ -69,6 +71,7 @@ __all__ = [
     "MAPPING_VERSIONS",
     "MIGRATION_LOCK_ID",
     "MIN_INLINE_SYMBOLS",
+    "NODE_VECTORS_FIELD",
     "RERANK_FIELDS_SINCE",
     "RETRY_STATUSES",
     "SIZE_FIELD",
@@ -116,6 +119,7 @@ __all__ = [
     "structure_fields",
     "versioned_name",
     "with_context_vectors",
+    "with_node_vectors",
     "with_structure",
     "with_vector",
 ]

@@ -258,8 +258,8 @@ class IndexAdmin:
         }
 
     def options_of(self, kind: str) -> IndexOptions | None:
-        """The `IndexOptions` of the current index of ``kind``: the vector and text choices from its ``_meta``, its
-        primary shards and replicas from its settings (so that a migration keeps them)."""
+        """The `IndexOptions` of the current index of ``kind``: the vector, text and node-vector choices from its
+        ``_meta``, its primary shards and replicas from its settings (so that a migration keeps them)."""
         current = self.current(kind)
         if current is None:
             return None
@@ -276,6 +276,8 @@ class IndexAdmin:
             replicas=int(values.get("index.number_of_replicas", 0)),
             **({"context_dims": int(meta["context_dims"])} if meta.get("context_dims") else {}),
             text_encoder=meta.get("text_encoder"),
+            node_vectors=meta.get("node_vectors") if meta.get("node_dims") else None,
+            node_dims=int(meta["node_dims"]) if meta.get("node_vectors") and meta.get("node_dims") else None,
         )
 
     # -- migrate (eqsearch.engine.index.migration) ----------------------------------------------------------------
@@ -290,6 +292,7 @@ class IndexAdmin:
         take_over: bool = False,
         rewrite: Rewrite | None = None,
         text_encoder: Any | None = None,
+        node_encoder: Any | None = None,
     ) -> MigrationReport:
         """Move ``kind`` to a new version: create it, copy every document, verify, swap (see `migration.migrate`,
         which says how searches and ingest jobs carry on meanwhile and what each argument does)."""
@@ -303,6 +306,7 @@ class IndexAdmin:
             take_over=take_over,
             rewrite=rewrite,
             text_encoder=text_encoder,
+            node_encoder=node_encoder,
         )
 
     def migration_lock(self) -> MigrationLock | None:

@@ -30,6 +30,7 @@ from eqsearch.engine.model.layout import layout_size, parse_layout_latex
 from eqsearch.engine.model.structure import formula_structure
 
 if TYPE_CHECKING:
+    from eqsearch.engine.model.nodes import NodeEncoder
     from eqsearch.engine.model.text import TextEncoder
 
 
@@ -397,3 +398,37 @@ def with_node_vectors_field(document: dict[str, Any], vectors: Any) -> dict[str,
     if vectors is None or not len(vectors):
         return document
     return {**document, NODE_VECTORS_FIELD: node_vectors_value(vectors)}
+
+
+def with_node_vectors(documents: Sequence[Mapping[str, Any]], node_encoder: NodeEncoder) -> list[dict[str, Any]]:
+    """The equation documents with their formula's node vectors made anew by ``node_encoder`` from their MathML (one
+    batch; one by one when the encoder refuses a MathML of the batch), as `NODE_VECTORS_FIELD` values
+    (`node_vectors_value`). A document without MathML, or whose MathML the encoder refuses, gets none (never another
+    encoder's old ones): the MaxSim rerank then keeps its fused score, as it does for a formula KaTeX refused.
+
+    Args:
+        documents: equation documents (as built by `paper_documents`, or stored ones).
+        node_encoder: the bundle's node encoder (`engine.model.nodes.load_node_encoder`).
+
+    Returns:
+        New documents, in the same order.
+    """
+    from eqsearch.engine.model.featurize import MathMLError
+
+    rows = [i for i, document in enumerate(documents) if document.get("mathml")]
+    mathml = [str(documents[i]["mathml"]) for i in rows]
+    try:
+        encoded = node_encoder.encode(mathml) if rows else []
+    except MathMLError:  # one malformed formula of the batch: the others one by one
+        encoded = []
+        for one in mathml:
+            try:
+                encoded.extend(node_encoder.encode([one]))
+            except MathMLError:
+                encoded.append(None)
+    vectors = dict(zip(rows, encoded, strict=True))
+    out = []
+    for i, document in enumerate(documents):
+        fresh = {key: value for key, value in document.items() if key != NODE_VECTORS_FIELD}
+        out.append(with_node_vectors_field(fresh, vectors.get(i)))
+    return out

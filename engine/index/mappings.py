@@ -40,8 +40,9 @@ RERANK_FIELDS_SINCE = 5
 FORWARD_INDEX_FIELD = "structure_terms"
 FORWARD_INDEX_SINCE = 7
 #: The network's node vectors of the formula, int8 in one binary doc value (`documents.node_vectors_value`), scored by
-#: MaxSim inside the node by eqsearch's Elasticsearch plugin (``es-plugin/``, ``eqsearch_maxsim``). Not yet in
-#: `equations_definition`: no writer computes it at ingest yet; `NODE_VECTORS_MAPPING` adds it to an index.
+#: MaxSim inside the node by eqsearch's Elasticsearch plugin (``es-plugin/``, ``eqsearch_maxsim``). An option of the
+#: equations index (`IndexOptions.node_vectors`, ``--node-vectors``): large (~12 KB an equation for the 512-d node
+#: states), so mapped only where chosen; the index's ``_meta`` names the node encoder that wrote them.
 NODE_VECTORS_FIELD = "node_vectors"
 NODE_VECTORS_MAPPING: dict[str, Any] = {"type": "binary", "doc_values": True}
 #: The structure-bag encoder's vector of the formula's structural terms (`engine.model.structure_bag`): kNN on it is
@@ -95,6 +96,10 @@ class IndexOptions:
         context_dims: width of the context vectors (the text encoder's ``dim``, `engine.model.text`).
         text_encoder: the identity of the text encoder whose context vectors the equations index holds
             (`TextEncoder.identity`), recorded in its ``_meta`` like ``encoder``; None: not recorded.
+        node_vectors: the identity of the node encoder whose node vectors the equations index stores for the MaxSim
+            rerank (`NodeEncoder.identity`, ``<bundle>/<output>``), recorded in its ``_meta``; None: the index has no
+            `NODE_VECTORS_FIELD` (the default: they cost ~12 KB an equation).
+        node_dims: the width of those node vectors.
     """
 
     dims: int = DEFAULT_DIMS
@@ -108,10 +113,19 @@ class IndexOptions:
     encoder: str | None = None
     context_dims: int = DEFAULT_CONTEXT_DIMS
     text_encoder: str | None = None
+    node_vectors: str | None = None
+    node_dims: int | None = None
 
     def __post_init__(self) -> None:
         if self.dims < 1 or self.context_dims < 1:
             raise ValueError(f"dims and context_dims must be positive, got {self.dims} and {self.context_dims}")
+        if (self.node_vectors is None) != (self.node_dims is None) or (
+            self.node_dims is not None and self.node_dims < 1
+        ):
+            raise ValueError(
+                f"node vectors need both an encoder identity and a positive width, got {self.node_vectors!r} and "
+                f"{self.node_dims!r}"
+            )
         if self.similarity not in ("max_inner_product", "cosine", "dot_product", "l2_norm"):
             raise ValueError(f"unknown vector similarity {self.similarity!r}")
         if self.analyzer not in TEXT_ANALYZERS:
@@ -161,6 +175,11 @@ def _meta(kind: str, options: IndexOptions) -> dict[str, Any]:
         **({"context_dims": options.context_dims} if kind == "equations" else {}),
         **({"text_encoder": options.text_encoder} if options.text_encoder and kind == "equations" else {}),
         **({"structure_version": STRUCTURE_VERSION} if kind == "equations" else {}),
+        **(
+            {"node_vectors": options.node_vectors, "node_dims": options.node_dims}
+            if options.node_vectors and kind == "equations"
+            else {}
+        ),
     }
 
 
@@ -231,6 +250,7 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
                 FORWARD_INDEX_FIELD: {"type": "binary", "doc_values": True},
                 VECTOR_FIELD: vector,
                 CONTEXT_VECTOR_FIELD: context_vector,
+                **({NODE_VECTORS_FIELD: NODE_VECTORS_MAPPING} if options.node_vectors else {}),
                 **_paper_fields(analyzer),
             },
         },

@@ -7,9 +7,9 @@ refuses the writes of those that looked just before the lock was taken (`is_writ
 again). The lock and the record of how each kind's last migration ended (`MigrationOutcome`) live in
 `migration_records`; this module runs the migration and cleans up after one that did not swap. `reencode_vectors` is
 the rewrite that re-embeds the equations with a new model on their way across. Every migration of the equations
-index also makes each equation's structural fields anew (the code's tokenizer), and its context vector (the pinned
-text encoder) when asked or when the index holds them already, so that moving to a new mapping is all it takes to
-get them.
+index also makes each equation's structural fields anew (the code's tokenizer), its context vector (the pinned
+text encoder) and its node vectors for the MaxSim rerank (the bundle's node-states sidecar) when asked or when the
+index holds them already, so that moving to a new mapping is all it takes to get them.
 
 The functions take the deployment's `IndexAdmin` first; `IndexAdmin.migrate` and its siblings delegate here.
 """
@@ -29,9 +29,9 @@ from elasticsearch import ApiError
 from elasticsearch import ConnectionError as EsConnectionError
 from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.index.bulk import bulk_index, bulk_loading_settings, current_load_settings
-from eqsearch.engine.index.documents import with_context_vectors, with_structure, with_vector
+from eqsearch.engine.index.documents import with_context_vectors, with_node_vectors, with_structure, with_vector
 from eqsearch.engine.index.errors import IndexOperationError, MigrationError
-from eqsearch.engine.index.mappings import IndexOptions
+from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, IndexOptions
 from eqsearch.engine.index.migration_records import (
     MigrationLock,
     drop_lock,
@@ -46,6 +46,7 @@ from eqsearch.engine.model.text import TextEncoder, load_text_encoder
 
 if TYPE_CHECKING:
     from eqsearch.engine.index.admin import IndexAdmin
+    from eqsearch.engine.model.nodes import NodeEncoder
 
 #: The least time between two progress updates of a running migration's lock record.
 PROGRESS_SECONDS = 1.0
@@ -96,18 +97,63 @@ def reencode_vectors(encoder: Any) -> Rewrite:
     return rewrite
 
 
-def _restructured(rewrite: Rewrite | None, text_encoder: TextEncoder | None) -> Rewrite:
-    """``rewrite`` after making each equation's structural fields anew from its MathML and LaTeX and, with a text
-    encoder, its context vector anew from its words: every migration of the equations index brings them up to the
-    code's tokenizer and text encoder (and gives them to documents written before)."""
+def _restructured(
+    rewrite: Rewrite | None, text_encoder: TextEncoder | None, node_encoder: NodeEncoder | None = None
+) -> Rewrite:
+    """``rewrite`` after making each equation's structural fields anew from its MathML and LaTeX, with a text
+    encoder its context vector anew from its words, and with a node encoder its node vectors anew from its MathML
+    (without one, any stored node vectors are left out: the new index does not map them): every migration of the
+    equations index brings them up to the code's tokenizer and encoders (and gives them to documents written
+    before)."""
 
     def rewritten(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
         bodies = [with_structure(body) for body in bodies]
         if text_encoder is not None:
             bodies = with_context_vectors(bodies, text_encoder)
+        if node_encoder is not None:
+            bodies = with_node_vectors(bodies, node_encoder)
+        else:
+            bodies = [{k: v for k, v in body.items() if k != NODE_VECTORS_FIELD} for body in bodies]
         return rewrite(bodies) if rewrite is not None else bodies
 
     return rewritten
+
+
+def settle_node_encoder(
+    options: IndexOptions, node_encoder: NodeEncoder | None
+) -> tuple[IndexOptions, NodeEncoder | None]:
+    """The options of an equations index and the node encoder that writes its node vectors: ``node_encoder``'s when
+    given (its identity and width recorded in the options), else, where the options name node vectors (the index
+    holds them), the shipped bundle's sidecar of the recorded output, which must be the one recorded.
+
+    Raises:
+        MigrationError: the index holds node vectors of another bundle than the shipped one (or of no known
+            output), whose sidecar cannot be loaded here.
+    """
+    if node_encoder is not None:
+        return replace(options, node_vectors=node_encoder.identity, node_dims=node_encoder.dim), node_encoder
+    if options.node_vectors is None:
+        return options, None
+    from eqsearch.engine.model.bundle import BundleError
+    from eqsearch.engine.model.nodes import NODE_OUTPUTS, load_node_encoder
+
+    output = options.node_vectors.rsplit("/", 1)[-1]
+    hint = (
+        "migrate with the bundle that wrote them ('eqsearch index migrate equations --reencode --bundle DIR' gives "
+        "every equation that bundle's vectors and node vectors), or drop them with --no-node-vectors"
+    )
+    if output not in NODE_OUTPUTS:
+        raise MigrationError(f"the index holds node vectors of an unknown kind ({options.node_vectors})", hint=hint)
+    try:
+        loaded = load_node_encoder(None, output=output)
+    except BundleError as error:
+        raise MigrationError(f"the index holds node vectors, and {error.message}", hint=hint) from None
+    if loaded.identity != options.node_vectors:
+        raise MigrationError(
+            f"the index holds node vectors of {options.node_vectors}, but the shipped bundle's are {loaded.identity}",
+            hint=hint,
+        )
+    return options, loaded
 
 
 def _rewritten(
@@ -135,12 +181,14 @@ def migrate(
     take_over: bool = False,
     rewrite: Rewrite | None = None,
     text_encoder: TextEncoder | None = None,
+    node_encoder: NodeEncoder | None = None,
 ) -> MigrationReport:
     """Move ``kind`` to a new version: create it, copy every document (vectors included), verify, swap.
 
     Equations get their structural fields made anew (`documents.with_structure`) and, with ``text_encoder`` or when
     the index holds context vectors already, their context vectors (`documents.with_context_vectors`; the new
-    index's ``_meta`` records the text encoder). With ``rewrite``, each
+    index's ``_meta`` records the text encoder), and likewise their node vectors (`documents.with_node_vectors`,
+    `settle_node_encoder`). With ``rewrite``, each
     page of documents is also changed on its way (``eqsearch index migrate equations --reencode`` puts vectors of a
     new model bundle into them): a model upgrade without stopping search.
 
@@ -179,6 +227,9 @@ def migrate(
             the same order (ids stay).
         text_encoder: embeds the equations' contexts, turning the context channel on (None: only if the index
             holds context vectors already, with the shipped encoder, `engine.model.text`).
+        node_encoder: writes every equation's node vectors for the MaxSim rerank (`settle_node_encoder`; None: only
+            if ``options`` name node vectors, as those of an index that holds them do, with the shipped bundle's
+            sidecar; options with ``node_vectors`` None drop them).
 
     Returns:
         What was copied from where to where, with both counts.
@@ -198,7 +249,8 @@ def migrate(
             text_encoder = load_text_encoder()  # the index holds context vectors: the new one gets them too
         if text_encoder is not None:
             options = replace(options, context_dims=text_encoder.dim, text_encoder=text_encoder.identity)
-        rewrite = _restructured(rewrite, text_encoder)
+        options, node_encoder = settle_node_encoder(options, node_encoder)
+        rewrite = _restructured(rewrite, text_encoder, node_encoder)
     _clear_finished_or_dead_lock(admin, take_over=take_over)
     target = admin.next_version_name(kind)
     lock = MigrationLock(kind, source, target, os.getpid(), socket.gethostname(), now(), admin.write_blocked(source))

@@ -356,7 +356,10 @@ class SearchService:
     def _maxsim_rerank(self, ranking: list[tuple[str, float]], query_nodes: np.ndarray) -> list[tuple[str, float]]:
         """The formula side's top ``maxsim_window`` reranked by MaxSim (`engine.search.maxsim`)."""
         stored = None
-        if self.plugin.stored_node_vectors(self.equations_alias):  # scored inside the node, from stored vectors
+        if (  # scored inside the node, from stored vectors of this service's node encoder (the index's _meta)
+            self.plugin.stored_node_vectors(self.equations_alias)
+            and self.meta.read().get("node_vectors") == getattr(self.node_encoder, "identity", None)
+        ):
             symmetric = self.ranking.maxsim_symmetric
 
             def stored(ids: list[str]) -> dict[str, float]:

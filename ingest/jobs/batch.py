@@ -14,8 +14,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from eqsearch.engine.index import VECTOR_FIELD, BulkFailure, indexed_inline, paper_documents, with_context_vectors
-from eqsearch.engine.model import Encoder, TextEncoder
+from eqsearch.engine.index import (
+    NODE_VECTORS_FIELD,
+    VECTOR_FIELD,
+    BulkFailure,
+    indexed_inline,
+    paper_documents,
+    with_context_vectors,
+    with_node_vectors,
+)
+from eqsearch.engine.model import Encoder, NodeEncoder, TextEncoder
 from eqsearch.ingest.displaycheck import NO_DISPLAYS_FOUND
 from eqsearch.ingest.jobs.errors import IngestJobError
 from eqsearch.ingest.jobs.pruner import PaperWrites, PruneResult
@@ -29,6 +37,7 @@ def paper_actions(
     encoder: Encoder,
     text_encoder: TextEncoder | None,
     inline: bool,
+    node_encoder: NodeEncoder | None = None,
     job_id: str,
     papers_index: str,
     equations_index: str,
@@ -40,6 +49,7 @@ def paper_actions(
         paper: the extracted paper.
         encoder: MathML -> vectors.
         text_encoder: embeds the equations' contexts (None: no context vectors).
+        node_encoder: the formulas' node vectors for the MaxSim rerank (None: none stored).
         inline: whether the inline formulas get documents.
         job_id: the job that writes them (recorded in each document).
         papers_index: where the paper document goes (the papers alias).
@@ -68,6 +78,8 @@ def paper_actions(
     )
     if text_encoder is not None:  # one batch per paper: the encoder's cost is per call more than per text
         equation_documents = with_context_vectors(equation_documents, text_encoder)
+    if node_encoder is not None:  # the same formulas the encoder took, one batch per paper
+        equation_documents = with_node_vectors(equation_documents, node_encoder)
     if inline:
         counts["inline"] += len(paper.inline_formulas())
         counts["inline_skipped"] += len(paper.inline_formulas()) - len(formulas)
@@ -132,6 +144,8 @@ def count_written(
             counts[f"{kind}_indexed"] += 1
             if VECTOR_FIELD in action["_source"]:
                 counts[f"{kind}_with_vector"] += 1
+            if NODE_VECTORS_FIELD in action["_source"]:
+                counts[f"{kind}_with_node_vectors"] += 1
     counts["equations_unencoded"] += sum(
         1 for a in equation_actions if a["_source"]["mathml"] and VECTOR_FIELD not in a["_source"]
     )

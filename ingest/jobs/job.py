@@ -48,10 +48,12 @@ from eqsearch.engine.index import (
     retrying,
     stored_equation_ids,
 )
-from eqsearch.engine.model import Encoder, TextEncoder, load_text_encoder
+from eqsearch.engine.model import Encoder, NodeEncoder, TextEncoder, load_node_encoder, load_text_encoder
+from eqsearch.engine.model.nodes import NODE_OUTPUTS
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.jobs.batch import count_written, paper_actions, stop_on_passing_refusals
 from eqsearch.ingest.jobs.errors import IngestJobError
+from eqsearch.ingest.jobs.node_vectors import settle_node_vectors
 from eqsearch.ingest.jobs.pruner import PaperWrites, StalePruner
 from eqsearch.ingest.jobs.store import (
     STATE_FAILED,
@@ -97,6 +99,10 @@ class IngestJobConfig:
             ``context_vector``, an option: +~1.5 ms of CPU and ~1 KB per equation, `benchmarks/formula_search.md`).
             Off, a job still fills them into an index that holds them already (its ``_meta`` records a text
             encoder), so that a deployment that chose the channel keeps it whole.
+        node_vectors: store each formula's node vectors for the MaxSim rerank (`NODE_VECTORS_FIELD`, int8 rows; the
+            bundle's node-states sidecar output named here, ``node_states`` (512-d, ~12 KB an equation) or
+            ``node_vectors`` (64-d); None: not asked). Large, so an option; as with context vectors, a job writes them
+            anyway into an index that holds them (its ``_meta`` names the node encoder), so that it stays whole.
     """
 
     sources: tuple[str, ...]
@@ -114,10 +120,13 @@ class IngestJobConfig:
     shards: int | None = None
     replicas: int | None = None
     context_vectors: bool = False
+    node_vectors: str | None = None
 
     def __post_init__(self) -> None:
         if not self.sources:
             raise ValueError("an ingest job needs at least one source")
+        if self.node_vectors is not None and self.node_vectors not in NODE_OUTPUTS:
+            raise ValueError(f"node_vectors is one of {', '.join(NODE_OUTPUTS)}, got {self.node_vectors!r}")
         if self.batch_equations < 1:
             raise ValueError(f"batch_equations must be positive, got {self.batch_equations}")
         if self.job_id is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", self.job_id):
@@ -144,6 +153,8 @@ class IngestJob:
         on_progress: called after every flush.
         text_encoder: embeds the equations' context (`engine.model.text`); None loads the shipped one when
             ``config.context_vectors`` is on.
+        node_encoder: the node vectors of the MaxSim rerank (`engine.model.nodes`); None loads the sidecar of
+            ``encoder``'s bundle when ``config.node_vectors`` names an output or the index holds node vectors.
     """
 
     def __init__(
@@ -155,10 +166,14 @@ class IngestJob:
         converter: Any | None = None,
         on_progress: Callable[[JobProgress], None] | None = None,
         text_encoder: TextEncoder | None = None,
+        node_encoder: NodeEncoder | None = None,
     ) -> None:
         self.client = client
         self.encoder = encoder
         self.text_encoder = (text_encoder or load_text_encoder()) if config.context_vectors else None
+        self.node_encoder = node_encoder
+        if self.node_encoder is None and config.node_vectors is not None:
+            self.node_encoder = self._load_node_encoder(config.node_vectors)
         self.config = config
         self.converter = converter
         self.on_progress = on_progress
@@ -220,6 +235,10 @@ class IngestJob:
                 hint="migrate the index first ('eqsearch index migrate equations' re-embeds every context)",
             )
 
+    def _load_node_encoder(self, output: str) -> NodeEncoder:
+        """The node encoder of this job's bundle (its ``node-states.onnx`` sidecar), ``output`` of it."""
+        return load_node_encoder(getattr(getattr(self.encoder, "manifest", None), "path", None), output=output)
+
     def _check_mapping_current(self) -> None:
         """Refuse to write documents an older equations or papers mapping would reject (their mappings are strict)."""
         for kind in ("equations", "papers"):
@@ -251,9 +270,14 @@ class IngestJob:
         )
         if self.text_encoder is not None:
             options = replace(options, context_dims=self.text_encoder.dim, text_encoder=self.text_encoder.identity)
+        if self.node_encoder is not None:
+            options = replace(options, node_vectors=self.node_encoder.identity, node_dims=self.node_encoder.dim)
         indices = self.admin.ensure(options)
         self._check_encoder_fits(indices["equations"])
         self._settle_text_encoder(indices["equations"])
+        self.node_encoder = settle_node_vectors(
+            self.client, indices["equations"], self.node_encoder, self._load_node_encoder
+        )
         self._check_mapping_current()
         previous = self.store.read()
         if self.config.restart and previous is not None:
@@ -284,6 +308,7 @@ class IngestJob:
                 "restore_settings": restore,
                 "batch_equations": self.config.batch_equations,
                 "inline": self.config.extract.inline,
+                "node_vectors": self.node_encoder.identity if self.node_encoder is not None else None,
             },
             message=None,
             finished_at=None,
@@ -382,6 +407,7 @@ class IngestJob:
                         paper,
                         encoder=self.encoder,
                         text_encoder=self.text_encoder,
+                        node_encoder=self.node_encoder,
                         inline=self.config.extract.inline,
                         job_id=self.job_id,
                         papers_index=self.admin.alias("papers"),

@@ -40,6 +40,7 @@ COUNT_NAMES = (
     "equations",
     "equations_indexed",
     "equations_with_vector",
+    "equations_with_node_vectors",
     "equations_unconverted",
     "equations_diagrams",
     "equations_unencoded",

@@ -1,0 +1,90 @@
+"""MaxSim over node vectors written by the real ingest job (``--node-vectors``), scored inside a real node by the
+plugin, against the same rerank computed by the search service from the candidates' MathML (float32 node states):
+the scores agree to the int8 rounding of both sides' unit rows, and the rankings are the same."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from eqsearch.engine.search import HybridQuery
+from eqsearch.engine.search.maxsim import maxsim_scores, stored_maxsim_scores
+from eqsearch.engine.search.rankers import get_ranker
+from eqsearch.engine.search.service import SearchService
+from eqsearch.evaluation.formulas import formula_ranking, indexed_collection, read_formula_file
+
+DEV = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "arqmath1-dev"
+RANKER = "structure+embedding+rerank+maxsim"
+
+
+@pytest.fixture(scope="module")
+def ingested(plugin_client, converter):
+    """The development collection's first 400 formulas ingested with their node states; yields (indexed, encoder,
+    topics)."""
+    from eqsearch.engine.model import load_encoder
+
+    if not (DEV / "collection.tsv").is_file():
+        pytest.skip(f"no development collection at {DEV}")
+    encoder = load_encoder()
+    formulas = read_formula_file(DEV / "collection.tsv", "visual_id")[:400]
+    topics = [latex for _, latex in read_formula_file(DEV / "topics.tsv", "topic")][:8]
+    with indexed_collection(
+        plugin_client, encoder, converter, formulas, "dev", node_vectors=get_ranker(RANKER).maxsim_nodes
+    ) as indexed:
+        assert indexed.job.counts["equations_with_node_vectors"] > 300
+        yield indexed, encoder, topics
+
+
+def test_maxsim_in_the_node_ranks_as_the_services_own(plugin_client, require_plugin, converter, ingested):
+    require_plugin(maxsim=True)
+    indexed, encoder, topics = ingested
+    ranking = get_ranker(RANKER)
+    in_node = indexed.service(encoder, converter, ranking=ranking, depth=100)
+    client = SearchService(
+        plugin_client, encoder, converter, index_prefix=indexed.prefix, candidate_depth=100, ranking=ranking,
+        plugin=False,
+    )  # fmt: skip
+    swaps = 0
+    for latex in topics:
+        node_run, client_run = formula_ranking(in_node, latex, 100), formula_ranking(client, latex, 100)
+        node_scores, client_scores = dict(node_run), dict(client_run)
+        assert set(node_scores) == set(client_scores)
+        # the blended scores agree to the int8 rounding: 0.3 x a min-max normalised MaxSim moved by < 0.01
+        assert max(abs(node_scores[doc] - client_scores[doc]) for doc in client_scores) < 0.005
+        # and the rankings differ only where two candidates' scores lie that close: near-ties, swapped
+        position = {doc: rank for rank, (doc, _) in enumerate(node_run)}
+        for i, (a, score_a) in enumerate(client_run[:30]):
+            for b, score_b in client_run[i + 1 : 30]:
+                if position[a] > position[b]:
+                    swaps += 1
+                    assert score_a - score_b < 0.01, (latex, a, b)
+        # the window's MaxSim scores themselves: int8 in the node against float32 here
+        formula = in_node.formulas.get(read_query(latex))
+        eq_ids = [f"{doc}:0" for doc, _ in client_run[: ranking.maxsim_window]]
+        stored = stored_maxsim_scores(plugin_client, in_node.equations_alias, eq_ids, formula.nodes, symmetric=False)
+        assert len(stored) > len(eq_ids) * 0.8
+        floats = client.node_vectors.get(eq_ids)
+        for eq_id, score in stored.items():
+            exact = maxsim_scores(formula.nodes, [floats[eq_id].astype(np.float32)])[0]
+            assert abs(score - exact) < 0.01, eq_id
+    assert swaps < 10 * len(topics)  # a few near-ties per topic, not a different ranking
+    assert in_node.node_vectors.computed == 0  # no candidate's node vectors were computed by the service
+    assert client.node_vectors.computed > 0
+
+
+def test_a_ranker_of_another_node_output_is_scored_by_the_service(plugin_client, converter, ingested):
+    """The index's ``_meta`` names node_states: a ranker of the 64-d projections must not be sent to the node (its
+    candidates would all lack vectors of its width), so the service computes its MaxSim itself."""
+    indexed, encoder, topics = ingested
+    ranking = replace(get_ranker(RANKER), name="projections", maxsim_nodes="node_vectors")
+    service = indexed.service(encoder, converter, ranking=ranking, depth=20)
+    service.search(HybridQuery(latex=topics[0], size=10))
+    assert service.node_vectors.computed > 0
+
+
+def read_query(latex: str):
+    from eqsearch.engine.model.patterns import read_query_variables
+
+    return read_query_variables(latex)
