@@ -5,10 +5,11 @@ half ingested here through the production ingest job), every topic is searched t
 `SearchService` side by side: the default ranker with the plain requests (``plugin=False``), the default ranker with
 the plugin's sub-expression rerank (detected on the node) and the plain window BM25, the same with the window BM25
 from the forward index too (``forward``, plugin 1.2 and an index of mapping version 7; left out where either is
-missing), and kNN alone (the ``embedding`` ranker, the budget's reference).
+missing), the same with the first stage's rare terms chosen by the shard (``shard-rare``, plugin 1.3's
+``eqsearch_terms``: no ``_termvectors`` request), and kNN alone (the ``embedding`` ranker, the budget's reference).
 
 ``quality``: formula-only queries paged to depth 1000, as ``eqsearch evaluate formulas`` does; prints the prime
-measures of each and whether the two default runs are identical (ids, order and scores), topic by topic.
+measures of each and whether the default runs are identical (ids, order and scores), topic by topic.
 
 ``cost``: the first page of each topic (the service's default depth, the rerank window of 300), the formula prepared
 once beforehand (KaTeX and the encoder run once per topic, as for a cached formula), repeated in interleaved rounds
@@ -45,7 +46,7 @@ from eqsearch.evaluation.formulas import formula_ranking, read_formula_file
 from eqsearch.evaluation.trec import evaluate_run, read_qrels
 
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "arqmath1-dev"
-MODES = ("plain", "plugin", "forward", "knn")
+MODES = ("plain", "plugin", "forward", "shard-rare", "knn")
 
 
 def node_cpu_ms(client: Any, max_wait_s: float = 2.0) -> int:
@@ -106,6 +107,7 @@ def _services(
         "plain": SearchService(client, encoder, converter, index_prefix=prefix, ranking=default, plugin=False, **extra),
         "plugin": SearchService(client, encoder, converter, index_prefix=prefix, ranking=default, **extra),
         "forward": SearchService(client, encoder, converter, index_prefix=prefix, ranking=default, **extra),
+        "shard-rare": SearchService(client, encoder, converter, index_prefix=prefix, ranking=default, **extra),
         "knn": SearchService(
             client, encoder, converter, index_prefix=prefix, ranking=get_ranker("embedding"), plugin=False, **extra
         ),
@@ -117,8 +119,11 @@ def _services(
     if not services["plugin"].plugin.active:
         raise SystemExit(f"the cluster has no usable eqsearch plugin: {services['plugin'].plugin.support.note}")
     services["plugin"].plugin.use_forward_index = False  # today's plugin requests: the window BM25 from postings
+    services["forward"].plugin.use_shard_rare_terms = False  # the rare terms chosen by the client (_termvectors)
     if not services["forward"].plugin.forward_index(alias_name(prefix, "equations")):
         del services["forward"]  # an older plugin, or an index without the forward index
+    if not services["shard-rare"].plugin.shard_rare_terms(alias_name(prefix, "equations")):
+        del services["shard-rare"]  # a plugin before 1.3, or an index without the forward index
     return services
 
 
@@ -128,7 +133,7 @@ def quality(args: argparse.Namespace) -> None:
     qrels = read_qrels(args.qrels)
     with KatexConverter() as converter:
         services = _services(client, load_encoder(None), converter, args.prefix, 1000, args.ranker)
-        modes = [mode for mode in MODES[:3] if mode in services]
+        modes = [mode for mode in MODES[:4] if mode in services]
         runs = {mode: {t: formula_ranking(services[mode], latex, 1000) for t, latex in topics} for mode in modes}
     for mode, run in runs.items():
         report = evaluate_run({t: [d for d, _ in r] for t, r in run.items()}, qrels, topics=[t for t, _ in topics])

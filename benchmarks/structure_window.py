@@ -16,7 +16,9 @@ evaluation's depth (1,000) and at production's candidate depth (100). ``forward`
 at ``--from-url``, default the configured one) under ``--to``, each equation with its forward index made from its
 stored structural terms (mapping version 7): then ``cost --forward`` and ``breakdown --forward`` measure each ranking
 with the window BM25 of today's plugin requests (posting lists) beside the same with the plugin's ``eqsearch_bm25``
-(the forward index). Run from the repository root::
+(the forward index); with ``--shard-rare`` too, the default whose rare terms the shard chooses (plugin 1.3's
+``eqsearch_terms``: no ``_termvectors`` request) and the default whose client chooses them from an empty term cache
+(a ``_termvectors`` request every query, as for a query of new rare terms). Run from the repository root::
 
     .venv/bin/python benchmarks/structure_window.py build --prefix eqsearch-eval-XXXX --distractors hybdev-equations \
         --into h26bag --bundle DIR
@@ -208,7 +210,15 @@ def forward(args: argparse.Namespace) -> None:
 
 
 def _service(
-    client: Any, encoder: Any, converter: Any, into: str, ranking: Any, bag: Any, depth: int, forward: bool = True
+    client: Any,
+    encoder: Any,
+    converter: Any,
+    into: str,
+    ranking: Any,
+    bag: Any,
+    depth: int,
+    forward: bool = True,
+    shard_rare: bool = False,
 ) -> Any:
     service = SearchService(
         client,
@@ -221,7 +231,22 @@ def _service(
         plugin=None,
     )
     service.plugin.use_forward_index = forward
+    service.plugin.use_shard_rare_terms = shard_rare  # the client's choice from _termvectors unless asked
     return service
+
+
+class FreshTerms:
+    """A service whose term-frequency cache is emptied before every search, as for a query whose rare terms no
+    earlier query had: the default's ``_termvectors`` request is then sent each time."""
+
+    def __init__(self, service: SearchService) -> None:
+        self.service = service
+        self.plugin = service.plugin
+
+    def search(self, query: HybridQuery) -> Any:
+        with self.service.term_statistics._lock:
+            self.service.term_statistics._cache.clear()
+        return self.service.search(query)
 
 
 def _ids(client: Any, index: str, body: dict[str, Any]) -> list[str]:
@@ -325,6 +350,15 @@ def cost(args: argparse.Namespace) -> None:
                 services[f"{mode} forward"] = _service(client, encoder, converter, args.into, ranking, bag, 100)
                 if not services[f"{mode} forward"].plugin.forward_index(alias_name(args.into, "equations")):
                     raise SystemExit("--forward: the index has no forward index, or the node no eqsearch_bm25")
+        if args.shard_rare:  # the default with the forward index: rare terms chosen by the shard / by a fresh client
+            services["default shard-rare"] = _service(
+                client, encoder, converter, args.into, default, bag, 100, shard_rare=True
+            )
+            if not services["default shard-rare"].plugin.shard_rare_terms(alias_name(args.into, "equations")):
+                raise SystemExit("--shard-rare: the index has no forward index, or the node no eqsearch_terms (1.3)")
+            services["default forward fresh-terms"] = FreshTerms(
+                _service(client, encoder, converter, args.into, default, bag, 100)
+            )
         queries = [HybridQuery(latex=latex, highlight=False) for _, latex in topics]
         for service in services.values():  # prepare every formula, warm every cache and the node's
             for query in queries:
@@ -369,6 +403,9 @@ def breakdown(args: argparse.Namespace) -> None:
         if args.forward:
             services.append(("default forward", _service(client, encoder, converter, args.into, default, None, 100)))
             services.append(("knn forward", _service(client, encoder, converter, args.into, knn_ranking, bag, 100)))
+        if args.shard_rare:
+            shard = _service(client, encoder, converter, args.into, default, None, 100, shard_rare=True)
+            services.append(("default shard-rare", shard))
         for _, latex in topics:
             query = HybridQuery(latex=latex, highlight=False)
             for name, service in services:
@@ -430,6 +467,12 @@ def main() -> None:
         command.add_argument("--from-url", help="forward: the cluster that holds --into (default: the configured one)")
         command.add_argument(
             "--forward", action="store_true", help="cost, breakdown, quality: with and without the forward index"
+        )
+        command.add_argument(
+            "--shard-rare",
+            action="store_true",
+            help="cost, breakdown: also the default with its rare terms chosen by the shard (plugin 1.3), and with "
+            "the client's choice from an empty term cache (a _termvectors request every query)",
         )
         command.set_defaults(handler=handler)
     args = parser.parse_args()

@@ -125,8 +125,21 @@ def blend_sides(
         if len(present) == 1:
             out[side] = list(next(iter(present.values())))
         elif present:
-            out[side] = [(item.doc_id, item.score) for item in linear_fusion(present, weights)]
+            out[side] = _linear_scores(present, weights)
     return out
+
+
+def _linear_scores(rankings: Mapping[str, Ranking], weights: Mapping[str, float]) -> list[tuple[str, float]]:
+    """`linear_fusion`'s ranking as ``(doc_id, score)`` alone: the same sums in the same order, without the
+    `Fused` items and their sources and ranks, which a side's blend does not keep (a third of the client's fusion
+    time for a formula query's two lists of 100)."""
+    normalised = [(weights.get(name, 0.0), min_max(ranking)) for name, ranking in rankings.items()]
+    documents = dict.fromkeys(doc_id for ranking in rankings.values() for doc_id, _ in ranking)
+    blended = [
+        (doc_id, sum([weight * scores.get(doc_id, 0.0) for weight, scores in normalised])) for doc_id in documents
+    ]
+    blended.sort(key=lambda item: (-item[1], item[0]))
+    return blended
 
 
 def _by_top(ranking: Ranking) -> dict[str, float]:

@@ -11,6 +11,11 @@ Plugin 1.2 also scores the structural list's BM25 over a rescore window (``eqsea
 equations' forward index (`engine.index.forward_index`) where the plain request adds a ``bool`` of ``term`` clauses
 that walk posting lists: the same scores, the shard's own term statistics, used where the index maps the field.
 
+Plugin 1.3 also matches the structural list's first stage (``eqsearch_terms``, `terms_query`): the query's terms
+once each with their counts, to the same Lucene query as the ``bool`` of ``term`` clauses, and with a `RareRule` the
+shard chooses the rare terms itself from its own frequencies, so that the client sends no ``_termvectors`` request
+first; the BM25 rescorer with the same rule (``except_rare``) adds the other terms' BM25 to the window.
+
 A cluster may lack the plugin (a hosted cluster, another version, a node added later): `detect_plugin` asks
 ``_nodes/plugins`` once, and the engine uses the plugin only when every node has a compatible version of it; otherwise
 it sends the plain requests, and `PluginSupport.note` says why in one line (``eqsearch es check``, the admin page).
@@ -29,12 +34,14 @@ from eqsearch.engine.index.mappings import (
     SPANS_FIELD,
     STRUCTURE_FIELD,
 )
+from eqsearch.engine.search.termstats import RareRule
 
 __all__ = [
     "BM25_RESCORER",
     "PLUGIN_MAJOR",
     "PLUGIN_NAME",
     "STRUCTURE_RESCORER",
+    "TERMS_QUERY",
     "PluginSupport",
     "PluginUse",
     "bm25_rescore",
@@ -42,6 +49,7 @@ __all__ = [
     "maxsim_body",
     "plugin_support",
     "structure_rescore",
+    "terms_query",
 ]
 
 #: The plugin's name on the nodes (``es-plugin/plugin-descriptor.properties``).
@@ -57,6 +65,9 @@ MAXSIM_MISSING = -2.0
 #: The BM25 rescorer over the forward index (plugin 1.2 and later).
 BM25_RESCORER = "eqsearch_bm25"
 BM25_SINCE = (1, 2)
+#: The first-stage query whose shard chooses the rare terms (plugin 1.3 and later).
+TERMS_QUERY = "eqsearch_terms"
+TERMS_SINCE = (1, 3)
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,7 @@ class PluginSupport:
         note: one line for ``eqsearch es check`` and the admin page.
         maxsim: every node's plugin also has the MaxSim rescorer (`MAXSIM_SINCE`).
         bm25: every node's plugin also has the forward-index BM25 rescorer (`BM25_SINCE`).
+        terms: every node's plugin also has the first-stage query and the rescorer's rare-term rule (`TERMS_SINCE`).
     """
 
     available: bool
@@ -78,6 +90,7 @@ class PluginSupport:
     note: str
     maxsim: bool = False
     bm25: bool = False
+    terms: bool = False
 
 
 def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
@@ -90,6 +103,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
     compatible = 0
     with_maxsim = 0
     with_bm25 = 0
+    with_terms = 0
     versions: set[str] = set()
     for node in nodes.values():
         for plugin in node.get("plugins") or []:
@@ -101,6 +115,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
                 compatible += 1
                 with_maxsim += _version_tuple(version) >= MAXSIM_SINCE
                 with_bm25 += _version_tuple(version) >= BM25_SINCE
+                with_terms += _version_tuple(version) >= TERMS_SINCE
     total = len(nodes)
     if total and compatible == total:
         return PluginSupport(
@@ -110,6 +125,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
             f"eqsearch plugin {', '.join(sorted(versions))} on every node: native rerank",
             maxsim=with_maxsim == total,
             bm25=with_bm25 == total,
+            terms=with_terms == total,
         )
     if compatible or versions:
         return PluginSupport(
@@ -168,12 +184,17 @@ class PluginUse:
             caller knows every node has it).
         forward_index: whether the window's BM25 may come from the forward index where the plugin and the index
             allow it (`forward_index`); False keeps the plain BM25 rescore (a benchmark's side-by-side).
+        shard_rare_terms: whether the shard may choose the first stage's rare terms where the plugin and the index
+            allow it (`shard_rare_terms`); False keeps the client's choice from ``_termvectors`` (a side-by-side).
     """
 
-    def __init__(self, client: Any, wanted: bool | None = None, *, forward_index: bool = True) -> None:
+    def __init__(
+        self, client: Any, wanted: bool | None = None, *, forward_index: bool = True, shard_rare_terms: bool = True
+    ) -> None:
         self.client = client
         self.wanted = wanted
         self.use_forward_index = forward_index
+        self.use_shard_rare_terms = shard_rare_terms
         self._support: PluginSupport | None = None
         self._mapped: dict[tuple[str, str], bool] = {}
 
@@ -186,6 +207,12 @@ class PluginUse:
         """Whether the structural list's window BM25 can come from the forward index on ``alias``: every node has
         the BM25 rescorer and the index maps `FORWARD_INDEX_FIELD` (asked once per alias)."""
         return self.use_forward_index and self.active and self.support.bm25 and self._maps(alias, FORWARD_INDEX_FIELD)
+
+    def shard_rare_terms(self, alias: str) -> bool:
+        """Whether the structural list's first stage can send its rare-term rule to the shard on ``alias``: every
+        node has the ``eqsearch_terms`` query (`TERMS_SINCE`) and the window's BM25 comes from the forward index
+        (`forward_index`), whose rescorer then adds the other terms."""
+        return self.use_shard_rare_terms and self.forward_index(alias) and self.support.terms
 
     def _maps(self, alias: str, field: str) -> bool:
         """Whether every index behind ``alias`` maps ``field`` (False when the cluster cannot say)."""
@@ -224,7 +251,7 @@ class PluginUse:
         """Whether ``error`` is a node refusing the plugin's rescorer while it was in use; if so, the plugin is off
         from now on (the caller sends the search again)."""
         if not self.active or not any(
-            name in str(error) for name in (STRUCTURE_RESCORER, MAXSIM_RESCORER, BM25_RESCORER)
+            name in str(error) for name in (STRUCTURE_RESCORER, MAXSIM_RESCORER, BM25_RESCORER, TERMS_QUERY)
         ):
             return False
         self._support = PluginSupport(
@@ -267,22 +294,40 @@ def structure_rescore(
     }
 
 
-def bm25_rescore(counts: Mapping[str, int], *, window: int, replace: bool) -> dict[str, Any]:
+def bm25_rescore(
+    counts: Mapping[str, int], *, window: int, replace: bool, except_rare: RareRule | None = None
+) -> dict[str, Any]:
     """The ``rescore`` entry that gives the window's candidates the BM25 of the structural terms ``counts`` (term ->
     its count in the query, the boost of its ``term`` clause) inside the node, from their forward index: added to
     their scores, or with ``replace`` in their place. The same scores as a query rescore of those ``term`` clauses
-    with ``score_mode: total`` and query weights 1 and 1 (0 and 1 with ``replace``)."""
-    ordered = sorted(counts.items())
-    return {
-        "window_size": window,
-        BM25_RESCORER: {
-            "terms": [term for term, _ in ordered],
-            "boosts": [float(count) for _, count in ordered],
-            "mode": "replace" if replace else "add",
-            "field": STRUCTURE_FIELD,
-            "forward_field": FORWARD_INDEX_FIELD,
-        },
+    with ``score_mode: total`` and query weights 1 and 1 (0 and 1 with ``replace``). With ``except_rare``, of those
+    of the terms that the rule does not find rare in the shard (those a `terms_query` with that rule matched): then
+    in the query's order, as the query has them, since the rule breaks its ties by that order."""
+    ordered = list(counts.items()) if except_rare is not None else sorted(counts.items())
+    body: dict[str, Any] = {
+        "terms": [term for term, _ in ordered],
+        "boosts": [float(count) for _, count in ordered],
+        "mode": "replace" if replace else "add",
+        "field": STRUCTURE_FIELD,
+        "forward_field": FORWARD_INDEX_FIELD,
     }
+    if except_rare is not None:
+        body["except_rare"] = except_rare.request()
+    return {"window_size": window, BM25_RESCORER: body}
+
+
+def terms_query(counts: Mapping[str, int], rare: RareRule | None = None) -> dict[str, Any]:
+    """The plugin's query of the structural terms ``counts`` (term -> its count, in the query's order): the BM25 of
+    a ``bool`` of one ``term`` clause per term, its count as boost, as the same Lucene query; with ``rare``, of the
+    terms the shard finds rare by that rule (`engine.search.termstats.rarest_terms`'s, on the shard's frequencies)."""
+    body: dict[str, Any] = {
+        "terms": list(counts),
+        "boosts": [float(count) for count in counts.values()],
+        "field": STRUCTURE_FIELD,
+    }
+    if rare is not None:
+        body["rare"] = rare.request()
+    return {TERMS_QUERY: body}
 
 
 def maxsim_body(eq_ids: Sequence[str], query_nodes: Any, *, symmetric: bool) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from eqsearch.engine.index.mappings import CONTEXT_VECTOR_FIELD, SOURCE_EXCLUDED
 from eqsearch.engine.model.structure import SPAN_KINDS, FormulaStructure
 from eqsearch.engine.search.rankers import FormulaRanking
 from eqsearch.engine.search.structure_query import structure_body, structure_rerank_window
+from eqsearch.engine.search.termstats import RareRule
 
 __all__ = [
     "FUSIONS",
@@ -291,6 +292,7 @@ def ranking_searches(
     plugin: bool = False,
     structure_vector: np.ndarray | None = None,
     forward_index: bool = False,
+    rare_rule: RareRule | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The ranked lists a query needs, as ``(name, body)``: ``structure`` (BM25 over structural terms),
     ``embedding`` (kNN on the formula vectors), ``text`` (BM25 over the words), ``papers`` (the same, one hit per
@@ -320,6 +322,8 @@ def ranking_searches(
         structure_vector: the query's structure-bag vector, from which the structural list starts (kNN on the
             index's, `structure_body`; None: from its terms).
         forward_index: the plugin also scores the window's BM25 from the index's forward index (`structure_body`).
+        rare_rule: the shard chooses the first stage's rare terms by this rule (`structure_body`; in place of
+            ``first_stage``).
     """
     filters = query_filters(query)
     searches: list[tuple[str, dict[str, Any]]] = []
@@ -340,6 +344,7 @@ def ranking_searches(
             structure_vector=structure_vector,
             knn_window=ranking.structure_knn,
             knn_candidates=num_candidates(max(ranking.structure_knn, depth), STRUCTURE_KNN_CANDIDATES_FACTOR),
+            rare_rule=rare_rule,
         )
         if query.formula_weight > 0:
             searches.append(("structure", ranking_only(body)))

@@ -51,7 +51,7 @@ from eqsearch.engine.search.query_formula import QueryFormula, QueryFormulas
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, FormulaRanking, get_ranker
 from eqsearch.engine.search.requests import RankedLists, fetch_page, ranked_lists
 from eqsearch.engine.search.results import EquationHit, PaperGroup, SearchResults, equation_hit, group_hits, select_page
-from eqsearch.engine.search.termstats import TermStatistics, rarest_terms
+from eqsearch.engine.search.termstats import RareRule, TermStatistics, rarest_terms
 from eqsearch.engine.search.views import equation_view, paper_view
 
 if TYPE_CHECKING:
@@ -240,13 +240,22 @@ class SearchService:
         pattern = formula is not None and formula.pattern.has_variables
         structure_depth = max(list_depth, self.pattern_candidates) if pattern else list_depth
         structure_vector = self._structure_vector(formula) if query.formula_weight > 0 else None
+        rerank_window = structure_rerank_window(self.ranking, structure_depth)
+        forward_index = self.plugin.forward_index(self.equations_alias)
+        rare_rule = None  # where the shard can choose the rare terms, no _termvectors first
+        if (
+            structure_vector is None
+            and self.ranking.first_stage_share
+            and self.plugin.shard_rare_terms(self.equations_alias)
+        ):
+            rare_rule = RareRule(self.ranking.first_stage_share, rerank_window)
         first_stage = (
             self._first_stage(
                 structure,
-                structure_rerank_window(self.ranking, structure_depth),
+                rerank_window,
                 self.ranking.structure_knn_rare if structure_vector is not None else self.ranking.first_stage_share,
             )
-            if query.formula_weight > 0
+            if query.formula_weight > 0 and rare_rule is None
             else None
         )
         return ranking_searches(
@@ -262,7 +271,8 @@ class SearchService:
             rerank_fields=self._rerank_fields(structure, query, warnings),
             plugin=self.plugin.active,
             structure_vector=structure_vector,
-            forward_index=self.plugin.forward_index(self.equations_alias),
+            forward_index=forward_index,
+            rare_rule=rare_rule,
         )
 
     def _structure_vector(self, formula: QueryFormula | None) -> np.ndarray | None:

@@ -6,7 +6,8 @@ The rerank rescores the list's top window by the largest sub-expressions each ca
 distribution has no Painless) it is a ``function_score`` over a ``dis_max`` of one constant-score term per span;
 where every node has eqsearch's plugin, the plugin's ``eqsearch_structure`` rescorer computes the same scores from
 the same spans (`engine.search.plugin`), and where the index also stores each equation's forward index, the
-plugin's ``eqsearch_bm25`` rescorer gives the window its BM25 from it instead of walking the terms' posting lists.
+plugin's ``eqsearch_bm25`` rescorer gives the window its BM25 from it instead of walking the terms' posting lists; with
+plugin 1.3 there, the first stage is the plugin's ``eqsearch_terms`` query, whose shard chooses the rare terms.
 Pure functions of their arguments, like the rest of `engine.search.query`.
 """
 
@@ -24,8 +25,9 @@ from eqsearch.engine.index.mappings import (
     VECTOR_FIELDS,
 )
 from eqsearch.engine.model.structure import SPAN_KINDS, FormulaStructure
-from eqsearch.engine.search.plugin import bm25_rescore, structure_rescore
+from eqsearch.engine.search.plugin import bm25_rescore, structure_rescore, terms_query
 from eqsearch.engine.search.rankers import FormulaRanking
+from eqsearch.engine.search.termstats import RareRule
 
 __all__ = ["MAX_RERANK_SPANS", "MIN_RERANK_SPAN", "structure_body", "structure_rerank_window"]
 
@@ -136,6 +138,7 @@ def structure_body(
     structure_vector: Sequence[float] | None = None,
     knn_window: int = 0,
     knn_candidates: int = 0,
+    rare_rule: RareRule | None = None,
 ) -> dict[str, Any]:
     """BM25 over the structural terms of the equations (`engine.model.structure`), optionally reranked.
 
@@ -178,6 +181,11 @@ def structure_body(
             ``rerank_window`` and a ``knn_window``).
         knn_window: how many nearest the kNN first stage finds (at least ``k``).
         knn_candidates: the kNN's ``num_candidates`` with a ``structure_vector``.
+        rare_rule: with ``plugin`` and ``forward_index`` (and a plugin of 1.3 or later on every node), the first
+            stage's rare terms are chosen by the shard by this rule (`engine.search.termstats.RareRule`) in place of
+            ``first_stage``: the plugin's ``eqsearch_terms`` query of every term, then its BM25 rescorer of the terms
+            the rule does not keep; the same scores and windows as ``first_stage`` chosen by the client from the same
+            frequencies. Ignored without a ``rerank_window`` or with a ``structure_vector``.
 
     Returns:
         The search body.
@@ -185,9 +193,14 @@ def structure_body(
     knn_stage = structure_vector is not None and rerank_window > 0 and knn_window > 0
     native_bm25 = plugin and forward_index
     knn_window = max(knn_window, k)
-    staged = first_stage is not None and rerank_window > 0 and not knn_stage
+    counts = _term_counts(structure)
+    shard_rare = (
+        rare_rule is not None and native_bm25 and rerank_window > 0 and not knn_stage and len(counts) <= MAX_BM25_TERMS
+    )
+    staged = first_stage is not None and rerank_window > 0 and not knn_stage and not shard_rare
+    match = terms_query(counts, rare_rule) if shard_rare else _terms_match(structure, first_stage if staged else None)
     body: dict[str, Any] = {
-        "query": {"bool": {"must": [_terms_match(structure, first_stage if staged else None)], "filter": filters}},
+        "query": {"bool": {"must": [match], "filter": filters}},
         "size": k,
         "_source": {"excludes": list(VECTOR_FIELDS)},
         "track_total_hits": False,
@@ -214,6 +227,8 @@ def structure_body(
         rescores.append(_window_bm25(structure, None, window=knn_window, replace=True, forward_index=native_bm25))
     elif staged and rest:
         rescores.append(_window_bm25(structure, rest, window=rerank_window, replace=False, forward_index=native_bm25))
+    elif shard_rare:
+        rescores.append(bm25_rescore(counts, window=rerank_window, replace=False, except_rare=rare_rule))
     if plugin:
         selected = [span for kind in span_kinds for span in _rerank_spans(structure, kind)]
         if rerank_window > 0 and rerank_weight > 0 and selected:

@@ -12,6 +12,10 @@ and a bounded cache keeps them for a while, so that the common terms, which recu
 once.
 
 Reading the frequencies never fails a search: when the request fails, the query uses all of its terms.
+
+Where every node has eqsearch's plugin (1.3) and the index stores the forward index, none of this is asked: the
+structural list sends the rule itself (`RareRule`), and the shard applies it to its own frequencies (the plugin's
+``eqsearch_terms`` query and ``eqsearch_bm25`` rescorer, ``es-plugin/``), with the same arithmetic.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TermFrequencies", "TermStatistics", "rarest_terms"]
+__all__ = ["RARE_AT_LEAST", "RareRule", "TermFrequencies", "TermStatistics", "rarest_terms"]
+
+#: The fewest terms the first stage keeps (when the query has them), whatever their share.
+RARE_AT_LEAST = 8
 
 
 @dataclass(frozen=True)
@@ -127,8 +134,33 @@ class TermStatistics:
         return {term: int(stats.get(term, {}).get("doc_freq", 0)) / max(documents, 1) for term in terms}, documents
 
 
+@dataclass(frozen=True)
+class RareRule:
+    """`rarest_terms`'s rule as a request carries it to the plugin, which applies it in the shard (``rare`` of the
+    ``eqsearch_terms`` query, ``except_rare`` of the ``eqsearch_bm25`` rescorer).
+
+    Attributes:
+        max_share: the largest share of the documents a rare term is in.
+        min_matches: how many documents the least rare term kept must be in (the rerank window).
+        at_least: the fewest terms kept.
+    """
+
+    max_share: float
+    min_matches: int
+    at_least: int = RARE_AT_LEAST
+
+    def request(self) -> dict[str, float | int]:
+        """The rule's object in a request body."""
+        return {"max_share": self.max_share, "min_matches": self.min_matches, "at_least": self.at_least}
+
+
 def rarest_terms(
-    terms: Sequence[str], frequencies: TermFrequencies, *, max_share: float, min_matches: int, at_least: int = 8
+    terms: Sequence[str],
+    frequencies: TermFrequencies,
+    *,
+    max_share: float,
+    min_matches: int,
+    at_least: int = RARE_AT_LEAST,
 ) -> list[str] | None:
     """The terms the structural list matches first: the distinct terms found in at most ``max_share`` of the
     documents, then more of the rarest until there are ``at_least`` and one of them alone is in ``min_matches``

@@ -39,15 +39,28 @@ def _started_before_install(es_client, es_config) -> bool:
 
 @pytest.fixture(scope="module")
 def require_plugin(es_client, es_config):
-    """Returns a check: ``require_plugin(maxsim=False, bm25=False)`` skips or fails the test when the node lacks the
-    plugin (or its MaxSim or BM25 rescorer)."""
+    """Returns a check: ``require_plugin(maxsim=False, bm25=False, terms=False)`` skips or fails the test when the
+    node lacks the plugin (or its MaxSim or BM25 rescorer, or its first-stage query of plugin 1.3)."""
     on_ci = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
-    def check(*, maxsim: bool = False, bm25: bool = False) -> None:
+    def check(*, maxsim: bool = False, bm25: bool = False, terms: bool = False) -> None:
         support = detect_plugin(es_client)
-        if support.available and (support.maxsim or not maxsim) and (support.bm25 or not bm25):
+        if (
+            support.available
+            and (support.maxsim or not maxsim)
+            and (support.bm25 or not bm25)
+            and (support.terms or not terms)
+        ):
             return
-        wanted = " with MaxSim" if maxsim else " with the BM25 rescorer" if bm25 else ""
+        wanted = (
+            " with MaxSim"
+            if maxsim
+            else " with the BM25 rescorer"
+            if bm25
+            else " with the eqsearch_terms query (1.3)"
+            if terms
+            else ""
+        )
         message = f"the node has no eqsearch plugin{wanted}: {support.note}"
         if on_ci and not _started_before_install(es_client, es_config):
             pytest.fail(message + " (CI=true)", pytrace=False)

@@ -213,7 +213,16 @@ def _rescorer(**fields) -> dict:
         ({"nonsense": 1}, "nonsense"),
         ({"field": "eq_id"}, "must be an indexed text field"),
         ({"forward_field": STRUCTURE_FIELD}, "must be binary with doc values"),
-        ({"field": ""}, "field names"),
+        ({"field": ""}, "field name"),
+        ({"forward_field": ""}, "field names"),
+        (
+            {"except_rare": {"max_share": 0.05, "min_matches": 10, "at_least": 8}, "mode": "replace"},
+            "needs [mode] [add]",
+        ),
+        ({"except_rare": {"max_share": 0.0, "min_matches": 10, "at_least": 8}}, "[max_share] must be a share"),
+        ({"except_rare": {"max_share": 0.05, "min_matches": -1, "at_least": 8}}, "[min_matches] must be in"),
+        ({"except_rare": {"max_share": 0.05, "min_matches": 10, "at_least": 0}}, "[at_least] must be in"),
+        ({"except_rare": {"max_share": 0.05}}, "min_matches"),
     ],
     ids=lambda value: str(value)[:40] if isinstance(value, str) else None,
 )

@@ -1,13 +1,24 @@
 """What a ``_nodes/plugins`` answer says about eqsearch's plugin (every node, none, a mixed cluster, another major
-version), and the plugin's rescore: the same sub-expressions, sizes and weight as the plain request's clauses."""
+version), and the plugin's rescore: the same sub-expressions, sizes and weight as the plain request's clauses; the
+first stage whose shard chooses the rare terms (plugin 1.3)."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 from eqsearch.engine.index.mappings import STRUCTURE_FIELD
 from eqsearch.engine.model.layout import parse_layout_latex
 from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, formula_structure, structure_of_layout
-from eqsearch.engine.search.plugin import BM25_RESCORER, PLUGIN_NAME, STRUCTURE_RESCORER, plugin_support
+from eqsearch.engine.search.plugin import (
+    BM25_RESCORER,
+    PLUGIN_NAME,
+    STRUCTURE_RESCORER,
+    TERMS_QUERY,
+    plugin_support,
+    terms_query,
+)
 from eqsearch.engine.search.structure_query import MAX_RERANK_SPANS, MIN_RERANK_SPAN, structure_body
+from eqsearch.engine.search.termstats import RARE_AT_LEAST, RareRule
 
 
 def _nodes(*plugins: list[tuple[str, str]]) -> dict:
@@ -125,3 +136,31 @@ def test_the_forward_index_bm25_carries_the_plain_rescores_terms_and_counts():
 def _clause(clause: dict) -> tuple[str, float]:
     value = clause["term"][STRUCTURE_FIELD]
     return (value["value"], value["boost"]) if isinstance(value, dict) else (value, 1.0)
+
+
+def test_the_shards_choice_of_rare_terms_needs_version_1_3_on_every_node():
+    assert plugin_support(_nodes([(PLUGIN_NAME, "1.3.0")], [(PLUGIN_NAME, "1.3.2")])).terms
+    older = plugin_support(_nodes([(PLUGIN_NAME, "1.3.0")], [(PLUGIN_NAME, "1.2.1")]))
+    assert older.available and older.bm25 and not older.terms
+
+
+def test_a_rare_rule_sends_every_term_once_to_the_query_and_to_the_bm25_rescorer_in_the_querys_order():
+    """The shard chooses: the first stage is the plugin's query of every distinct term with its count, the rescore
+    the BM25 of the same terms with the same rule, in the same (the query's) order, since the rule breaks its ties by
+    it; the sub-expression rescore after it as before. Without the plugin's forward index, or with a structural kNN
+    first stage, the rule is not sent."""
+    structure = formula_structure(None, "x^2 + x^2 + y = z")
+    rule = RareRule(0.05, 300)
+    kwargs = {"rerank_window": 300, "rerank_weight": 0.5, "plugin": True, "forward_index": True}
+    body = structure_body(structure, 100, [], rare_rule=rule, **kwargs)
+    query = body["query"]["bool"]["must"][0][TERMS_QUERY]
+    counts = dict(Counter(structure.tokens))
+    assert query["terms"] == list(counts) and query["boosts"] == [float(c) for c in counts.values()]
+    assert query["rare"] == {"max_share": 0.05, "min_matches": 300, "at_least": RARE_AT_LEAST}
+    bm25, sub = _rescores(body)
+    assert bm25["window_size"] == 300 and bm25[BM25_RESCORER]["mode"] == "add"
+    assert bm25[BM25_RESCORER]["terms"] == list(counts) and bm25[BM25_RESCORER]["except_rare"] == query["rare"]
+    assert STRUCTURE_RESCORER in sub
+    assert terms_query(counts) == {TERMS_QUERY: {k: v for k, v in query.items() if k != "rare"}}
+    for off in ({"forward_index": False}, {"plugin": False}, {"structure_vector": [1.0] * 4, "knn_window": 300}):
+        assert TERMS_QUERY not in str(structure_body(structure, 100, [], rare_rule=rule, **{**kwargs, **off}))

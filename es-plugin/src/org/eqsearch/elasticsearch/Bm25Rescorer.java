@@ -51,14 +51,16 @@ final class Bm25Rescorer implements Rescorer {
         final String field; // null: not mapped in this index, nothing matches
         final String forwardField; // null: not mapped, every candidate's counts come from the postings
         final boolean replace;
+        final RareTerms exceptRare; // null: every term; else the terms this rule does not find rare in the shard
 
-        Context(int windowSize, String[] terms, float[] boosts, String field, String forwardField, boolean replace) {
+        Context(int windowSize, String[] terms, float[] boosts, String field, String forwardField, boolean replace, RareTerms exceptRare) {
             super(windowSize, INSTANCE);
             this.terms = terms;
             this.boosts = boosts;
             this.field = field;
             this.forwardField = forwardField;
             this.replace = replace;
+            this.exceptRare = exceptRare;
         }
     }
 
@@ -72,11 +74,21 @@ final class Bm25Rescorer implements Rescorer {
             return new Prepared(new long[0], new BytesRef[0], new Similarity.SimScorer[0]);
         }
         CollectionStatistics collection = searcher.collectionStatistics(context.field);
+        TermStates[] allStates = new TermStates[context.terms.length];
+        long[] docFreqs = new long[context.terms.length];
+        for (int i = 0; i < context.terms.length && collection != null; i++) {
+            allStates[i] = TermStates.build(searcher, new Term(context.field, context.terms[i]), true);
+            docFreqs[i] = allStates[i].docFreq();
+        }
+        boolean[] rare = context.exceptRare == null ? null : context.exceptRare.choose(docFreqs, collection == null ? 0 : collection.docCount());
         MessageDigest digest = ForwardIndex.sha256();
         List<Found> found = new ArrayList<>();
         for (int i = 0; i < context.terms.length && collection != null; i++) {
             Term term = new Term(context.field, context.terms[i]);
-            TermStates states = TermStates.build(searcher, term, true);
+            TermStates states = allStates[i];
+            if (context.exceptRare != null && (rare == null || rare[i])) {
+                continue; // matched by the first stage (every term, when the rule kept them all)
+            }
             if (states.docFreq() == 0) {
                 continue; // Lucene's TermWeight scores nothing for a term no document holds
             }
@@ -103,6 +115,9 @@ final class Bm25Rescorer implements Rescorer {
             return topDocs;
         }
         Prepared prepared = prepare(searcher, context);
+        if (prepared.hashes.length == 0 && context.replace == false) {
+            return topDocs; // nothing to add: the plain request sends no rescore then, and Lucene's order stays
+        }
         ScoreDoc[] rescored = RescoreWindow.take(topDocs, context);
         ScoreDoc[] byDoc = rescored.clone();
         Arrays.sort(byDoc, (a, b) -> Integer.compare(a.doc, b.doc));

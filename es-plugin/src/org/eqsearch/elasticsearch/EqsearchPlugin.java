@@ -15,9 +15,16 @@ import org.elasticsearch.plugins.SearchPlugin;
  * clauses did, in one pass over the window instead of one scorer per span; and the {@code eqsearch_maxsim} rescorer
  * ({@link MaxSimRescorerBuilder}): Amador and Zanibbi's MaxSim over node vectors stored with each equation; and the
  * {@code eqsearch_bm25} rescorer ({@link Bm25RescorerBuilder}): the BM25 of structural terms for each candidate of a
- * window, read from the equations' forward index instead of the posting lists.
+ * window, read from the equations' forward index instead of the posting lists; and the {@code eqsearch_terms} query
+ * ({@link TermsQueryBuilder}): the structural list's first stage, its rare terms chosen in the shard ({@link RareTerms})
+ * instead of by the client from a {@code _termvectors} request.
  */
 public class EqsearchPlugin extends Plugin implements SearchPlugin {
+    @Override
+    public List<QuerySpec<?>> getQueries() {
+        return List.of(new QuerySpec<>(TermsQueryBuilder.NAME, TermsQueryBuilder::new, TermsQueryBuilder::fromXContent));
+    }
+
     @Override
     public List<RescorerSpec<?>> getRescorers() {
         return List.of(
