@@ -385,7 +385,9 @@ def cost(args: argparse.Namespace) -> None:
 def breakdown(args: argparse.Namespace) -> None:
     """Node CPU per structural request of the kNN first stage (W = the first ``--windows``), replayed alone in
     interleaved rounds: the kNN window only, + the BM25 rescore, + the sub-expression rescore (as sent); beside the
-    default's structural request as sent; with ``--forward``, the requests as sent with the forward index too."""
+    default's structural request as sent; with ``--forward``, the requests as sent with the forward index too; with
+    ``--shard-rare``, the default's with the shard choosing its rare terms, and its first stage alone collecting the
+    top 10, 100 and 300 (the window): dynamic pruning (MaxScore) makes a deeper top cost more."""
     client, _ = connect(EsConfig.from_env())
     topics = read_formula_file(args.topics, "topic")
     bag = load_encoder(args.bundle)
@@ -412,6 +414,12 @@ def breakdown(args: argparse.Namespace) -> None:
                 formula = service.formulas.get(read_query_variables(latex))
                 body = dict(service._searches(query, formula, 100, []))["structure"]
                 bodies.setdefault(f"{name} as sent", []).append(body)
+                if name == "default shard-rare":  # its first stage alone, collecting the top K: pruning at work?
+                    for top in (10, 100, 300):
+                        first = {key: value for key, value in body.items() if key not in ("rescore", "docvalue_fields")}
+                        bodies.setdefault(f"default first stage alone, top {top}, no fields", []).append(
+                            {**first, "size": top}
+                        )
                 if name == "knn":
                     rescores = body["rescore"] if isinstance(body["rescore"], list) else [body["rescore"]]
                     bodies.setdefault("knn window only", []).append({k: v for k, v in body.items() if k != "rescore"})

@@ -35,6 +35,7 @@ __all__ = [
     "InlineChoice",
     "candidate_window",
     "knn_body",
+    "needs_papers",
     "num_candidates",
     "page_body",
     "paper_text_body",
@@ -265,8 +266,8 @@ def paper_text_body(keywords: str, size: int, filters: list[dict[str, Any]]) -> 
     }
 
 
-def ranking_only(body: dict[str, Any]) -> dict[str, Any]:
-    """The same search returning scores and the ``eq_id`` and ``paper_id`` doc values only.
+def ranking_only(body: dict[str, Any], fields: Sequence[str] = RANKING_FIELDS) -> dict[str, Any]:
+    """The same search returning scores and the ``eq_id`` and ``paper_id`` doc values only (or ``fields``).
 
     Fusion ranks up to ``candidate_depth`` candidates per list but a page shows a handful, so the lists read no
     stored field at all (``stored_fields: _none_``; not even ``_id``): stored fields are compressed in blocks
@@ -274,7 +275,15 @@ def ranking_only(body: dict[str, Any]) -> dict[str, Any]:
     (see benchmarks/search.md). ``eq_id`` equals ``_id`` for every writer, and doc values are cheap to read.
     """
     light = {key: value for key, value in body.items() if key not in ("highlight", "_source")}
-    return {**light, "stored_fields": "_none_", "docvalue_fields": list(RANKING_FIELDS)}
+    return {**light, "stored_fields": "_none_", "docvalue_fields": list(fields)}
+
+
+def needs_papers(query: HybridQuery) -> bool:
+    """Whether the fusion reads the papers of the formula lists' candidates: to weigh the words' evidence of each
+    candidate's paper (words searched beside the formula), or to group the page by paper. A formula-only search
+    that does not group reads none, so its formula lists fetch ``eq_id`` alone: each keyword doc value read costs
+    the node a few microseconds per candidate (benchmarks/search.md, update 14)."""
+    return query.group_by_paper or (query.has_keywords and query.formula_weight < 1)
 
 
 def ranking_searches(
@@ -328,6 +337,7 @@ def ranking_searches(
     filters = query_filters(query)
     searches: list[tuple[str, dict[str, Any]]] = []
     use_embedding = ranking is None or ranking.embedding > 0
+    formula_fields = RANKING_FIELDS if needs_papers(query) else RANKING_FIELDS[:1]
     if ranking is not None and ranking.structure > 0 and structure is not None and structure.tokens:
         depth = structure_window or window
         body = structure_body(
@@ -347,10 +357,10 @@ def ranking_searches(
             rare_rule=rare_rule,
         )
         if query.formula_weight > 0:
-            searches.append(("structure", ranking_only(body)))
+            searches.append(("structure", ranking_only(body, formula_fields)))
     if vector is not None and use_embedding and query.formula_weight > 0:
         body = knn_body(vector, window, filters, num_candidates_factor=num_candidates_factor)
-        searches.append(("embedding", ranking_only(body)))
+        searches.append(("embedding", ranking_only(body, formula_fields)))
     if query.has_keywords and query.formula_weight < 1:
         words_only = not (query.has_formula and query.formula_weight > 0)
         if words_only and query.inline == "include":

@@ -36,7 +36,8 @@ class RankedLists:
 
     Args:
         lists: list name (``structure``, ``embedding``, ``text``, ``context``) -> ranked ``(eq_id, score)``.
-        paper_of: eq_id -> paper_id of every candidate.
+        paper_of: eq_id -> paper_id of every candidate whose list fetched it (a formula-only search that does not
+            group by paper fetches none for its formula lists: `engine.search.query.needs_papers`).
         text_total: how many equations the words matched (the text list's hit count, counted up to
             `engine.search.query.TEXT_COUNT_LIMIT`; 0 without keywords).
         missing_shards: how many shard searches failed (a cluster that lost a node answers from the shards it
@@ -70,7 +71,8 @@ def ranked_lists(client: Elasticsearch, index: str, searches: Sequence[tuple[str
             fields = hit["fields"]
             eq_id = fields["eq_id"][0]
             ranking.append((eq_id, float(hit["_score"] or 0.0)))
-            found.paper_of[eq_id] = (fields.get("paper_id") or [""])[0]
+            if "paper_id" in fields:
+                found.paper_of[eq_id] = fields["paper_id"][0]
         found.lists[name] = ranking
         if name == "text":
             found.text_total = int((hits.get("total") or {}).get("value", len(ranking)))

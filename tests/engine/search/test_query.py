@@ -18,6 +18,7 @@ from eqsearch.engine.search.query import (
     HybridQuery,
     candidate_window,
     knn_body,
+    needs_papers,
     num_candidates,
     page_body,
     query_filters,
@@ -293,3 +294,22 @@ def test_rankers_are_registered_and_checked():
         FormulaRanking("none", "nothing")
     with pytest.raises(ValueError, match="the rerank rescores the structural list"):
         FormulaRanking("odd", "rerank without structure", embedding=1.0, rerank_window=100, rerank_weight=1.0)
+
+
+def test_formula_lists_fetch_papers_only_where_the_fusion_reads_them():
+    """A formula-only search that does not group by paper reads no candidate's paper: its formula lists fetch
+    ``eq_id`` alone; words weighed beside the formula, or a page grouped by paper, read them."""
+    formula_only = HybridQuery(latex="x^2", formula_weight=1.0)
+    cases = {
+        formula_only: ["eq_id"],
+        replace(formula_only, keywords="energy"): ["eq_id"],  # the words weigh nothing: not searched
+        replace(formula_only, group_by_paper=True): list(RANKING_FIELDS),
+        replace(formula_only, keywords="energy", formula_weight=0.5): list(RANKING_FIELDS),
+    }
+    for query, fields in cases.items():
+        found = searches(query)
+        assert found["embedding"]["docvalue_fields"] == fields
+        assert needs_papers(query) is (fields == list(RANKING_FIELDS))
+        assert all(
+            body["docvalue_fields"] == list(RANKING_FIELDS) for name, body in found.items() if name != "embedding"
+        )
