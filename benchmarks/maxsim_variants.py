@@ -8,9 +8,9 @@ ARQMath collection), and which query nodes count (all; leaves only; inner nodes 
 through the production `SearchService` (the MaxSim ranker, the plain requests: its fused formula side to depth 1000
 and the query's node states are captured where the service reranks); each variant then reranks that side with the
 service's own `maxsim_rerank` (rows rounded to int8 as the index stores them, where asked) and is scored with
-ARQMath's prime measures at depth 1000. The first variant, as shipped, reproduces ``eqsearch evaluate formulas
---ranker structure+embedding+rerank+maxsim`` on the same index (checked: printed beside it). Run from the repository
-root::
+ARQMath's prime measures at depth 1000. The first two variants reproduce ``plugin_rerank.py quality`` on the same
+index: the default ranker, and the MaxSim ranker as it was before update 15 (512-d, top 100; checked). Run from the
+repository root::
 
     OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/maxsim_variants.py fit --out /tmp/proj.npz
     OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/maxsim_variants.py quality --prefix P \\
@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,33 +38,18 @@ CORPUS = Path.home() / ".cache" / "eqsearch" / "corpus" / "real-latex" / "papers
 RANKER = "structure+embedding+rerank+maxsim"
 
 
-def corpus_mathml(path: Path, count: int, seed: int) -> list[str]:
-    """``count`` distinct display formulas with MathML drawn at random (``seed``) from a papers JSONL."""
-    seen: set[str] = set()
-    with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            for section in json.loads(line).get("sections") or ():
-                for equation in section.get("equations") or ():
-                    if equation.get("mathml"):
-                        seen.add(equation["mathml"])
-    pool = sorted(seen)
-    random.Random(seed).shuffle(pool)
-    return pool[:count]
-
-
 def fit(args: argparse.Namespace) -> None:
-    """The top ``--dims`` right singular vectors of unit node states of training-corpus formulas (uncentred: the
-    projection that keeps their inner products best in the least-squares sense), saved with what they came from."""
+    """Projections of the bundle's node states fitted on training-corpus formulas (`export.node_projection`), saved
+    in one file for `quality` (``eqsearch export node-projection`` ships one in the bundle)."""
+    from eqsearch.export.node_projection import corpus_mathml, fit_node_projection
+
     began = time.process_time()
-    states = load_node_encoder(None, output="node_states")
     formulas = corpus_mathml(args.corpus, args.formulas, args.seed)
-    rows = np.concatenate([unit(v) for v in states.encode(formulas) if len(v)])
-    _, singular, vt = np.linalg.svd(rows, full_matrices=False)
-    energy = np.cumsum(singular**2) / np.sum(singular**2)
-    out = {f"p{d}": vt[:d].T.astype(np.float32) for d in args.dims}
-    np.savez(args.out, **out, source=str(args.corpus), formulas=len(formulas), nodes=len(rows), seed=args.seed)
-    kept = {d: round(float(energy[d - 1]), 4) for d in args.dims}
-    print(json.dumps({"out": str(args.out), "formulas": len(formulas), "nodes": len(rows), "energy_kept": kept,
+    out, kept = {}, {}
+    for d in args.dims:
+        out[f"p{d}"], kept[d] = fit_node_projection(None, formulas, d)
+    np.savez(args.out, **out)
+    print(json.dumps({"out": str(args.out), "formulas": len(formulas), "kept": kept,
                       "cpu_s": round(time.process_time() - began, 1)}))  # fmt: skip
 
 
@@ -105,7 +89,8 @@ class Variant:
 
 
 VARIANTS = (
-    Variant("as shipped: 512-d node states, top 100, float (the service's own)", 100, int8=False),
+    Variant("no MaxSim (the default ranker)", 0, int8=False),
+    Variant("512-d node states, top 100, float (the ranker before update 15)", 100, int8=False),
     Variant("512-d, top 100, int8 (stored)", 100),
     Variant("512-d, top 50", 50),
     Variant("512-d, top 30", 30),
@@ -130,7 +115,7 @@ def capture(prefix: str, topics: list[tuple[str, str]]) -> list[Topic]:
     with KatexConverter() as converter:
         service = SearchService(
             client, load_encoder(None), converter, index_prefix=prefix, candidate_depth=1000,
-            ranking=get_ranker(RANKER), plugin=False,
+            ranking=replace(get_ranker(RANKER), maxsim_nodes="node_states"), plugin=False,
         )  # fmt: skip
         projections = load_node_encoder(None, output="node_vectors")
         seen: list[tuple[list[tuple[str, float]], np.ndarray]] = []
@@ -173,13 +158,13 @@ def quality(args: argparse.Namespace) -> None:
         Variant(f"{key[1:]}-d projection of the states (training corpus), top {w}{', ' + q if q != 'all' else ''}",
                 w, nodes=key, query_nodes=q)
         for key in sorted(k for k in projections if k.startswith("p")) for w in (100, 50, 30)
-        for q in ("all",)
+        for q in (("all", "leaves") if key == "p64" else ("all",))
     ]  # fmt: skip
     for variant in variants:
         run: dict[str, list[str]] = {}
         for t in captured:
-            if not t.ranking:
-                run[t.topic] = []
+            if not t.ranking or not variant.window:
+                run[t.topic] = [doc.split(":")[0] for doc, _ in t.ranking[:1000]]
                 continue
             query, candidates = t.query, nodes["node_states"]
             if variant.nodes == "node_vectors":

@@ -252,57 +252,33 @@ def replicate(args: argparse.Namespace) -> None:
     print(json.dumps({"into": args.into, "equations": client.count(index=target)["count"]}))
 
 
-class ProjectedNodes:
-    """A node encoder's rows through a fixed projection (``benchmarks/maxsim_variants.py fit``): unit rows times the
-    matrix ``key`` of ``path``; its identity names the projection, so that stored rows of another never mix."""
-
-    def __init__(self, node_encoder: Any, path: Path, key: str) -> None:
-        import hashlib
-
-        import numpy as np
-
-        self.inner, self.matrix = node_encoder, np.load(path)[key].astype(np.float32)
-        self.dim, self.vocabulary = self.matrix.shape[1], node_encoder.vocabulary
-        digest = hashlib.sha256(self.matrix.tobytes()).hexdigest()[:12]
-        self.identity = f"{node_encoder.identity}@{key}:{digest}"
-
-    def encode(self, mathml: list[str]) -> list[Any]:
-        import numpy as np
-
-        out = []
-        for rows in self.inner.encode(mathml):
-            unit = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-            out.append(unit @ self.matrix)
-        return out
-
-
-def node_encoder_of(args: argparse.Namespace, output: str) -> Any:
-    """The node encoder of ``output``, through ``--projection``'s ``--projection-key`` where given."""
-    from eqsearch.engine.model.nodes import load_node_encoder
-
-    encoder = load_node_encoder(None, output=output)
-    return ProjectedNodes(encoder, args.projection, args.projection_key) if args.projection else encoder
-
-
 def maxsimcost(args: argparse.Namespace) -> None:
-    """Client + node CPU per formula query of the default (with the plugin) and of MaxSim reranks of its top
-    ``--windows`` over the node vectors the index stores (scored in the node), interleaved round by round."""
+    """Client + node CPU per formula query of ``--modes``, interleaved round by round: ``PREFIX:0`` the default ranker
+    (with the plugin) on an index, ``PREFIX:WINDOW:NODES`` the MaxSim ranker reranking its top WINDOW over the node
+    vectors NODES (``node_states``, ``node_states@p64``) that index stores, scored in the node (checked: the index's
+    ``_meta`` names that node encoder, and the service computes no candidate's node vectors itself)."""
     from dataclasses import replace
+
+    from eqsearch.engine.model.nodes import load_node_encoder
 
     client, _ = connect(EsConfig.from_env())
     topics = read_formula_file(args.topics, "topic")
-    meta = equations_mapping(client, args.prefix).get("_meta", {})
     with KatexConverter() as converter:
         encoder = load_encoder(None)
         base = get_ranker(args.ranker)
-        nodes = node_encoder_of(args, base.maxsim_nodes)
-        if meta.get("node_vectors") != nodes.identity:
-            raise SystemExit(f"{args.prefix} stores node vectors of {meta.get('node_vectors')}, not {nodes.identity}")
-        services = {"default": SearchService(client, encoder, converter, index_prefix=args.prefix)}
-        for window in args.windows:
-            ranking = replace(base, name=f"maxsim-{window}", maxsim_window=window)
-            services[f"maxsim_top{window}"] = SearchService(
-                client, encoder, converter, index_prefix=args.prefix, ranking=ranking, node_encoder=nodes
+        services: dict[str, SearchService] = {}
+        for mode in args.modes:
+            prefix, window, *nodes = mode.split(":")
+            if not int(window):
+                services[mode] = SearchService(client, encoder, converter, index_prefix=prefix)
+                continue
+            node_encoder = load_node_encoder(None, output=nodes[0])
+            stored = equations_mapping(client, prefix).get("_meta", {}).get("node_vectors")
+            if stored != node_encoder.identity:
+                raise SystemExit(f"{prefix} stores node vectors of {stored}, not {node_encoder.identity}")
+            ranking = replace(base, name=mode, maxsim_window=int(window), maxsim_nodes=nodes[0])
+            services[mode] = SearchService(
+                client, encoder, converter, index_prefix=prefix, ranking=ranking, node_encoder=node_encoder
             )
         queries = [HybridQuery(latex=latex, highlight=False) for _, latex in topics]
         for service in services.values():  # prepare every formula, warm every cache and the node's
@@ -311,8 +287,6 @@ def maxsimcost(args: argparse.Namespace) -> None:
         computed = {mode: service.node_vectors.computed for mode, service in services.items()}
         per_query = interleaved_cpu(client, services, queries, args.rounds, args.repeat)
     out: dict[str, Any] = {
-        "prefix": args.prefix,
-        "node_vectors": nodes.identity,
         "rounds": args.rounds,
         "queries_per_round": args.repeat * len(queries),
         "client_computed_nodes": computed,
@@ -327,23 +301,25 @@ def maxsimcost(args: argparse.Namespace) -> None:
             "total_ms": round(client_ms + node_ms, 2),
             "rounds_total_ms": [round(c + n, 2) for c, n in rounds],
         }
-        if mode != "default":
-            out[mode]["over_default"] = round(out[mode]["total_ms"] / out["default"]["total_ms"] - 1, 3)
+        default = f"{mode.split(':')[0]}:0"
+        if mode != default and default in out:
+            out[mode]["over_default"] = round(out[mode]["total_ms"] / out[default]["total_ms"] - 1, 3)
     print(json.dumps(out))
 
 
 def nodevectors(args: argparse.Namespace) -> None:
     """A copy of ``--prefix``'s equations under ``--into`` with each formula's node vectors stored
-    (`NODE_VECTORS_FIELD`, int8, from the bundle's node-states sidecar run on the stored MathML, through
-    ``--projection`` where given), its ``_meta`` naming their encoder as an ingest's does, for the plugin's MaxSim;
-    prints the stored bytes per equation."""
+    (`NODE_VECTORS_FIELD`, int8, from the bundle's node-states sidecar run on the stored MathML: ``--nodes``, by
+    default the ranker's), its ``_meta`` naming their encoder as an ingest's does, for the plugin's MaxSim; prints
+    the stored bytes per equation."""
     from elasticsearch.helpers import bulk, scan
     from eqsearch.engine.index.documents import with_node_vectors_field
     from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, NODE_VECTORS_MAPPING
     from eqsearch.engine.model.featurize import MathMLError
+    from eqsearch.engine.model.nodes import load_node_encoder
 
     client, _ = connect(EsConfig.from_env())
-    node_encoder = node_encoder_of(args, get_ranker(args.ranker).maxsim_nodes)
+    node_encoder = load_node_encoder(None, output=args.nodes or get_ranker(args.ranker).maxsim_nodes)
     source = alias_name(args.prefix, "equations")
     mappings = equations_mapping(client, args.prefix)
     mappings["properties"][NODE_VECTORS_FIELD] = NODE_VECTORS_MAPPING
@@ -406,9 +382,8 @@ def main() -> None:
         command.add_argument("--into", help="replicate: the new prefix")
         command.add_argument("--copies", type=int, default=10)
         command.add_argument("--ranker", default=DEFAULT_RANKER, help="the ranker of the plain and plugin modes")
-        command.add_argument("--projection", type=Path, help="nodevectors, maxsimcost: projections of node states")
-        command.add_argument("--projection-key", default="p64", help="which projection of --projection")
-        command.add_argument("--windows", type=int, nargs="+", default=[100, 50, 30], help="maxsimcost: windows")
+        command.add_argument("--nodes", help="nodevectors: the node output stored (default: the ranker's)")
+        command.add_argument("--modes", nargs="+", default=[], help="maxsimcost: PREFIX:0, PREFIX:WINDOW:NODES ...")
         command.set_defaults(handler=handler)
     args = parser.parse_args()
     args.handler(args)

@@ -26,6 +26,30 @@ def _run_export_node_states(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_export_node_projection(args: argparse.Namespace) -> int:
+    from eqsearch.engine.model.bundle import default_bundle_path
+    from eqsearch.export.node_projection import corpus_mathml, fit_node_projection, write_node_projection
+
+    bundle = Path(args.bundle) if args.bundle else default_bundle_path()
+    formulas = corpus_mathml(args.corpus, args.formulas, args.seed)
+    matrix, kept = fit_node_projection(bundle, formulas, args.dims, output=args.output)
+    provenance = {
+        "fitted_on": {
+            "papers": f"{Path(args.corpus).parent.name}/{Path(args.corpus).name}",
+            "formulas": len(formulas),
+            "seed": args.seed,
+            **kept,
+        }
+    }
+    written = write_node_projection(bundle, args.key, matrix, output=args.output, provenance=provenance)
+    print(
+        f"projection {args.key} ({args.output} -> {args.dims}-d) written beside {written} "
+        f"({len(formulas):,} formulas, {kept['nodes']:,} nodes, {kept['energy_kept']:.1%} of their energy kept); "
+        f"its node vectors: output '{args.output}@{args.key}'"
+    )
+    return 0
+
+
 def _run_export_bitmap_cnn(args: argparse.Namespace) -> int:
     if (args.checkpoint is None) == (args.corpus is None):
         args.parser.error("give --corpus (train, then export) or --checkpoint (export a trained run)")
@@ -138,6 +162,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     node_states.add_argument("--bundle", help="bundle directory (default: the installed one)")
     node_states.set_defaults(handler=_run_export_node_states)
+    projection = artifacts.add_parser(
+        "node-projection",
+        help="fit a fixed projection of a bundle's node states for the MaxSim rerank (fewer bytes and dimensions)",
+        description="Run the bundle's node-states sidecar on formulas drawn from a TRAINING corpus (a papers JSONL, "
+        "never an evaluation collection), fit the top singular vectors of their unit node states, and write "
+        "node-projection-KEY.npy beside the sidecar with its entry in node-states.json; node output OUTPUT@KEY "
+        "(the MaxSim rankers', 'ingest run --node-output') then uses it. numpy only.",
+    )
+    projection.add_argument("--corpus", type=Path, required=True, help="the training corpus's papers JSONL")
+    projection.add_argument("--bundle", help="bundle directory (default: the installed one)")
+    projection.add_argument("--key", default="p64", help="the projection's name (default p64)")
+    projection.add_argument("--dims", type=int, default=64, help="its width (default 64)")
+    projection.add_argument("--output", choices=("node_states",), default="node_states", help="what it projects")
+    projection.add_argument("--formulas", type=int, default=3000, help="formulas fitted on (default 3000)")
+    projection.add_argument("--seed", type=int, default=26, help="which formulas (default 26)")
+    projection.set_defaults(handler=_run_export_node_projection)
     bitmap = artifacts.add_parser(
         "bitmap-cnn",
         help="train (or take a trained run of) the ECML'19 bitmap CNN and write its ecml19-cnn bundle",

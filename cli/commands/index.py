@@ -14,6 +14,8 @@ if TYPE_CHECKING:  # the engine loads inside the handlers
     from eqsearch.engine.index import IndexOptions
 
 KINDS = ("equations", "papers", "jobs")
+#: The node-states sidecar outputs an index may store for the MaxSim rerank; the first is the MaxSim ranker's.
+NODE_OUTPUT_CHOICES = ("node_states@p64", "node_states", "node_vectors")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -109,12 +111,15 @@ def _count(least: int):
 def _node_vectors_argument(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--node-vectors", action="store_true",
-        help=f"{what}, so that a MaxSim ranker is scored inside Elasticsearch by eqsearch's plugin. LARGE: int8, a "
-        "median of ~12 KB per equation for the 512-d node states",
+        help=f"{what}, so that a MaxSim ranker is scored inside Elasticsearch by eqsearch's plugin. LARGE: int8, "
+        "5 + nodes x width bytes, a median of ~1.5 KB per equation for the default output (~12 KB for the 512-d "
+        "node states); migrating writes them for every stored equation",
     )  # fmt: skip
     parser.add_argument(
-        "--node-output", choices=("node_states", "node_vectors"), default="node_states",
-        help="with --node-vectors: the bundle's sidecar output stored, node_states (512-d) or node_vectors (64-d)",
+        "--node-output", choices=NODE_OUTPUT_CHOICES, default=NODE_OUTPUT_CHOICES[0],
+        help="with --node-vectors: the bundle's sidecar output stored: node_states@p64 (the default, what the MaxSim "
+        "ranker compares: the 512-d node states' fixed 64-d projection, ~1.5 KB per equation), node_states (512-d, "
+        "~12 KB) or node_vectors (the bundle's own 64-d node projections)",
     )  # fmt: skip
 
 

@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+from eqsearch.commands.index import NODE_OUTPUT_CHOICES
+
 EXTRACT_DESCRIPTION = """\
 Extract papers -> sections -> display equations (with context, macros and citations) from LaTeX sources, convert
 each equation to MathML (unless --no-convert), and write OUT/papers.jsonl (format: ingest/FORMAT.md) and
@@ -228,13 +230,15 @@ def _register_run(ingest_subparsers: argparse._SubParsersAction) -> None:
         "--node-vectors", action="store_true",
         help="also store each formula's node vectors (the bundle's node-states sidecar run on its MathML), so that a "
         "MaxSim ranker is scored inside Elasticsearch by eqsearch's plugin instead of in the search service. LARGE: "
-        "int8, 5 + nodes x width bytes, a median of ~12 KB per equation for the 512-d node states, and the "
-        "sidecar's run at ingest. An index that holds them gets them from every later job anyway; an index that "
-        "holds equations without them must be migrated first ('eqsearch index migrate equations --node-vectors')",
+        "int8, 5 + nodes x width bytes, a median of ~1.5 KB per equation for the default output (~12 KB for the "
+        "512-d node states), and the sidecar's run at ingest. An index that holds them gets them from every later "
+        "job anyway; an index that holds equations without them must be migrated first ('eqsearch index migrate "
+        "equations --node-vectors')",
     )  # fmt: skip
     run.add_argument(
-        "--node-output", choices=("node_states", "node_vectors"), default="node_states",
-        help="with --node-vectors: the sidecar output stored, node_states (512-d) or node_vectors (64-d)",
+        "--node-output", choices=NODE_OUTPUT_CHOICES, default=NODE_OUTPUT_CHOICES[0],
+        help="with --node-vectors: the sidecar output stored: node_states@p64 (the default, what the MaxSim ranker "
+        "compares: the node states' fixed 64-d projection), node_states (512-d) or node_vectors (64-d)",
     )  # fmt: skip
     run.add_argument(
         "--kind", choices=("auto", "arxiv", "latex", "docstrings", "papers", "html"), default="auto",

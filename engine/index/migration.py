@@ -135,15 +135,18 @@ def settle_node_encoder(
     if options.node_vectors is None:
         return options, None
     from eqsearch.engine.model.bundle import BundleError
-    from eqsearch.engine.model.nodes import NODE_OUTPUTS, load_node_encoder
+    from eqsearch.engine.model.nodes import load_node_encoder, node_output_of
 
-    output = options.node_vectors.rsplit("/", 1)[-1]
     hint = (
         "migrate with the bundle that wrote them ('eqsearch index migrate equations --reencode --bundle DIR' gives "
         "every equation that bundle's vectors and node vectors), or drop them with --no-node-vectors"
     )
-    if output not in NODE_OUTPUTS:
-        raise MigrationError(f"the index holds node vectors of an unknown kind ({options.node_vectors})", hint=hint)
+    try:
+        output = node_output_of(options.node_vectors)
+    except ValueError:
+        raise MigrationError(
+            f"the index holds node vectors of an unknown kind ({options.node_vectors})", hint=hint
+        ) from None
     try:
         loaded = load_node_encoder(None, output=output)
     except BundleError as error:

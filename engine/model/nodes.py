@@ -7,6 +7,11 @@ model, ``node-states.onnx``, beside the bundle's ``model.onnx``, is the bundle's
 output of the last graph convolution, ``node_states``, 512-d) plus the bundle's own projection and soft-normalisation
 scale applied to each node (``node_vectors``, 64-d): the mean of an equation's ``node_vectors`` is its formula vector.
 
+A node output may also go through a fixed linear *projection* listed in the sidecar's manifest (``projections``:
+``node_states@p64`` is each node state scaled to unit length times a 512 x 64 matrix, ``node-projection-p64.npy``,
+fitted on node states of the training corpus by ``eqsearch export node-projection``): 8x fewer bytes to store and
+dimensions to compare for the MaxSim rerank (``benchmarks/search.md``, update 15).
+
 The sidecar never changes the bundle: ``model.onnx`` and ``manifest.json`` are untouched, so the bundle's identity
 (and every index that records it) stays. The sidecar has a small manifest of its own, ``node-states.json``, that
 names the bundle model it was cut from (the SHA-256 of ``model.onnx``) and its own checksum; `load_node_encoder`
@@ -42,8 +47,11 @@ __all__ = [
     "NODE_OUTPUTS",
     "NodeEncoder",
     "NodeManifest",
+    "check_node_output",
     "load_node_encoder",
     "make_node_manifest",
+    "node_output_of",
+    "projection_entry",
     "read_node_manifest",
     "split_nodes",
 ]
@@ -57,6 +65,43 @@ NODE_INPUTS = ("tag", "attr", "char", "pos", "edge_index")
 #: ``node_states``: the last graph convolution's output; ``node_vectors``: each node projected and scaled as the
 #: formula vector is (their mean per equation is the bundle's embedding).
 NODE_OUTPUTS = ("node_states", "node_vectors")
+#: How a projected output is named: ``<output>@<projection key>`` (``node_states@p64``).
+PROJECTED = "@"
+
+
+def check_node_output(spec: str) -> str:
+    """``spec`` when it names an output (`NODE_OUTPUTS`), or one through a projection (``node_states@p64``).
+
+    Raises:
+        ValueError: anything else.
+    """
+    base, _, key = spec.partition(PROJECTED)
+    if base not in NODE_OUTPUTS or (PROJECTED in spec and not key.isidentifier()):
+        raise ValueError(f"node output {spec!r} is not one of {', '.join(NODE_OUTPUTS)} (or one @KEY, projected)")
+    return spec
+
+
+def node_output_of(identity: str) -> str:
+    """The output (``node_states``, ``node_states@p64``) of a `NodeEncoder.identity`, as `load_node_encoder` takes it.
+
+    Raises:
+        ValueError: not the identity of a node output.
+    """
+    return check_node_output(identity.rsplit("/", 1)[-1].split(":", 1)[0])
+
+
+def projection_entry(bundle: str | Path, key: str, *, output: str, provenance: dict[str, Any]) -> dict[str, Any]:
+    """The manifest entry of projection ``key`` (``node-projection-<key>.npy`` already written in ``bundle``): the
+    output it projects, its width, file and checksum, and where it was fitted (``provenance``)."""
+    path = Path(bundle) / f"node-projection-{key}.npy"
+    matrix = np.load(path, allow_pickle=False)
+    return {
+        "output": output,
+        "dims": int(matrix.shape[1]),
+        "path": path.name,
+        "sha256": sha256_file(path),
+        **provenance,
+    }
 
 
 @dataclass(frozen=True)
@@ -162,26 +207,34 @@ class NodeEncoder:
 
     Args:
         bundle: a checked bundle manifest (`read_manifest`).
-        output: ``node_vectors`` (64-d, the default) or ``node_states`` (512-d).
+        output: ``node_vectors`` (64-d, the default) or ``node_states`` (512-d), or one of them through a projection
+            the sidecar's manifest lists (``node_states@p64``: unit rows times its matrix).
         batch_size: equations per onnxruntime call.
 
     Attributes:
-        identity: ``<bundle identity>/<output>``: node vectors of two identities are never compared.
+        identity: ``<bundle identity>/<output>`` (a projection's with the start of its checksum): node vectors of two
+            identities are never compared.
 
     Raises:
-        BundleError: the sidecar is missing, does not belong to the bundle, or does not load.
+        BundleError: the sidecar (or the projection) is missing, does not belong to the bundle, or does not load.
     """
 
     def __init__(self, bundle: BundleManifest, *, output: str = "node_vectors", batch_size: int = 256) -> None:
         import onnxruntime as ort
 
-        if output not in NODE_OUTPUTS:
-            raise BundleError(f"node output {output!r} is not one of {NODE_OUTPUTS}")
+        try:
+            check_node_output(output)
+        except ValueError as error:
+            raise BundleError(str(error)) from None
         self.bundle = bundle
         self.manifest = read_node_manifest(bundle)
         self.output = output
-        self.dim = self.manifest.dims[output]
+        self.base_output, _, key = output.partition(PROJECTED)
+        self.projection = self._projection(key) if key else None
+        self.dim = self.manifest.dims[self.base_output] if self.projection is None else self.projection.shape[1]
         self.identity = f"{bundle.identity}/{output}"
+        if key:
+            self.identity += ":" + str(self.manifest.raw["projections"][key]["sha256"])[:12]
         self.batch_size = batch_size
         self.vocabulary = load_bundle_vocabulary(bundle)
         options = ort.SessionOptions()
@@ -194,13 +247,30 @@ class NodeEncoder:
         except Exception as error:  # onnxruntime raises its own exception types
             raise BundleError(f"{self.manifest.path}: onnxruntime cannot load the sidecar ({error})") from None
 
+    def _projection(self, key: str) -> np.ndarray:
+        """The matrix of projection ``key``, checked against the sidecar's manifest."""
+        entry = (self.manifest.raw.get("projections") or {}).get(key)
+        hint = f"fit it with 'eqsearch export node-projection --bundle {self.bundle.path} --key {key}'"
+        if not isinstance(entry, dict) or entry.get("output") != self.base_output:
+            raise BundleError(f"{self.bundle.path}: no projection {key!r} of {self.base_output} listed", hint=hint)
+        path = self.bundle.path / str(entry.get("path", ""))
+        if not path.is_file() or sha256_file(path) != entry.get("sha256"):
+            raise BundleError(f"{path}: missing, or its checksum differs from {NODE_MANIFEST_NAME}'s", hint=hint)
+        matrix = np.load(path, allow_pickle=False)
+        if matrix.shape != (self.manifest.dims[self.base_output], int(entry.get("dims", -1))):
+            raise BundleError(f"{path}: a {matrix.shape} matrix does not project {self.base_output}", hint=hint)
+        return np.ascontiguousarray(matrix, dtype=np.float32)
+
     def run_batch(self, batch: GraphArrays) -> list[np.ndarray]:
         """One onnxruntime call. Shapes: returns ``batch.num_graphs`` float32 arrays ``[n_i, dim]``."""
         if batch.num_graphs == 0:
             return []
         feeds = {name: getattr(batch, name) for name in NODE_INPUTS}
-        (values,) = self.session.run([self.output], feeds)
-        return split_nodes(np.ascontiguousarray(values, dtype=np.float32), batch.graph, batch.num_graphs)
+        (values,) = self.session.run([self.base_output], feeds)
+        values = np.ascontiguousarray(values, dtype=np.float32)
+        if self.projection is not None:
+            values = values / np.maximum(np.linalg.norm(values, axis=1, keepdims=True), 1e-12) @ self.projection
+        return split_nodes(values, batch.graph, batch.num_graphs)
 
     def encode(self, mathml: Sequence[str]) -> list[np.ndarray]:
         """The node vectors of MathML equations, in order (nodes in the featurizer's order).
@@ -221,7 +291,7 @@ def load_node_encoder(bundle: str | Path | None = None, **options: Any) -> NodeE
 
     Args:
         bundle: the bundle directory.
-        **options: ``output`` (``node_vectors`` or ``node_states``), ``batch_size``.
+        **options: ``output`` (``node_vectors``, ``node_states``, ``node_states@p64``), ``batch_size``.
 
     Raises:
         BundleError: the bundle or its sidecar is missing, changed, or not of the same model.

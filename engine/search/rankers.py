@@ -51,7 +51,7 @@ class FormulaRanking:
             and Zanibbi; `engine.search.maxsim`; 0: no MaxSim rerank).
         maxsim_weight: MaxSim's share of the reranked score (1: MaxSim alone orders the window).
         maxsim_nodes: which node vectors (`engine.model.nodes`): ``node_vectors`` (64-d projections) or
-            ``node_states`` (512-d).
+            ``node_states`` (512-d), or either through a fixed projection of the sidecar (``node_states@p64``).
         maxsim_symmetric: also score each candidate node's best query node, and average both directions.
         bundle: the shipped encoder bundle the ranker's vectors come from (a directory name under
             ``engine/model``, e.g. ``bitmap-bundle``: `engine.model.shipped_bundle_path`); None: whichever bundle
@@ -93,8 +93,8 @@ class FormulaRanking:
             or bool(self.maxsim_window) != bool(self.maxsim_weight)
         ):
             raise ValueError(f"ranker {self.name!r}: a MaxSim window needs a weight in (0, 1]")
-        if self.maxsim_nodes not in ("node_vectors", "node_states"):
-            raise ValueError(f"ranker {self.name!r}: maxsim_nodes is node_vectors or node_states")
+        if self.maxsim_nodes.partition("@")[0] not in ("node_vectors", "node_states"):
+            raise ValueError(f"ranker {self.name!r}: maxsim_nodes is node_vectors or node_states (or one @projection)")
         if not 0 <= self.first_stage_share <= 1 or (self.first_stage_share and not self.rerank_window):
             raise ValueError(f"ranker {self.name!r}: a first stage needs a rerank window to restore the full BM25")
         if self.structure_knn < 0 or (self.structure_knn and not self.rerank_window):
@@ -117,7 +117,10 @@ _EMBEDDING_SHARE = 0.1
 #: default's formula side (window and weight from a grid of round values on the development topics,
 #: benchmarks/formula_search.md, "Amador & Zanibbi's MaxSim rerank").
 _MAXSIM_ALONE = {"maxsim_window": 300, "maxsim_weight": 1.0, "maxsim_nodes": "node_states"}
-_MAXSIM_SHARE = {"maxsim_window": 100, "maxsim_weight": 0.3, "maxsim_nodes": "node_states"}
+#: The share's window of 30 over the node states' fixed 64-d projection (fitted on the training corpus,
+#: ``node-projection-p64.npy``): the window of 100 over the 512-d states ranks alike at three times the cost and eight
+#: times the stored bytes (benchmarks/search.md, update 15).
+_MAXSIM_SHARE = {"maxsim_window": 30, "maxsim_weight": 0.3, "maxsim_nodes": "node_states@p64"}
 #: The shipped bundle of the ECML'19 bitmap CNN (Pfahler, Schill & Morik), encoder kind ``ecml19-cnn``.
 _BITMAP_BUNDLE = "bitmap-bundle"
 #: The context channel's share of the keyword side (chosen on the paraphrase study, benchmarks/formula_search.md).
@@ -173,7 +176,8 @@ RANKERS: dict[str, FormulaRanking] = {
         ),
         FormulaRanking(
             "structure+embedding+rerank+maxsim",
-            "the default, its top 100 formulas then reranked by MaxSim over node states (share 0.3)",
+            "the default, its top 30 formulas then reranked by MaxSim over 64-d projections of the node states "
+            "(share 0.3)",
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
             **_RERANK,

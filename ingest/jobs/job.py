@@ -49,7 +49,7 @@ from eqsearch.engine.index import (
     stored_equation_ids,
 )
 from eqsearch.engine.model import Encoder, NodeEncoder, TextEncoder, load_node_encoder, load_text_encoder
-from eqsearch.engine.model.nodes import NODE_OUTPUTS
+from eqsearch.engine.model.nodes import check_node_output
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.jobs.batch import count_written, paper_actions, stop_on_passing_refusals
 from eqsearch.ingest.jobs.errors import IngestJobError
@@ -100,7 +100,8 @@ class IngestJobConfig:
             Off, a job still fills them into an index that holds them already (its ``_meta`` records a text
             encoder), so that a deployment that chose the channel keeps it whole.
         node_vectors: store each formula's node vectors for the MaxSim rerank (`NODE_VECTORS_FIELD`, int8 rows; the
-            bundle's node-states sidecar output named here, ``node_states`` (512-d, ~12 KB an equation) or
+            bundle's node-states sidecar output named here: ``node_states@p64``, the 512-d states' fixed 64-d
+            projection the MaxSim ranker uses (~1.5 KB an equation), ``node_states`` (512-d, ~12 KB) or
             ``node_vectors`` (64-d); None: not asked). Large, so an option; as with context vectors, a job writes them
             anyway into an index that holds them (its ``_meta`` names the node encoder), so that it stays whole.
     """
@@ -125,8 +126,8 @@ class IngestJobConfig:
     def __post_init__(self) -> None:
         if not self.sources:
             raise ValueError("an ingest job needs at least one source")
-        if self.node_vectors is not None and self.node_vectors not in NODE_OUTPUTS:
-            raise ValueError(f"node_vectors is one of {', '.join(NODE_OUTPUTS)}, got {self.node_vectors!r}")
+        if self.node_vectors is not None:
+            check_node_output(self.node_vectors)
         if self.batch_equations < 1:
             raise ValueError(f"batch_equations must be positive, got {self.batch_equations}")
         if self.job_id is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", self.job_id):

@@ -1,6 +1,6 @@
 """Whether an ingest job writes node vectors (the MaxSim rerank's, `engine.index.documents.with_node_vectors`), and
-whose: the job's own choice (``--node-vectors``, ``--node-output``) and the equations index's (its ``_meta`` names the node
-encoder that wrote the node vectors it holds) must agree, as for the formula and text encoders.
+whose: the job's own choice (``--node-vectors``, ``--node-output``) and the equations index's (its ``_meta`` names
+the node encoder that wrote the node vectors it holds) must agree, as for the formula and text encoders.
 
 An index that holds node vectors gets them from every job, with the same encoder, so that it stays whole; a job that
 asks for them adds the field to an index only while that index holds no equation (those written before would have
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from elasticsearch import Elasticsearch
 from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, NODE_VECTORS_MAPPING
 from eqsearch.engine.model import NodeEncoder
-from eqsearch.engine.model.nodes import NODE_OUTPUTS
+from eqsearch.engine.model.nodes import node_output_of
 from eqsearch.ingest.jobs.errors import IngestJobError
 
 
@@ -27,7 +27,7 @@ def settle_node_vectors(
         client: the cluster.
         index: the equations index (or its alias).
         node_encoder: the job's own (None: the job did not ask).
-        load: output name (``node_states``, ``node_vectors``) -> the node encoder of the job's bundle.
+        load: output (``node_states@p64``, ``node_states``, ...) -> the node encoder of the job's bundle.
 
     Raises:
         IngestJobError: the index holds another encoder's node vectors, or of an unknown kind, or the job asks for
@@ -39,9 +39,10 @@ def settle_node_vectors(
     if node_encoder is None:
         if recorded is None:
             return None
-        output = str(recorded).rsplit("/", 1)[-1]
-        if output not in NODE_OUTPUTS:
-            raise IngestJobError(f"{index} holds node vectors of an unknown kind ({recorded})")
+        try:
+            output = node_output_of(str(recorded))
+        except ValueError:
+            raise IngestJobError(f"{index} holds node vectors of an unknown kind ({recorded})") from None
         node_encoder = load(output)
     mine = node_encoder.identity
     if recorded is None:

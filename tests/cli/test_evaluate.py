@@ -115,3 +115,14 @@ def test_held_out_of_a_bundle_rebuilds_its_split_and_reports_the_bootstrap(
     difference = report["model_minus_bag_of_words"]
     assert difference["difference"] == pytest.approx(report["model"]["score"] - report["bag_of_words"]["score"])
     assert difference["low"] <= difference["difference"] <= difference["high"]
+
+
+def test_node_vectors_go_with_a_maxsim_ranker(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = [tmp_path / name for name in ("c.tsv", "t.tsv", "q.txt")]
+    for path in files:
+        path.write_text("", encoding="utf-8")
+    args = ["evaluate", "formulas", "--collection", str(files[0]), "--topics", str(files[1]), "--qrels", str(files[2])]
+    with pytest.raises(SystemExit) as stopped:
+        main([*args, "--node-vectors", "--ranker", "structure+embedding+rerank"])
+    assert stopped.value.code == 2
+    assert "--node-vectors goes with a MaxSim ranker" in capsys.readouterr().err

@@ -41,3 +41,37 @@ def test_shards_and_replicas_flags_set_the_layout_and_a_migration_keeps_it(es_cl
     with pytest.raises(SystemExit):
         main(["index", "create", "equations", "--shards", "0"])
     assert "expected a whole number of at least 1, got '0'" in capsys.readouterr().err
+
+
+@pytest.mark.es
+def test_node_vectors_are_chosen_at_create_kept_by_migrate_and_dropped_on_request(
+    es_client, index_name, monkeypatch, capsys
+):
+    monkeypatch.setenv("EQSEARCH_INDEX_PREFIX", index_name)
+    assert main(["index", "create", "--node-vectors"]) == 0  # all three kinds: the equations index gets them
+    admin = IndexAdmin(es_client, index_name)
+    chosen = admin.options_of("equations")
+    assert "@p64:" in chosen.node_vectors and chosen.node_dims == 64  # the MaxSim ranker's output by default
+    assert main(["index", "migrate", "equations", "--quiet"]) == 0
+    assert admin.options_of("equations").node_vectors == chosen.node_vectors
+    assert main(["index", "migrate", "equations", "--quiet", "--no-node-vectors"]) == 0
+    assert admin.options_of("equations").node_vectors is None
+    assert main(["index", "migrate", "equations", "--quiet", "--node-vectors", "--node-output", "node_states"]) == 0
+    assert admin.options_of("equations").node_vectors.endswith("/node_states")
+    assert "writing every equation's node vectors" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["index", "create", "papers", "--node-vectors"], "--node-vectors applies to the equations index only"),
+        (["index", "migrate", "jobs", "--node-vectors"], "--node-vectors applies to the equations index only"),
+        (["index", "migrate", "equations", "--node-vectors", "--no-node-vectors"], "contradict each other"),
+        (["index", "migrate", "papers", "--no-node-vectors"], "--no-node-vectors applies to the equations index"),
+        (["ingest", "run", "x.jsonl", "--node-vectors", "--node-output", "edges"], "invalid choice: 'edges'"),
+    ],
+)
+def test_bad_node_vector_flags_are_usage_errors(args, says, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(args)
+    assert stopped.value.code == 2 and says in capsys.readouterr().err

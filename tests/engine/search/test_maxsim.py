@@ -101,7 +101,8 @@ def test_the_maxsim_rankers_run_end_to_end_through_the_production_path(es_client
         ) as indexed,
     ):
         service = indexed.service(encoder, converter, ranking=ranking, depth=20)
-        assert service.node_encoder is not None and service.node_encoder.dim == 512  # the node states
+        # the node states, or (the share) their fixed 64-d projection
+        assert service.node_encoder is not None and service.node_encoder.dim == (512 if name == "maxsim" else 64)
         reranked: list[list[tuple[str, float]]] = []
         inner = service._maxsim_rerank
         service._maxsim_rerank = lambda ranking, nodes: reranked.append(inner(ranking, nodes)) or reranked[-1]

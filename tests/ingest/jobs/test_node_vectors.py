@@ -92,13 +92,15 @@ def test_without_the_option_nothing_changes_and_adding_them_later_asks_for_a_mig
 
 
 def test_another_encoders_node_vectors_and_bad_options_are_refused(es_client, index_name, papers, node_states):
-    with pytest.raises(ValueError, match="node_vectors is one of"):
+    with pytest.raises(ValueError, match="'node_state' is not one of node_states, node_vectors"):
         IngestJobConfig(sources=("x",), node_vectors="node_state")
     source = papers.write("one.jsonl", [papers.record(0)])
     config = IngestJobConfig(sources=(str(source),), index_prefix=index_name, node_vectors="node_states")
     IngestJob(es_client, HashingEncoder(), config, node_encoder=node_states).run()
     other = IngestJobConfig(**{**config.__dict__, "node_vectors": "node_vectors", "restart": True})
-    with pytest.raises(IngestJobError, match=r"holds node vectors of \S+/node_states, but .* is \S+/node_vectors") as refused:
+    with pytest.raises(
+        IngestJobError, match=r"holds node vectors of \S+/node_states, but .* is \S+/node_vectors"
+    ) as refused:
         IngestJob(es_client, HashingEncoder(), other).run()
     assert "--node-output" in (refused.value.hint or "")
 
@@ -110,3 +112,21 @@ def test_int8_rows_keep_the_cosines_of_the_float_ones(node_states):
     unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
     rounded = stored / np.linalg.norm(stored, axis=1, keepdims=True)
     assert np.abs(unit @ unit.T - rounded @ rounded.T).max() < 0.01
+
+
+def test_the_default_output_is_the_maxsim_rankers_64_d_projection(es_client, index_name, papers):
+    from eqsearch.engine.search.rankers import get_ranker
+
+    output = get_ranker("structure+embedding+rerank+maxsim").maxsim_nodes
+    assert output == "node_states@p64"
+    source = papers.write("two.jsonl", [papers.record(0), papers.record(1)])
+    config = IngestJobConfig(sources=(str(source),), index_prefix=index_name, node_vectors=output)
+    job = IngestJob(es_client, HashingEncoder(), config)
+    assert job.run().counts["equations_with_node_vectors"] == 10
+    meta = _meta(es_client, f"{index_name}-equations")
+    assert meta["node_vectors"] == job.node_encoder.identity and "@p64:" in meta["node_vectors"]
+    assert meta["node_dims"] == 64
+    for body in _stored(es_client, f"{index_name}-equations").values():
+        raw = base64.b64decode(body[NODE_VECTORS_FIELD])
+        assert int.from_bytes(raw[3:5], "little") == 64  # an eighth of the 512-d states' bytes
+        assert body[NODE_VECTORS_FIELD] == node_vectors_value(job.node_encoder.encode([body["mathml"]])[0])
