@@ -252,6 +252,7 @@ class IndexAdmin:
             "analyzer": meta.get("analyzer"),
             "cluster_analyzer": probe_text_analyzer(self.client),
             "vector": vector,
+            **({"node_vectors": meta.get("node_vectors")} if kind == "equations" else {}),
             "docs": None if docs is None else int(docs),
             "size_bytes": None if store is None else int(store),
             **settings,

@@ -52,6 +52,7 @@ def test_node_vectors_are_chosen_at_create_kept_by_migrate_and_dropped_on_reques
     admin = IndexAdmin(es_client, index_name)
     chosen = admin.options_of("equations")
     assert "@p64:" in chosen.node_vectors and chosen.node_dims == 64  # the MaxSim ranker's output by default
+    assert admin.describe("equations")["node_vectors"] == chosen.node_vectors  # what 'index describe' shows
     assert main(["index", "migrate", "equations", "--quiet"]) == 0
     assert admin.options_of("equations").node_vectors == chosen.node_vectors
     assert main(["index", "migrate", "equations", "--quiet", "--no-node-vectors"]) == 0
