@@ -71,6 +71,24 @@ def knn_lists(source: str, dev: dict, depth: int) -> dict[str, list[tuple[str, f
     return out
 
 
+def fused_run(
+    structure: dict[str, list],
+    knn: dict[str, list[tuple[str, float]]],
+    topics: list[str],
+    qrels: dict,
+    share: float,
+    depth: int,
+) -> tuple[dict[str, list[tuple[str, float]]], dict[str, float]]:
+    """The default's fusion of each topic's structural and kNN lists at ``share``, and its figures (4 decimals)."""
+    run = {}
+    for t in topics:
+        lists = {"structure": [tuple(x) for x in structure[t]], "embedding": knn[t]}
+        fused = linear_fusion(lists, {"structure": 1.0 - share, "embedding": share})
+        run[t] = [(f.doc_id, f.score) for f in fused][:depth]
+    means = evaluate_run({t: [d for d, _ in r] for t, r in run.items()}, qrels, topics=topics).means
+    return run, {k: round(v, 4) for k, v in means.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prefix", help="kept evaluation indices (to search the structural list; not needed cached)")
@@ -101,16 +119,10 @@ def main() -> None:
         knn = knn_lists(bundle, dev, args.depth)
         out[bundle] = {}
         for share in (float(s) for s in args.shares.split(",")):
-            run = {}
-            for t in ids:
-                lists = {"structure": [tuple(x) for x in structure[t]], "embedding": knn[t]}
-                fused = linear_fusion(lists, {"structure": 1.0 - share, "embedding": share})
-                run[t] = [(f.doc_id, f.score) for f in fused][: args.depth]
+            run, out[bundle][str(share)] = fused_run(structure, knn, ids, qrels, share, args.depth)
             if args.runs:
                 name = f"{Path(bundle).parent.name}-{Path(bundle).name}-{share}.trec"
                 write_run(args.runs / name, run, tag=f"share{share}")
-            means = evaluate_run({t: [d for d, _ in r] for t, r in run.items()}, qrels, topics=ids).means
-            out[bundle][str(share)] = {k: round(v, 4) for k, v in means.items()}
             print(bundle, share, out[bundle][str(share)], flush=True)
     print(json.dumps(out))
 

@@ -31,6 +31,7 @@ from eqsearch.engine.model.structure_bag import StructureFeatures
 from eqsearch.export.structure_run import read_json, top_k_agreement
 from eqsearch.training.gcn_distill import (
     GcnTuneConfig,
+    average_states,
     cosine_figures,
     dev_qrels,
     embed_all,
@@ -38,6 +39,7 @@ from eqsearch.training.gcn_distill import (
     model_from_bundle,
     tune,
 )
+from eqsearch.training.loop import resolve_device
 from eqsearch.training.structure_data import TermData, read_formula_file, term_data
 from eqsearch.training.structure_distill import prepare
 from eqsearch.training.structure_teacher import Bm25Teacher
@@ -71,7 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--span-weight", type=float, default=0.0)
     parser.add_argument("--vector-weight", type=float, default=0.0, help="the network's own original cosine")
     parser.add_argument("--anchor-weight", type=float, default=1.0, help="weight of 1 - cos(new, original)")
+    parser.add_argument("--context-weight", type=float, default=0.0, help='"same document" in the teacher')
+    parser.add_argument("--same-document", type=int, default=0, help="neighbours per group from the seed's document")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (the batches are composed on the CPU)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the batches (runs of other seeds make a soup)")
     parser.add_argument("--prep-workers", type=int, default=1)
     parser.add_argument("--eval-every", type=int, default=0)
     parser.add_argument("--log-every", type=int, default=20)
@@ -79,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--init-state",
         type=Path,
-        help="start from these weights (a run's state-stepN.pt) instead of the bundle's; with --steps 0 the run "
-        "only evaluates and exports them",
+        action="append",
+        help="start from these weights (a run's state-stepN.pt) instead of the bundle's; given several times, from "
+        "their mean (a soup of runs of other seeds); with --steps 0 the run only evaluates and exports them",
     )
     parser.add_argument("--no-bundle", action="store_true")
     parser.add_argument(
@@ -107,31 +114,36 @@ def main(argv: list[str] | None = None) -> int:
         span_weight=args.span_weight,
         vector_weight=args.vector_weight,
         anchor_weight=args.anchor_weight,
+        context_weight=args.context_weight,
+        same_document=args.same_document,
         learning_rate=args.lr,
         warmup_steps=args.warmup,
         threads=args.threads,
         log_every=args.log_every,
+        device=args.device,
+        seed=args.seed,
     )
     result: dict[str, Any] = {
         "config": config.to_dict(),
         "start_bundle": str(source),
-        "init_state": str(args.init_state) if args.init_state else None,
+        "init_state": [str(p) for p in args.init_state or []],
         "argv": sys.argv[1:] if argv is None else argv,
     }
     clock = time.perf_counter()
     model, vocabulary = model_from_bundle(source)
     if args.init_state:
-        model.load_state_dict(torch.load(args.init_state, map_location="cpu", weights_only=True))
+        model.load_state_dict(average_states(args.init_state))
+    model.to(resolve_device(args.device))
     records = read_formula_file(args.formulas)
     held = [r.mathml for r in records if r.held_out]
     graphs, failed = featurize_all([r.mathml for r in records if not r.held_out], vocabulary)
-    training = [(r.mathml, g) for r, g in zip((r for r in records if not r.held_out), graphs, strict=True) if g]
+    training = [(r, g) for r, g in zip((r for r in records if not r.held_out), graphs, strict=True) if g]
     if args.limit:
         training = training[: args.limit]
     log(f"{len(training)} training formulas ({failed} left out: the featurizer refused them), {len(held)} held out")
     original = embed_all(model, [g for _, g in training])
     features = StructureFeatures()
-    cached = {"training": [m for m, _ in training], "held_out": held[:5000]}
+    cached = {"training": [r.mathml for r, _ in training], "held_out": held[:5000]}
     terms = {}
     for part, mathml in cached.items():
         key = hashlib.blake2b("\n".join(mathml).encode("utf-8"), digest_size=8).hexdigest()  # these formulas
@@ -143,7 +155,14 @@ def main(argv: list[str] | None = None) -> int:
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 terms[part].save(path)
-    data = prepare(cached["training"], features, vectors=original, views=False, terms=terms["training"])
+    data = prepare(
+        cached["training"],
+        features,
+        vectors=original,
+        views=False,
+        terms=terms["training"],
+        documents=[r.doc for r, _ in training],
+    )
     held_graphs = [g for g in featurize_all(held[:5000], vocabulary)[0] if g is not None]
     held_teacher = Bm25Teacher.build(terms["held_out"])
     dev = read_json(args.dev_mathml)
@@ -221,17 +240,17 @@ def main(argv: list[str] | None = None) -> int:
         from eqsearch.export.bundle import write_bundle
 
         write_bundle(
-            model,
+            model.cpu(),
             vocabulary,
             args.out / "bundle",
             training_config={
                 "fine_tuned_from": read_manifest(source).identity,
-                "init_state": str(args.init_state) if args.init_state else None,
+                "init_state": [str(p) for p in args.init_state or []],
                 "objective": "structural distillation + anchor (training/gcn_distill.py)",
                 **config.to_dict(),
                 "steps": history["steps"],
                 "train_seconds": history["train_seconds"],
-                "device": f"cpu, {args.threads} thread(s)",
+                "device": f"{resolve_device(args.device)}, {args.threads} CPU thread(s)",
             },
             data_summary=result["data"],
             evaluation={"dev_offline": result["dev"], "held_out_agreement": result["held_out_agreement"]},

@@ -31,6 +31,7 @@ from eqsearch.engine.model.vocabulary import Vocabulary
 from eqsearch.evaluation.trec import read_qrels
 from eqsearch.training.batching import graph_tensors
 from eqsearch.training.evaluate import embed_graphs
+from eqsearch.training.loop import resolve_device
 from eqsearch.training.model import FormulaEncoder, ModelConfig
 from eqsearch.training.structure_distill import (
     TrainingData,
@@ -80,6 +81,31 @@ def model_from_bundle(bundle: str | Path) -> tuple[FormulaEncoder, Vocabulary]:
     return model.eval(), Vocabulary.load(manifest.vocabulary_path)
 
 
+def average_states(paths: Sequence[str | Path]) -> dict[str, torch.Tensor]:
+    """The mean of several runs' weights (a "model soup": runs fine-tuned from the same start with other batches
+    average into one network whose vectors vary less from run to run than any one's). Integer entries (batch
+    counters) are taken from the first.
+
+    Raises:
+        ValueError: no paths, or the states do not hold the same weights.
+    """
+    if not paths:
+        raise ValueError("no states to average")
+    states = [torch.load(p, map_location="cpu", weights_only=True) for p in paths]
+    names = set(states[0])
+    for path, state in zip(paths[1:], states[1:], strict=True):
+        if set(state) != names:
+            raise ValueError(f"{path}: not the same network as {paths[0]}")
+    return {
+        name: (
+            torch.stack([s[name].float() for s in states]).mean(dim=0).to(value.dtype)
+            if value.is_floating_point()
+            else value
+        )
+        for name, value in states[0].items()
+    }
+
+
 def featurize_all(mathml: Sequence[str], vocabulary: Vocabulary) -> tuple[list[GraphArrays | None], int]:
     """Each formula's graph (None where the MathML is missing or malformed), and how many are None."""
     graphs: list[GraphArrays | None] = []
@@ -112,10 +138,16 @@ class GcnTuneConfig:
         bm25_weight, span_weight, vector_weight: the teacher's signals (`teacher_matrix`): the structural BM25, the
             sub-expression match, the network's own original cosine.
         anchor_weight: weight of ``1 - cos(new vector, original vector)`` (0: no anchor).
+        context_weight: weight of "from the same document" in the teacher (the paper's contextual signal; needs the
+            training formulas' documents, ``data.documents``).
+        same_document: neighbours per group drawn from the seed's own document (`MinedBatches`), so that batches hold
+            contextual pairs.
         learning_rate, warmup_steps: AdamW (no weight decay), linear warm-up then cosine decay to a tenth.
         seed: random seed of the batches.
         threads: torch intra-op threads.
         log_every: steps between log lines.
+        device: where the network trains (``cpu``, ``cuda``, ``auto``: `training.loop.resolve_device`); the batches
+            are composed on the CPU either way.
     """
 
     steps: int = 1000
@@ -129,11 +161,14 @@ class GcnTuneConfig:
     span_weight: float = 0.0
     vector_weight: float = 0.0
     anchor_weight: float = 1.0
+    context_weight: float = 0.0
+    same_document: int = 0
     learning_rate: float = 1e-4
     warmup_steps: int = 20
     seed: int = 0
     threads: int = 1
     log_every: int = 20
+    device: str = "cpu"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -150,9 +185,11 @@ def tune_step_loss(
 
     Shapes: teacher ``[B, B]`` (diagonal 1); original ``[B, D]`` unit vectors.
     """
-    z = torch.nn.functional.normalize(model(**graph_tensors(concatenate_graphs(graphs))), dim=1)
-    distill = distill_loss(z, None, teacher, config.tau_teacher, config.tau_student)
-    anchor = (1.0 - (z * original).sum(dim=1)).mean()
+    device = next(model.parameters()).device
+    inputs = {k: v.to(device, non_blocking=True) for k, v in graph_tensors(concatenate_graphs(graphs)).items()}
+    z = torch.nn.functional.normalize(model(**inputs), dim=1)
+    distill = distill_loss(z, None, teacher.to(device), config.tau_teacher, config.tau_student)
+    anchor = (1.0 - (z * original.to(device)).sum(dim=1)).mean()
     return {"loss": distill + config.anchor_weight * anchor, "distill": distill, "anchor": anchor}
 
 
@@ -178,8 +215,18 @@ def tune(
         raise ValueError(f"{len(graphs)} graphs for {len(data.terms)} formulas")
     torch.manual_seed(config.seed)
     torch.set_num_threads(config.threads)
+    model.to(resolve_device(config.device))
     rng = np.random.default_rng(config.seed)
-    batches = MinedBatches(data.teacher, seeds=config.seeds, per_seed=config.per_seed, pool=config.pool)
+    if (config.context_weight or config.same_document) and data.documents is None:
+        raise ValueError("the contextual signal needs the training formulas' documents (data.documents)")
+    batches = MinedBatches(
+        data.teacher,
+        seeds=config.seeds,
+        per_seed=config.per_seed,
+        pool=config.pool,
+        documents=data.documents,
+        same_document=config.same_document,
+    )
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
 
     def factor(step: int, elapsed: float) -> float:
@@ -203,6 +250,8 @@ def tune(
             data.spans,
             items,
             config.span_weight,
+            documents=data.documents,
+            context_weight=config.context_weight,
             vectors=data.vectors,
             vector_weight=config.vector_weight,
             bm25_weight=config.bm25_weight,

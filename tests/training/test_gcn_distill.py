@@ -15,6 +15,7 @@ from eqsearch.engine.model.structure_bag import StructureFeatures
 from eqsearch.export.bundle import write_bundle
 from eqsearch.training.gcn_distill import (
     GcnTuneConfig,
+    average_states,
     cosine_figures,
     embed_all,
     featurize_all,
@@ -37,15 +38,25 @@ FORMULAS += [f"<math>{_mi('f')}<mo>(</mo>{_mi(x)}<mo>)</mo><mo>=</mo><mn>{k}</mn
 FORMULAS += [f"<math><mfrac>{_mi(a)}{_mi(b)}</mfrac></math>" for a, b in ("ab", "xy", "pq", "uv")]
 
 
-def _tuned(anchor_weight: float, steps: int = 6) -> tuple[np.ndarray, np.ndarray, dict]:
+DOCUMENTS = [f"paper-{k // 3}" for k in range(len(FORMULAS))]
+
+
+def _tuned(anchor_weight: float, steps: int = 6, **options: float) -> tuple[np.ndarray, np.ndarray, dict]:
     torch.set_num_threads(1)
     model, vocabulary = model_from_bundle(default_bundle_path())
     graphs, failed = featurize_all(FORMULAS, vocabulary)
     assert failed == 0
     original = embed_all(model, graphs)
-    data = prepare(FORMULAS, StructureFeatures(), vectors=original, views=False)
+    data = prepare(FORMULAS, StructureFeatures(), vectors=original, views=False, documents=DOCUMENTS)
     config = GcnTuneConfig(
-        steps=steps, seeds=3, per_seed=4, pool=8, learning_rate=1e-3, warmup_steps=1, anchor_weight=anchor_weight
+        steps=steps,
+        seeds=3,
+        per_seed=4,
+        pool=8,
+        learning_rate=1e-3,
+        warmup_steps=1,
+        anchor_weight=anchor_weight,
+        **options,  # type: ignore[arg-type]
     )
     history = tune(config, model, graphs, data, log=lambda _: None)  # type: ignore[arg-type]
     return original, embed_all(model, graphs), {"history": history, "model": model, "graphs": graphs}
@@ -90,6 +101,36 @@ def test_a_few_steps_keep_the_loss_finite_and_move_the_vectors_less_with_a_stron
     manifest = read_manifest(bundle)
     assert manifest.encoder == "kdd20-gcn" and manifest.raw["parity"]["equations"] == len(FORMULAS)
     np.testing.assert_allclose(load_encoder(bundle).encode(FORMULAS), free, atol=1e-4)
+
+
+def test_a_soup_is_the_mean_of_the_runs_weights_and_other_networks_are_refused(tmp_path: Path) -> None:
+    _, _, first = _tuned(anchor_weight=0.0, steps=3)
+    _, _, second = _tuned(anchor_weight=0.0, steps=3, seed=1, same_document=1, context_weight=0.5)
+    paths = []
+    for k, run in enumerate((first, second)):
+        paths.append(tmp_path / f"state-{k}.pt")
+        torch.save(run["model"].state_dict(), paths[-1])
+    soup = average_states(paths)
+    a, b = first["model"].state_dict(), second["model"].state_dict()
+    weight = "layers.0.lin.weight" if "layers.0.lin.weight" in a else next(n for n, v in a.items() if v.ndim == 2)
+    assert not torch.equal(a[weight], b[weight])  # other batches (seed, contextual neighbours): other weights
+    torch.testing.assert_close(soup[weight], (a[weight] + b[weight]) / 2)
+    model, _ = model_from_bundle(default_bundle_path())
+    model.load_state_dict(soup)  # the soup is a network of the same shape
+    torch.save({"other": torch.zeros(2)}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="not the same network"):
+        average_states([paths[0], tmp_path / "other.pt"])
+    with pytest.raises(ValueError, match="no states"):
+        average_states([])
+
+
+def test_the_contextual_signal_needs_the_documents() -> None:
+    model, vocabulary = model_from_bundle(default_bundle_path())
+    graphs, _ = featurize_all(FORMULAS, vocabulary)
+    data = prepare(FORMULAS, StructureFeatures(), vectors=embed_all(model, graphs), views=False)
+    config = GcnTuneConfig(steps=1, seeds=2, per_seed=2, pool=4, context_weight=0.5)
+    with pytest.raises(ValueError, match="documents"):
+        tune(config, model, graphs, data, log=lambda _: None)  # type: ignore[arg-type]
 
 
 def test_cosine_figures_rank_by_cosine_and_leave_out_zero_rows() -> None:
