@@ -43,6 +43,11 @@ import org.elasticsearch.xcontent.XContentParser;
  */
 public final class Bm25RescorerBuilder extends RescorerBuilder<Bm25RescorerBuilder> {
     public static final String NAME = "eqsearch_bm25";
+    /**
+     * The name a request with {@code except_rare} travels under between nodes (plugin 1.3): without a rule the request
+     * is written as plugin 1.2 wrote it, so that a node of either version reads what the other sends.
+     */
+    public static final String EXCEPT_RARE_WIRE_NAME = "eqsearch_bm25_except_rare";
     static final int MAX_TERMS = 16_384;
     static final int MAX_TERM_LENGTH = 1_024;
     static final float MAX_BOOST = 1_000_000f;
@@ -100,14 +105,24 @@ public final class Bm25RescorerBuilder extends RescorerBuilder<Bm25RescorerBuild
         this.exceptRare = exceptRare;
     }
 
+    /** Reads the request as plugin 1.2 wrote it (no rule): a node of 1.2 and one of 1.3 exchange it alike. */
     public Bm25RescorerBuilder(StreamInput in) throws IOException {
+        this(in, false);
+    }
+
+    /** Reads the request with a rule, which travels under its own name ({@link #EXCEPT_RARE_WIRE_NAME}). */
+    static Bm25RescorerBuilder readWithRule(StreamInput in) throws IOException {
+        return new Bm25RescorerBuilder(in, true);
+    }
+
+    private Bm25RescorerBuilder(StreamInput in, boolean withRule) throws IOException {
         super(in);
         terms = in.readStringArray();
         boosts = in.readFloatArray();
         replace = in.readBoolean();
         field = in.readString();
         forwardField = in.readString();
-        exceptRare = RareTerms.read(in);
+        exceptRare = withRule ? RareTerms.readRule(in) : null;
     }
 
     public static Bm25RescorerBuilder fromXContent(XContentParser parser) throws IOException {
@@ -175,12 +190,14 @@ public final class Bm25RescorerBuilder extends RescorerBuilder<Bm25RescorerBuild
         out.writeBoolean(replace);
         out.writeString(field);
         out.writeString(forwardField);
-        RareTerms.write(out, exceptRare);
+        if (exceptRare != null) {
+            exceptRare.writeRule(out);
+        }
     }
 
     @Override
     public String getWriteableName() {
-        return NAME;
+        return exceptRare == null ? NAME : EXCEPT_RARE_WIRE_NAME;
     }
 
     @Override

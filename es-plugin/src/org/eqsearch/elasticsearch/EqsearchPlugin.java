@@ -30,7 +30,12 @@ public class EqsearchPlugin extends Plugin implements SearchPlugin {
         return List.of(
             new RescorerSpec<>(StructureRescorerBuilder.NAME, StructureRescorerBuilder::new, StructureRescorerBuilder::fromXContent),
             new RescorerSpec<>(MaxSimRescorerBuilder.NAME, MaxSimRescorerBuilder::new, MaxSimRescorerBuilder::fromXContent),
-            new RescorerSpec<>(Bm25RescorerBuilder.NAME, Bm25RescorerBuilder::new, Bm25RescorerBuilder::fromXContent)
+            new RescorerSpec<>(Bm25RescorerBuilder.NAME, Bm25RescorerBuilder::new, Bm25RescorerBuilder::fromXContent),
+            new RescorerSpec<>(
+                Bm25RescorerBuilder.EXCEPT_RARE_WIRE_NAME,
+                Bm25RescorerBuilder::readWithRule,
+                Bm25RescorerBuilder::fromXContent
+            )
         );
     }
 }

@@ -58,17 +58,28 @@ record RareTerms(double maxShare, long minMatches, int atLeast) {
         }
     }
 
+    /** A rule or none, as {@link #write} wrote it. */
     static RareTerms read(StreamInput in) throws IOException {
-        return in.readBoolean() ? new RareTerms(in.readDouble(), in.readVLong(), in.readVInt()) : null;
+        return in.readBoolean() ? readRule(in) : null;
     }
 
+    /** A rule or none. */
     static void write(StreamOutput out, RareTerms rare) throws IOException {
         out.writeBoolean(rare != null);
         if (rare != null) {
-            out.writeDouble(rare.maxShare);
-            out.writeVLong(rare.minMatches);
-            out.writeVInt(rare.atLeast);
+            rare.writeRule(out);
         }
+    }
+
+    /** A rule, as {@link #writeRule} wrote it. */
+    static RareTerms readRule(StreamInput in) throws IOException {
+        return new RareTerms(in.readDouble(), in.readVLong(), in.readVInt());
+    }
+
+    void writeRule(StreamOutput out) throws IOException {
+        out.writeDouble(maxShare);
+        out.writeVLong(minMatches);
+        out.writeVInt(atLeast);
     }
 
     /** Writes the rule as the object {@code key} of a request. */
