@@ -101,12 +101,8 @@ def linear_fusion(rankings: Mapping[str, Ranking], weights: Mapping[str, float])
         The fused documents, best first.
     """
     scores, ranks = _collect(rankings)
-    normalised = {name: min_max(ranking) for name, ranking in rankings.items()}
-    fused = []
-    for doc_id, by_list in scores.items():
-        total = sum(weights.get(name, 0.0) * normalised[name].get(doc_id, 0.0) for name in rankings)
-        fused.append(Fused(doc_id, total, by_list, ranks[doc_id]))
-    return _sorted(fused)
+    totals = dict(_linear_scores(rankings, weights))
+    return _sorted([Fused(doc_id, totals[doc_id], by_list, ranks[doc_id]) for doc_id, by_list in scores.items()])
 
 
 def blend_sides(
