@@ -412,9 +412,14 @@ def breakdown(args: argparse.Namespace) -> None:
             query = HybridQuery(latex=latex, highlight=False)
             for name, service in services:
                 formula = service.formulas.get(read_query_variables(latex))
-                body = dict(service._searches(query, formula, 100, []))["structure"]
+                sent = dict(service._searches(query, formula, 100, []))
+                body = sent["structure"]
                 bodies.setdefault(f"{name} as sent", []).append(body)
-                if name == "default shard-rare":  # its first stage alone, collecting the top K: pruning at work?
+                if name == "default":  # the reference: the kNN list of the same query
+                    bodies.setdefault("the kNN list (embedding) as sent", []).append(sent["embedding"])
+                if name == "default shard-rare":  # the paper ids too (before update 14), and its first stage alone
+                    with_papers = {**body, "docvalue_fields": list(query_module.RANKING_FIELDS)}
+                    bodies.setdefault("default shard-rare as sent, + paper_id", []).append(with_papers)
                     for top in (10, 100, 300):
                         first = {key: value for key, value in body.items() if key not in ("rescore", "docvalue_fields")}
                         bodies.setdefault(f"default first stage alone, top {top}, no fields", []).append(
