@@ -106,7 +106,7 @@ echo "screened after ${SECONDS}s"
 # 4. what comes back: the merged screen, the logs and results, the soups' weights at four steps, the weights of the
 #    best other cells (at most 4)
 "$PY" - "$WORK" "$OUT" "$VARIANTS" <<'EOF'
-import json, shutil, sys, tarfile
+import json, sys, tarfile
 from pathlib import Path
 work, out = Path(sys.argv[1]), Path(sys.argv[2])
 screen = {}
