@@ -16,6 +16,12 @@ once each with their counts, to the same Lucene query as the ``bool`` of ``term`
 shard chooses the rare terms itself from its own frequencies, so that the client sends no ``_termvectors`` request
 first; the BM25 rescorer with the same rule (``except_rare``) adds the other terms' BM25 to the window.
 
+Plugin 1.4 also computes the MaxSim rerank's scores in the fetch phase of the ranked lists themselves (the
+``eqsearch_maxsim`` search extension, `maxsim_ext`): each returned hit of the structural and the kNN lists brings its
+MaxSim score in its ``fields`` (`MAXSIM_HIT_FIELD`), the same score as the rescorer's, so the MaxSim rerank needs no
+second request (`PluginUse.maxsim_in_lists`). A 1.3 node does not know the extension: it is sent only where every
+node has 1.4; the rescorer (`maxsim_body`) stays for clusters of 1.1 to 1.3.
+
 A cluster may lack the plugin (a hosted cluster, another version, a node added later): `detect_plugin` asks
 ``_nodes/plugins`` once, and the engine uses the plugin only when every node has a compatible version of it; otherwise
 it sends the plain requests, and `PluginSupport.note` says why in one line (``eqsearch es check``, the admin page).
@@ -38,6 +44,7 @@ from eqsearch.engine.search.termstats import RareRule
 
 __all__ = [
     "BM25_RESCORER",
+    "MAXSIM_HIT_FIELD",
     "PLUGIN_MAJOR",
     "PLUGIN_NAME",
     "STRUCTURE_RESCORER",
@@ -47,6 +54,7 @@ __all__ = [
     "bm25_rescore",
     "detect_plugin",
     "maxsim_body",
+    "maxsim_ext",
     "plugin_support",
     "structure_rescore",
     "terms_query",
@@ -62,6 +70,9 @@ STRUCTURE_RESCORER = "eqsearch_structure"
 MAXSIM_RESCORER = "eqsearch_maxsim"
 MAXSIM_SINCE = (1, 1)
 MAXSIM_MISSING = -2.0
+#: The search extension that puts each returned hit's MaxSim score in its fields (plugin 1.4 and later), and that field.
+MAXSIM_FETCH_SINCE = (1, 4)
+MAXSIM_HIT_FIELD = "eqsearch_maxsim"
 #: The BM25 rescorer over the forward index (plugin 1.2 and later).
 BM25_RESCORER = "eqsearch_bm25"
 BM25_SINCE = (1, 2)
@@ -82,6 +93,8 @@ class PluginSupport:
         maxsim: every node's plugin also has the MaxSim rescorer (`MAXSIM_SINCE`).
         bm25: every node's plugin also has the forward-index BM25 rescorer (`BM25_SINCE`).
         terms: every node's plugin also has the first-stage query and the rescorer's rare-term rule (`TERMS_SINCE`).
+        maxsim_fetch: every node's plugin also has the MaxSim search extension of the fetch phase
+            (`MAXSIM_FETCH_SINCE`).
     """
 
     available: bool
@@ -91,6 +104,7 @@ class PluginSupport:
     maxsim: bool = False
     bm25: bool = False
     terms: bool = False
+    maxsim_fetch: bool = False
 
 
 def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
@@ -104,6 +118,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
     with_maxsim = 0
     with_bm25 = 0
     with_terms = 0
+    with_maxsim_fetch = 0
     versions: set[str] = set()
     for node in nodes.values():
         for plugin in node.get("plugins") or []:
@@ -116,6 +131,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
                 with_maxsim += _version_tuple(version) >= MAXSIM_SINCE
                 with_bm25 += _version_tuple(version) >= BM25_SINCE
                 with_terms += _version_tuple(version) >= TERMS_SINCE
+                with_maxsim_fetch += _version_tuple(version) >= MAXSIM_FETCH_SINCE
     total = len(nodes)
     if total and compatible == total:
         return PluginSupport(
@@ -126,6 +142,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
             maxsim=with_maxsim == total,
             bm25=with_bm25 == total,
             terms=with_terms == total,
+            maxsim_fetch=with_maxsim_fetch == total,
         )
     if compatible or versions:
         return PluginSupport(
@@ -186,15 +203,24 @@ class PluginUse:
             allow it (`forward_index`); False keeps the plain BM25 rescore (a benchmark's side-by-side).
         shard_rare_terms: whether the shard may choose the first stage's rare terms where the plugin and the index
             allow it (`shard_rare_terms`); False keeps the client's choice from ``_termvectors`` (a side-by-side).
+        maxsim_in_lists: whether the ranked lists may bring the MaxSim scores where the plugin and the index allow
+            it (`maxsim_in_lists`); False keeps the rescorer's second request (a side-by-side).
     """
 
     def __init__(
-        self, client: Any, wanted: bool | None = None, *, forward_index: bool = True, shard_rare_terms: bool = True
+        self,
+        client: Any,
+        wanted: bool | None = None,
+        *,
+        forward_index: bool = True,
+        shard_rare_terms: bool = True,
+        maxsim_in_lists: bool = True,
     ) -> None:
         self.client = client
         self.wanted = wanted
         self.use_forward_index = forward_index
         self.use_shard_rare_terms = shard_rare_terms
+        self.use_maxsim_in_lists = maxsim_in_lists
         self._support: PluginSupport | None = None
         self._mapped: dict[tuple[str, str], bool] = {}
 
@@ -202,6 +228,11 @@ class PluginUse:
         """Whether the MaxSim rerank can run in the node on ``alias``: every node has the MaxSim rescorer and the
         index maps `NODE_VECTORS_FIELD` (asked once per alias; `forget_indices` asks again)."""
         return self.active and self.support.maxsim and self._maps(alias, NODE_VECTORS_FIELD)
+
+    def maxsim_in_lists(self, alias: str) -> bool:
+        """Whether the ranked lists can bring their hits' MaxSim scores on ``alias`` (`maxsim_ext`): the MaxSim rerank
+        can run in the node there (`stored_node_vectors`) and every node has plugin 1.4's search extension."""
+        return self.use_maxsim_in_lists and self.stored_node_vectors(alias) and self.support.maxsim_fetch
 
     def forward_index(self, alias: str) -> bool:
         """Whether the structural list's window BM25 can come from the forward index on ``alias``: every node has
@@ -330,32 +361,46 @@ def terms_query(counts: Mapping[str, int], rare: RareRule | None = None) -> dict
     return {TERMS_QUERY: body}
 
 
-def maxsim_body(eq_ids: Sequence[str], query_nodes: Any, *, symmetric: bool) -> dict[str, Any]:
-    """The search that scores the equations ``eq_ids`` by MaxSim of the query's node vectors against their stored
-    ones, inside the node (the ``eqsearch_maxsim`` rescorer); a candidate without stored vectors scores
-    `MAXSIM_MISSING`. The query's vectors travel as base64 float32, little-endian, row by row.
-
-    Shapes:
-        query_nodes: ``[nodes, width]``.
-    """
+def _maxsim_request(query_nodes: Any, symmetric: bool) -> dict[str, Any]:
+    """The MaxSim request the rescorer and the search extension share: the query's vectors as base64 float32,
+    little-endian, row by row."""
     import base64
 
     import numpy as np
 
     nodes = np.ascontiguousarray(query_nodes, dtype="<f4")
     return {
+        "query_vectors": base64.b64encode(nodes.tobytes()).decode("ascii"),
+        "dims": int(nodes.shape[1]),
+        "symmetric": symmetric,
+        "field": NODE_VECTORS_FIELD,
+    }
+
+
+def maxsim_body(eq_ids: Sequence[str], query_nodes: Any, *, symmetric: bool) -> dict[str, Any]:
+    """The search that scores the equations ``eq_ids`` by MaxSim of the query's node vectors against their stored
+    ones, inside the node (the ``eqsearch_maxsim`` rescorer); a candidate without stored vectors scores
+    `MAXSIM_MISSING`.
+
+    Shapes:
+        query_nodes: ``[nodes, width]``.
+    """
+    return {
         "query": {"ids": {"values": list(eq_ids)}},
         "size": len(eq_ids),
-        "rescore": {
-            "window_size": len(eq_ids),
-            MAXSIM_RESCORER: {
-                "query_vectors": base64.b64encode(nodes.tobytes()).decode("ascii"),
-                "dims": int(nodes.shape[1]),
-                "symmetric": symmetric,
-                "field": NODE_VECTORS_FIELD,
-            },
-        },
+        "rescore": {"window_size": len(eq_ids), MAXSIM_RESCORER: _maxsim_request(query_nodes, symmetric)},
         "stored_fields": "_none_",
         "docvalue_fields": ["eq_id"],
         "track_total_hits": False,
     }
+
+
+def maxsim_ext(query_nodes: Any, *, symmetric: bool) -> dict[str, Any]:
+    """A search body's ``ext`` that asks plugin 1.4 for each returned hit's MaxSim score against the query's node
+    vectors, in the hit's ``fields`` under `MAXSIM_HIT_FIELD` (absent for a hit without stored vectors); the
+    search's own scores and order are untouched. The same scores as `maxsim_body`'s, to the last bit (one code).
+
+    Shapes:
+        query_nodes: ``[nodes, width]``.
+    """
+    return {MAXSIM_RESCORER: _maxsim_request(query_nodes, symmetric)}

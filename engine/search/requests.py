@@ -14,6 +14,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 from eqsearch.engine.search.errors import call, list_failed
+from eqsearch.engine.search.plugin import MAXSIM_HIT_FIELD
 from eqsearch.engine.search.query import page_body
 
 __all__ = ["RankedLists", "fetch_page", "fetch_sources", "ranked_lists"]
@@ -42,12 +43,15 @@ class RankedLists:
             `engine.search.query.TEXT_COUNT_LIMIT`; 0 without keywords).
         missing_shards: how many shard searches failed (a cluster that lost a node answers from the shards it
             still has).
+        maxsim: eq_id -> MaxSim score, of the hits that brought one (plugin 1.4's search extension,
+            `engine.search.plugin.maxsim_ext`, sent with the formula lists; empty otherwise).
     """
 
     lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     paper_of: dict[str, str] = field(default_factory=dict)
     text_total: int = 0
     missing_shards: int = 0
+    maxsim: dict[str, float] = field(default_factory=dict)
 
 
 def ranked_lists(client: Elasticsearch, index: str, searches: Sequence[tuple[str, dict[str, Any]]]) -> RankedLists:
@@ -73,6 +77,8 @@ def ranked_lists(client: Elasticsearch, index: str, searches: Sequence[tuple[str
             ranking.append((eq_id, float(hit["_score"] or 0.0)))
             if "paper_id" in fields:
                 found.paper_of[eq_id] = fields["paper_id"][0]
+            if MAXSIM_HIT_FIELD in fields:
+                found.maxsim[eq_id] = float(fields[MAXSIM_HIT_FIELD][0])
         found.lists[name] = ranking
         if name == "text":
             found.text_total = int((hits.get("total") or {}).get("value", len(ranking)))

@@ -8,7 +8,7 @@
    the words, kNN on the context vectors) and send them as one ``_msearch`` of ranked ids (`requests`);
 4. keep the candidates a pattern with variables matches (`pattern_filter`);
 5. blend each side's lists and fuse the sides (`fusion`), with the optional MaxSim rerank of the formula side
-   (`maxsim`);
+   (`maxsim`; with plugin 1.4 and stored node vectors, its scores come with the formula lists of step 3);
 6. cut the page (`results.select_page`), fetch its equations with highlights (`requests`) and mark what of each
    formula matched (`highlight`).
 
@@ -39,7 +39,7 @@ from eqsearch.engine.search.maxsim import (
     stored_maxsim_scores,
 )
 from eqsearch.engine.search.pattern_filter import FORMULA_LISTS, pattern_matches
-from eqsearch.engine.search.plugin import PluginUse
+from eqsearch.engine.search.plugin import PluginUse, maxsim_ext
 from eqsearch.engine.search.query import (
     HybridQuery,
     candidate_window,
@@ -198,6 +198,7 @@ class SearchService:
             )
         list_depth = max(list_depth, self.ranking.maxsim_window)  # the lists fill the MaxSim window
         searches = self._searches(query, formula, list_depth, warnings)
+        maxsim_in_lists = self._ask_maxsim_in_lists(searches, formula)
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
         try:
@@ -207,6 +208,7 @@ class SearchService:
                 raise
             warnings.append(self.plugin.support.note)
             found = ranked_lists(self.client, self.equations_alias, self._searches(query, formula, list_depth, []))
+            maxsim_in_lists = False
         if found.missing_shards:
             warnings.append(
                 f"partial results: {found.missing_shards} shard searches did not answer (a node of the cluster is "
@@ -219,7 +221,7 @@ class SearchService:
                     f"no formula among the {self.pattern_candidates} nearest candidates matches the pattern "
                     f"{query.latex}; try fewer symbols around the variables"
                 )
-        fused = self._fuse(query, self._sides(found, formula), found)
+        fused = self._fuse(query, self._sides(found, formula, maxsim_in_lists), found)
         page_items, total = select_page(fused, found.paper_of, query, found.text_total)
         hits = self._page_hits(page_items, query, formula, channels_of(found.lists))
         groups = group_hits(hits) if query.group_by_paper else []
@@ -282,9 +284,12 @@ class SearchService:
             return None
         return formula.structure_vector if self.meta.structure_encoder() == self.structure_encoder.identity else None
 
-    def _sides(self, found: RankedLists, formula: QueryFormula | None) -> dict[str, list[tuple[str, float]]]:
+    def _sides(
+        self, found: RankedLists, formula: QueryFormula | None, maxsim_in_lists: bool = False
+    ) -> dict[str, list[tuple[str, float]]]:
         """The ``formula`` side (structure and embedding lists, blended by the ranking's weights, then the MaxSim
-        rerank when the ranking has one) and the ``text`` side (the words' BM25 and the context lists)."""
+        rerank when the ranking has one: with ``maxsim_in_lists``, from the scores the lists brought) and the
+        ``text`` side (the words' BM25 and the context lists)."""
         sides = blend_sides(
             found.lists,
             {
@@ -293,7 +298,10 @@ class SearchService:
             },
         )
         if formula is not None and formula.nodes is not None and sides.get("formula"):
-            sides["formula"] = self._maxsim_rerank(sides["formula"], formula.nodes)
+            if maxsim_in_lists:  # the scores the lists brought (plugin 1.4)
+                sides["formula"] = self._maxsim_rerank(sides["formula"], formula.nodes, found.maxsim)
+            else:
+                sides["formula"] = self._maxsim_rerank(sides["formula"], formula.nodes)
         return sides
 
     def _fuse(self, query: HybridQuery, sides: dict[str, list[tuple[str, float]]], found: RankedLists) -> list[Fused]:
@@ -363,13 +371,44 @@ class SearchService:
             return None
         return rarest_terms(structure.tokens, frequencies, max_share=share, min_matches=window)
 
-    def _maxsim_rerank(self, ranking: list[tuple[str, float]], query_nodes: np.ndarray) -> list[tuple[str, float]]:
-        """The formula side's top ``maxsim_window`` reranked by MaxSim (`engine.search.maxsim`)."""
-        stored = None
-        if (  # scored inside the node, from stored vectors of this service's node encoder (the index's _meta)
-            self.plugin.stored_node_vectors(self.equations_alias)
-            and self.meta.read().get("node_vectors") == getattr(self.node_encoder, "identity", None)
+    def _stores_node_vectors(self) -> bool:
+        """Whether MaxSim can be scored inside the node: every node has the plugin's MaxSim and the index stores the
+        node vectors of this service's node encoder (its ``_meta`` names it)."""
+        identity = getattr(self.node_encoder, "identity", None)
+        return (
+            self.plugin.stored_node_vectors(self.equations_alias) and self.meta.read().get("node_vectors") == identity
+        )
+
+    def _ask_maxsim_in_lists(self, searches: list[tuple[str, dict[str, Any]]], formula: QueryFormula | None) -> bool:
+        """Adds plugin 1.4's MaxSim extension (`engine.search.plugin.maxsim_ext`) to the formula lists' requests
+        where the ranking reranks by MaxSim, the node can score it (`_stores_node_vectors`) and every node has 1.4;
+        returns whether it did (then the lists bring the scores, and no second request is sent)."""
+        if (
+            formula is None
+            or formula.nodes is None
+            or self.ranking.maxsim_window <= 0
+            or not self.plugin.maxsim_in_lists(self.equations_alias)
+            or not self._stores_node_vectors()
         ):
+            return False
+        ext = maxsim_ext(formula.nodes, symmetric=self.ranking.maxsim_symmetric)
+        for name, body in searches:
+            if name in FORMULA_LISTS:
+                body["ext"] = ext
+        return True
+
+    def _maxsim_rerank(
+        self, ranking: list[tuple[str, float]], query_nodes: np.ndarray, brought: dict[str, float] | None = None
+    ) -> list[tuple[str, float]]:
+        """The formula side's top ``maxsim_window`` reranked by MaxSim (`engine.search.maxsim`): from the scores the
+        ranked lists ``brought`` (plugin 1.4), or by the node's rescorer in a second request, or computed here."""
+        stored = None
+        if brought is not None:
+
+            def stored(ids: list[str]) -> dict[str, float]:
+                return {eq_id: brought[eq_id] for eq_id in ids if eq_id in brought}
+
+        elif self._stores_node_vectors():  # in the node, from stored vectors of this service's node encoder
             symmetric = self.ranking.maxsim_symmetric
 
             def stored(ids: list[str]) -> dict[str, float]:

@@ -39,17 +39,19 @@ def _started_before_install(es_client, es_config) -> bool:
 
 @pytest.fixture(scope="module")
 def require_plugin(es_client, es_config):
-    """Returns a check: ``require_plugin(maxsim=False, bm25=False, terms=False)`` skips or fails the test when the
-    node lacks the plugin (or its MaxSim or BM25 rescorer, or its first-stage query of plugin 1.3)."""
+    """Returns a check: ``require_plugin(maxsim=False, bm25=False, terms=False, maxsim_fetch=False)`` skips or fails
+    the test when the node lacks the plugin (or its MaxSim or BM25 rescorer, or its first-stage query of plugin 1.3,
+    or its MaxSim search extension of plugin 1.4)."""
     on_ci = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
-    def check(*, maxsim: bool = False, bm25: bool = False, terms: bool = False) -> None:
+    def check(*, maxsim: bool = False, bm25: bool = False, terms: bool = False, maxsim_fetch: bool = False) -> None:
         support = detect_plugin(es_client)
         if (
             support.available
             and (support.maxsim or not maxsim)
             and (support.bm25 or not bm25)
             and (support.terms or not terms)
+            and (support.maxsim_fetch or not maxsim_fetch)
         ):
             return
         wanted = (
@@ -59,6 +61,8 @@ def require_plugin(es_client, es_config):
             if bm25
             else " with the eqsearch_terms query (1.3)"
             if terms
+            else " with the eqsearch_maxsim search extension (1.4)"
+            if maxsim_fetch
             else ""
         )
         message = f"the node has no eqsearch plugin{wanted}: {support.note}"

@@ -1,6 +1,8 @@
 """MaxSim over node vectors written by the real ingest job (``--node-vectors``), scored inside a real node by the
 plugin, against the same rerank computed by the search service from the candidates' MathML (float32 node states):
-the scores agree to the int8 rounding of both sides' unit rows, and the rankings are the same."""
+the scores agree to the int8 rounding of both sides' unit rows, and the rankings are the same. With plugin 1.4 the
+ranked lists bring the MaxSim scores (the fetch phase's search extension): the same ranking and scores, to the last
+bit, as the rescorer's second request, and that request is no longer sent."""
 
 from __future__ import annotations
 
@@ -72,6 +74,33 @@ def test_maxsim_in_the_node_ranks_as_the_services_own(plugin_client, require_plu
     assert swaps < 10 * len(topics)  # a few near-ties per topic, not a different ranking
     assert in_node.node_vectors.computed == 0  # no candidate's node vectors were computed by the service
     assert client.node_vectors.computed > 0
+
+
+def _searches_of(client, index: str) -> int:
+    """How many shard query phases the node has run on ``index`` (its search statistics)."""
+    stats = client.indices.stats(index=index, metric="search")
+    return int(stats["_all"]["total"]["search"]["query_total"])
+
+
+def test_the_lists_bring_the_scores_the_second_request_gave(plugin_client, require_plugin, converter, ingested):
+    require_plugin(maxsim_fetch=True)
+    indexed, encoder, topics = ingested
+    ranking = get_ranker(RANKER)
+    in_lists = indexed.service(encoder, converter, ranking=ranking, depth=100)
+    second = indexed.service(encoder, converter, ranking=ranking, depth=100)
+    second.plugin.use_maxsim_in_lists = False
+    alias = in_lists.equations_alias
+    assert in_lists.plugin.maxsim_in_lists(alias) and not second.plugin.maxsim_in_lists(alias)
+    shards = len({shard["shard"] for shard in plugin_client.cat.shards(index=alias, format="json")})
+    for latex in topics:
+        before = _searches_of(plugin_client, alias)
+        lists_run = formula_ranking(in_lists, latex, 100)
+        middle = _searches_of(plugin_client, alias)
+        second_run = formula_ranking(second, latex, 100)
+        after = _searches_of(plugin_client, alias)
+        assert lists_run == second_run  # the same ids and the same floats
+        assert (after - middle) - (middle - before) == shards  # one search fewer: no second request
+    assert in_lists.node_vectors.computed == 0 and second.node_vectors.computed == 0
 
 
 def test_a_ranker_of_another_node_output_is_scored_by_the_service(plugin_client, converter, ingested):

@@ -2,9 +2,11 @@
 to int8 in the node) against the int8 node vectors stored with each equation equals `maxsim_scores` on those rounded
 vectors (both directions, within rounding) and lies within 0.03 of it on the float vectors; an equation without
 stored vectors is told apart; the service's MaxSim step scores in the node where the index stores vectors; hostile
-bodies get 400s.
+bodies get 400s. And plugin 1.4's ``eqsearch_maxsim`` search extension: the fetch phase gives every returned hit the
+rescorer's score to the last bit, leaves the search's own scores and order alone, and refuses the same hostile bodies.
 
-Skipped when the node lacks the plugin's MaxSim (plugin 1.1 and later; ``conftest.py`` says when CI fails instead).
+Skipped when the node lacks the plugin's MaxSim (plugin 1.1 and later; the extension's tests: 1.4 and later;
+``conftest.py`` says when CI fails instead).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pytest
 from eqsearch.engine.index.documents import node_vectors_value
 from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, NODE_VECTORS_MAPPING
 from eqsearch.engine.search.maxsim import maxsim_scores, stored_maxsim_scores
-from eqsearch.engine.search.plugin import MAXSIM_RESCORER, PluginUse, maxsim_body
+from eqsearch.engine.search.plugin import MAXSIM_HIT_FIELD, MAXSIM_RESCORER, PluginUse, maxsim_body, maxsim_ext
 
 pytestmark = pytest.mark.es
 
@@ -64,10 +66,65 @@ def test_the_node_computes_maxsim_of_the_stored_vectors(es_client, plugin_index,
     assert len(set(np.round(got, 4))) > 30  # the scores differ: the comparison compared something
 
 
-def _status(es_client, index: str, rescorer: dict) -> tuple[int, str]:
+def test_the_fetch_phase_gives_each_hit_the_rescorers_score_to_the_last_bit(es_client, plugin_index, require_plugin):
+    require_plugin(maxsim_fetch=True)
+    index, vectors = plugin_index
+    for seed, symmetric in [(11, False), (12, True), (13, False)]:
+        query = np.random.default_rng(seed).normal(size=(int(seed % 7 + 3), DIMS)).astype(np.float32)
+        rescored = stored_maxsim_scores(es_client, index, [*vectors, "bare"], query, symmetric=symmetric)
+        plain = es_client.search(
+            index=index,
+            query={"function_score": {"query": {"match_all": {}}, "random_score": {"seed": seed, "field": "eq_id"}}},
+            size=50,
+            stored_fields="_none_",
+            docvalue_fields=["eq_id"],
+        )["hits"]["hits"]
+        found = es_client.search(
+            index=index,
+            query={"function_score": {"query": {"match_all": {}}, "random_score": {"seed": seed, "field": "eq_id"}}},
+            size=50,
+            stored_fields="_none_",
+            docvalue_fields=["eq_id"],
+            ext=maxsim_ext(query, symmetric=symmetric),
+        )["hits"]["hits"]
+        # the search's own scores and order are untouched
+        assert [(hit["fields"]["eq_id"], hit["_score"]) for hit in found] == [
+            (hit["fields"]["eq_id"], hit["_score"]) for hit in plain
+        ]
+        brought = {
+            hit["fields"]["eq_id"][0]: hit["fields"][MAXSIM_HIT_FIELD][0]
+            for hit in found
+            if MAXSIM_HIT_FIELD in hit["fields"]
+        }
+        assert brought == rescored  # the same floats, and the bare equation has no score in either
+        assert "bare" not in brought and len(brought) == len(vectors)
+
+
+def test_the_fetch_phase_leaves_a_search_without_the_extension_alone(es_client, plugin_index, require_plugin):
+    require_plugin(maxsim_fetch=True)
+    index, _ = plugin_index
+    hits = es_client.search(index=index, size=5, stored_fields="_none_", docvalue_fields=["eq_id"])["hits"]["hits"]
+    assert hits and all(set(hit["fields"]) == {"eq_id"} for hit in hits)
+
+
+def test_an_index_without_node_vectors_gives_no_scores(es_client, index_name, require_plugin):
+    require_plugin(maxsim_fetch=True)
+    index = f"{index_name}-bare"
+    es_client.indices.create(index=index, mappings={"properties": {"eq_id": {"type": "keyword"}}})
+    es_client.index(index=index, id="a", document={"eq_id": "a"}, refresh=True)
+    ext = maxsim_ext(np.ones((2, DIMS), dtype=np.float32), symmetric=False)
+    hits = es_client.search(index=index, docvalue_fields=["eq_id"], ext=ext)["hits"]["hits"]
+    assert len(hits) == 1 and MAXSIM_HIT_FIELD not in hits[0]["fields"]
+
+
+def _status(es_client, index: str, rescorer: dict, where: str = "rescore") -> tuple[int, str]:
     from elasticsearch import ApiError
 
-    body = {"query": {"match_all": {}}, "rescore": {"window_size": 10, MAXSIM_RESCORER: rescorer}}
+    body = {"query": {"match_all": {}}}
+    if where == "rescore":
+        body["rescore"] = {"window_size": 10, MAXSIM_RESCORER: rescorer}
+    else:
+        body["ext"] = {MAXSIM_RESCORER: rescorer}
     try:
         es_client.search(index=index, **body)
     except ApiError as error:
@@ -90,9 +147,14 @@ def _status(es_client, index: str, rescorer: dict) -> tuple[int, str]:
     ],
     ids=lambda value: None,
 )
-def test_a_hostile_maxsim_body_gets_a_400_that_says_what_is_wrong(es_client, plugin_index, rescorer, says):
+@pytest.mark.parametrize("where", ["rescore", "ext"])
+def test_a_hostile_maxsim_body_gets_a_400_that_says_what_is_wrong(
+    es_client, plugin_index, require_plugin, rescorer, says, where
+):
+    if where == "ext":
+        require_plugin(maxsim_fetch=True)
     index, _ = plugin_index
-    status, text = _status(es_client, index, rescorer)
+    status, text = _status(es_client, index, rescorer, where)
     assert status == 400, text
     assert says in text
 
@@ -106,3 +168,18 @@ def test_the_service_step_uses_the_node_only_where_the_index_stores_vectors(es_c
     assert not PluginUse(es_client, wanted=False).stored_node_vectors(index)
     body = maxsim_body(["e1"], np.ones((2, DIMS), dtype=np.float32), symmetric=False)
     assert body["rescore"][MAXSIM_RESCORER]["dims"] == DIMS and body["size"] == 1
+
+
+@pytest.mark.parametrize("body", ["[]", '"x"', "{", '{"query_vectors": 5, "dims": "many"}', "null"])
+def test_an_ext_that_is_not_an_object_of_its_fields_gets_a_400(es_client, plugin_index, require_plugin, body):
+    from elasticsearch import ApiError
+
+    require_plugin(maxsim_fetch=True)
+    index, _ = plugin_index
+    raw = '{"query": {"match_all": {}}, "ext": {"eqsearch_maxsim": ' + body + "}}"
+    with pytest.raises(ApiError) as refused:
+        es_client.perform_request(
+            "POST", f"/{index}/_search", headers={"content-type": "application/json", "accept": "application/json"},
+            body=raw.encode(),
+        )  # fmt: skip
+    assert refused.value.status_code == 400, refused.value

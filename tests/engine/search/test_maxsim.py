@@ -105,7 +105,9 @@ def test_the_maxsim_rankers_run_end_to_end_through_the_production_path(es_client
         assert service.node_encoder is not None and service.node_encoder.dim == (512 if name == "maxsim" else 64)
         reranked: list[list[tuple[str, float]]] = []
         inner = service._maxsim_rerank
-        service._maxsim_rerank = lambda ranking, nodes: reranked.append(inner(ranking, nodes)) or reranked[-1]
+        service._maxsim_rerank = lambda ranking, nodes, *more: (
+            reranked.append(inner(ranking, nodes, *more)) or reranked[-1]
+        )
         results = service.search(HybridQuery(latex=r"\frac{x^2 + x + c}{x^2 + 2x + c}", size=5))
         assert {hit.paper_id for hit in results.hits[:2]} == {"1", "2"}
         assert reranked and all(score >= 1.0 for _, score in reranked[0][: ranking.maxsim_window])
@@ -118,3 +120,25 @@ def test_the_maxsim_rankers_run_end_to_end_through_the_production_path(es_client
         shallow = indexed.service(encoder, converter, ranking=ranking, depth=2)
         shallow.search(HybridQuery(latex=r"a^2 + b^2 = c^2", size=2))
         assert shallow.node_vectors.computed >= 6
+
+
+def test_the_lists_carry_maxsim_only_where_every_node_has_plugin_1_4():
+    """The search extension is unknown to a 1.3 node: a mixed 1.3/1.4 cluster keeps the rescorer's second request."""
+    from eqsearch.engine.search.plugin import PLUGIN_NAME, plugin_support
+
+    def nodes(*versions: str) -> dict:
+        return {"nodes": {f"n{i}": {"plugins": [{"name": PLUGIN_NAME, "version": v}]} for i, v in enumerate(versions)}}
+
+    assert plugin_support(nodes("1.4.0", "1.4.2")).maxsim_fetch
+    mixed = plugin_support(nodes("1.4.0", "1.3.0"))
+    assert mixed.available and mixed.maxsim and not mixed.maxsim_fetch
+
+
+def test_the_extension_asks_what_the_rescorer_asks():
+    """One request for both (the same vectors, dims and field): the node then scores both the same way."""
+    from eqsearch.engine.search.plugin import MAXSIM_RESCORER, maxsim_body, maxsim_ext
+
+    nodes = np.random.default_rng(3).normal(size=(5, 64)).astype(np.float32)
+    ext = maxsim_ext(nodes, symmetric=True)
+    assert ext == {MAXSIM_RESCORER: maxsim_body(["a"], nodes, symmetric=True)["rescore"][MAXSIM_RESCORER]}
+    assert ext[MAXSIM_RESCORER]["dims"] == 64 and ext[MAXSIM_RESCORER]["symmetric"] is True

@@ -6,6 +6,7 @@ package org.eqsearch.elasticsearch;
 import java.util.List;
 
 import org.elasticsearch.plugins.Plugin;
+import org.elasticsearch.search.fetch.FetchSubPhase;
 import org.elasticsearch.plugins.SearchPlugin;
 
 /**
@@ -17,7 +18,9 @@ import org.elasticsearch.plugins.SearchPlugin;
  * {@code eqsearch_bm25} rescorer ({@link Bm25RescorerBuilder}): the BM25 of structural terms for each candidate of a
  * window, read from the equations' forward index instead of the posting lists; and the {@code eqsearch_terms} query
  * ({@link TermsQueryBuilder}): the structural list's first stage, its rare terms chosen in the shard ({@link RareTerms})
- * instead of by the client from a {@code _termvectors} request.
+ * instead of by the client from a {@code _termvectors} request; and the {@code eqsearch_maxsim} search extension
+ * ({@link MaxSimFetchBuilder}, 1.4): each returned hit's MaxSim score in its fields, computed in the fetch phase
+ * ({@link MaxSimFetchSubPhase}), so that the ranked lists bring it with them.
  */
 public class EqsearchPlugin extends Plugin implements SearchPlugin {
     @Override
@@ -37,5 +40,15 @@ public class EqsearchPlugin extends Plugin implements SearchPlugin {
                 Bm25RescorerBuilder::fromXContent
             )
         );
+    }
+
+    @Override
+    public List<SearchExtSpec<?>> getSearchExts() {
+        return List.of(new SearchExtSpec<>(MaxSimFetchBuilder.NAME, MaxSimFetchBuilder::new, MaxSimFetchBuilder::fromXContent));
+    }
+
+    @Override
+    public List<FetchSubPhase> getFetchSubPhases(FetchPhaseConstructionContext context) {
+        return List.of(new MaxSimFetchSubPhase());
     }
 }
