@@ -17,7 +17,9 @@ once beforehand (KaTeX and the encoder run once per topic, as for a cached formu
 from ``_nodes/stats``, read fresh), and the median of the rounds. The ``_msearch`` body's size is printed too.
 ``rescore``: the structural request alone, without the sub-expression rescore, with the plain one and with the
 plugin's, replayed interleaved: node CPU per request. ``nodevectors``: a copy of an index with each formula's node
-vectors stored, for the plugin's MaxSim. ``replicate`` writes K copies of each equation of a prefix into a new prefix
+vectors stored, for the plugin's MaxSim; ``maxsimcost``: the default against MaxSim rankers on such indices, MaxSim
+scored by the rescorer in a second request or brought by the lists themselves (plugin 1.4), interleaved.
+``replicate`` writes K copies of each equation of a prefix into a new prefix
 (ids suffixed), for a larger index without another ingest: copies tie, so it measures cost, not quality. Run from the
 repository root::
 
@@ -256,7 +258,11 @@ def maxsimcost(args: argparse.Namespace) -> None:
     """Client + node CPU per formula query of ``--modes``, interleaved round by round: ``PREFIX:0`` the default ranker
     (with the plugin) on an index, ``PREFIX:WINDOW:NODES`` the MaxSim ranker reranking its top WINDOW over the node
     vectors NODES (``node_states``, ``node_states@p64``) that index stores, scored in the node (checked: the index's
-    ``_meta`` names that node encoder, and the service computes no candidate's node vectors itself)."""
+    ``_meta`` names that node encoder, and the service computes no candidate's node vectors itself); a fourth part
+    picks how the node scores it: ``second`` by the rescorer in a request of its own after the lists (plugin 1.1+),
+    ``lists`` in the fetch phase of the lists themselves (plugin 1.4's search extension; checked to be used), none:
+    whichever the service chooses. Each mode's ``over_default`` compares medians; ``round_ratio`` gives the median
+    and quartiles of the round-by-round ratios to the default of the same index."""
     from dataclasses import replace
 
     from eqsearch.engine.model.nodes import load_node_encoder
@@ -280,6 +286,10 @@ def maxsimcost(args: argparse.Namespace) -> None:
             services[mode] = SearchService(
                 client, encoder, converter, index_prefix=prefix, ranking=ranking, node_encoder=node_encoder
             )
+            if nodes[1:] == ["second"]:
+                services[mode].plugin.use_maxsim_in_lists = False
+            elif nodes[1:] == ["lists"] and not services[mode].plugin.maxsim_in_lists(alias_name(prefix, "equations")):
+                raise SystemExit(f"{mode}: the lists cannot bring MaxSim: {services[mode].plugin.support.note}")
         queries = [HybridQuery(latex=latex, highlight=False) for _, latex in topics]
         for service in services.values():  # prepare every formula, warm every cache and the node's
             for query in queries:
@@ -304,6 +314,10 @@ def maxsimcost(args: argparse.Namespace) -> None:
         default = f"{mode.split(':')[0]}:0"
         if mode != default and default in out:
             out[mode]["over_default"] = round(out[mode]["total_ms"] / out[default]["total_ms"] - 1, 3)
+            pairs = zip(out[mode]["rounds_total_ms"], out[default]["rounds_total_ms"], strict=True)
+            ratios = [a / b - 1 for a, b in pairs]
+            quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+            out[mode]["round_ratio"] = [round(value, 3) for value in quartiles]
     print(json.dumps(out))
 
 
