@@ -6,7 +6,9 @@ half ingested here through the production ingest job), every topic is searched t
 the plugin's sub-expression rerank (detected on the node) and the plain window BM25, the same with the window BM25
 from the forward index too (``forward``, plugin 1.2 and an index of mapping version 7; left out where either is
 missing), the same with the first stage's rare terms chosen by the shard (``shard-rare``, plugin 1.3's
-``eqsearch_terms``: no ``_termvectors`` request), and kNN alone (the ``embedding`` ranker, the budget's reference).
+``eqsearch_terms``: no ``_termvectors`` request; for a MaxSim ranker whose lists bring its scores, plugin 1.4, the same
+with the rescorer's second request beside it, ``maxsim-second``), and kNN alone (the ``embedding``
+ranker, the budget's reference).
 
 ``quality``: formula-only queries paged to depth 1000, as ``eqsearch evaluate formulas`` does; prints the prime
 measures of each and whether the default runs are identical (ids, order and scores), topic by topic.
@@ -48,7 +50,7 @@ from eqsearch.evaluation.formulas import formula_ranking, read_formula_file
 from eqsearch.evaluation.trec import evaluate_run, read_qrels
 
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "arqmath1-dev"
-MODES = ("plain", "plugin", "forward", "shard-rare", "knn")
+MODES = ("plain", "plugin", "forward", "shard-rare", "maxsim-second", "knn")
 
 
 def node_cpu_ms(client: Any, max_wait_s: float = 2.0) -> int:
@@ -126,6 +128,12 @@ def _services(
         del services["forward"]  # an older plugin, or an index without the forward index
     if not services["shard-rare"].plugin.shard_rare_terms(alias_name(prefix, "equations")):
         del services["shard-rare"]  # a plugin before 1.3, or an index without the forward index
+    elif services["shard-rare"].plugin.maxsim_in_lists(alias_name(prefix, "equations")) and default.maxsim_window:
+        # a MaxSim ranker whose lists bring the scores (plugin 1.4): beside it, the rescorer's second request
+        services["maxsim-second"] = SearchService(
+            client, encoder, converter, index_prefix=prefix, ranking=default, **extra
+        )
+        services["maxsim-second"].plugin.use_maxsim_in_lists = False
     return services
 
 
@@ -135,7 +143,7 @@ def quality(args: argparse.Namespace) -> None:
     qrels = read_qrels(args.qrels)
     with KatexConverter() as converter:
         services = _services(client, load_encoder(None), converter, args.prefix, 1000, args.ranker)
-        modes = [mode for mode in MODES[:4] if mode in services]
+        modes = [mode for mode in MODES[:5] if mode in services]
         runs = {mode: {t: formula_ranking(services[mode], latex, 1000) for t, latex in topics} for mode in modes}
     for mode, run in runs.items():
         report = evaluate_run({t: [d for d, _ in r] for t, r in run.items()}, qrels, topics=[t for t, _ in topics])
@@ -148,6 +156,9 @@ def quality(args: argparse.Namespace) -> None:
                 {"mode": mode, "identical_topics": len(topics) - len(differ), "topics": len(topics), "differ": differ}
             )
         )
+    if "maxsim-second" in runs:  # MaxSim brought by the lists against the rescorer's second request
+        differ = [t for t, _ in topics if runs["shard-rare"][t] != runs["maxsim-second"][t]]
+        print(json.dumps({"mode": "shard-rare vs maxsim-second", "identical_topics": len(topics) - len(differ)}))
 
 
 def cost(args: argparse.Namespace) -> None:
