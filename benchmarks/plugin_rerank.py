@@ -126,6 +126,7 @@ def _services(
     services["forward"].plugin.use_shard_rare_terms = False  # the rare terms chosen by the client (_termvectors)
     if not services["forward"].plugin.forward_index(alias_name(prefix, "equations")):
         del services["forward"]  # an older plugin, or an index without the forward index
+    services["shard-rare"].plugin.use_maxsim_in_lists = True  # a MaxSim ranker's lists bring the scores (1.4)
     if not services["shard-rare"].plugin.shard_rare_terms(alias_name(prefix, "equations")):
         del services["shard-rare"]  # a plugin before 1.3, or an index without the forward index
     elif services["shard-rare"].plugin.maxsim_in_lists(alias_name(prefix, "equations")) and default.maxsim_window:
@@ -271,9 +272,9 @@ def maxsimcost(args: argparse.Namespace) -> None:
     vectors NODES (``node_states``, ``node_states@p64``) that index stores, scored in the node (checked: the index's
     ``_meta`` names that node encoder, and the service computes no candidate's node vectors itself); a fourth part
     picks how the node scores it: ``second`` by the rescorer in a request of its own after the lists (plugin 1.1+),
-    ``lists`` in the fetch phase of the lists themselves (plugin 1.4's search extension; checked to be used), none:
-    whichever the service chooses. Each mode's ``over_default`` compares medians; ``round_ratio`` gives the median
-    and quartiles of the round-by-round ratios to the default of the same index."""
+    ``lists`` in the fetch phase of the lists themselves (plugin 1.4's search extension; checked to be used); with
+    neither, the rescorer's too (the service's default). Each mode's ``over_default`` compares medians;
+    ``round_ratio`` gives the quartiles of the round-by-round ratios to the default of the same index."""
     from dataclasses import replace
 
     from eqsearch.engine.model.nodes import load_node_encoder
@@ -297,9 +298,8 @@ def maxsimcost(args: argparse.Namespace) -> None:
             services[mode] = SearchService(
                 client, encoder, converter, index_prefix=prefix, ranking=ranking, node_encoder=node_encoder
             )
-            if nodes[1:] == ["second"]:
-                services[mode].plugin.use_maxsim_in_lists = False
-            elif nodes[1:] == ["lists"] and not services[mode].plugin.maxsim_in_lists(alias_name(prefix, "equations")):
+            services[mode].plugin.use_maxsim_in_lists = nodes[1:] == ["lists"]
+            if nodes[1:] == ["lists"] and not services[mode].plugin.maxsim_in_lists(alias_name(prefix, "equations")):
                 raise SystemExit(f"{mode}: the lists cannot bring MaxSim: {services[mode].plugin.support.note}")
         queries = [HybridQuery(latex=latex, highlight=False) for _, latex in topics]
         for service in services.values():  # prepare every formula, warm every cache and the node's
@@ -330,6 +330,62 @@ def maxsimcost(args: argparse.Namespace) -> None:
             quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
             out[mode]["round_ratio"] = [round(value, 3) for value in quartiles]
     print(json.dumps(out))
+
+
+def maxsimreplay(args: argparse.Namespace) -> None:
+    """The MaxSim ranker's formula lists of every topic (``--prefix``, plugin 1.4), replayed interleaved: without
+    MaxSim (``none``), with the rescorer's second request for the lists' top 15 + 15 (``second``: 30 candidates, as
+    the fused window), with the lists bringing the scores of their 100 + 100 hits (``lists``), and with the extension
+    pointed at an unmapped field (``nofield``: its cost without the arithmetic); client and node CPU per query."""
+    import copy
+
+    from eqsearch.engine.search.maxsim import stored_maxsim_scores
+    from eqsearch.engine.search.requests import ranked_lists
+
+    client, _ = connect(EsConfig.from_env())
+    topics = read_formula_file(args.topics, "topic")
+    with KatexConverter() as converter:
+        service = SearchService(
+            client, load_encoder(None), converter, index_prefix=args.prefix, ranking=get_ranker(args.ranker)
+        )
+        service.plugin.use_maxsim_in_lists = True
+        alias = service.equations_alias
+        cases = []
+        for _, latex in topics:
+            formula = service.formulas.get(read_query_variables(latex))
+            plain = service._searches(HybridQuery(latex=latex, highlight=False), formula, 100, [])
+            lists = copy.deepcopy(plain)
+            if not service._ask_maxsim_in_lists(lists, formula):
+                raise SystemExit(f"the lists cannot bring MaxSim on {alias}: {service.plugin.support.note}")
+            nofield = copy.deepcopy(lists)
+            for _, body in nofield:
+                if "ext" in body:
+                    body["ext"] = {name: {**value, "field": "unmapped"} for name, value in body["ext"].items()}
+            found = ranked_lists(client, alias, plain).lists
+            ids = [eq for eq, _ in found["structure"][:15]] + [eq for eq, _ in found["embedding"][:15]]
+            cases.append({"none": plain, "lists": lists, "nofield": nofield, "nodes": formula.nodes, "ids": ids})
+
+    def run(mode: str) -> None:
+        for case in cases:
+            ranked_lists(client, alias, case["none" if mode == "second" else mode])
+            if mode == "second":
+                stored_maxsim_scores(client, alias, case["ids"], case["nodes"], symmetric=False)
+
+    per_query: dict[str, dict[str, list[float]]] = {
+        m: {"client": [], "node": []} for m in ("none", "second", "lists", "nofield")
+    }
+    for _ in range(args.rounds):
+        for mode in per_query:
+            node, cpu = node_cpu_ms(client), time.process_time()
+            for _ in range(args.repeat):
+                run(mode)
+            count = args.repeat * len(cases)
+            per_query[mode]["client"].append((time.process_time() - cpu) * 1000 / count)
+            per_query[mode]["node"].append((node_cpu_ms(client) - node) / count)
+    out = {
+        mode: {side: round(statistics.median(v), 3) for side, v in sides.items()} for mode, sides in per_query.items()
+    }
+    print(json.dumps({"rounds": args.rounds, "queries_per_round": args.repeat * len(cases), **out}))
 
 
 def nodevectors(args: argparse.Namespace) -> None:
@@ -396,6 +452,7 @@ def main() -> None:
         ("replicate", replicate),
         ("nodevectors", nodevectors),
         ("maxsimcost", maxsimcost),
+        ("maxsimreplay", maxsimreplay),
     )
     for name, handler in handlers:
         command = commands.add_parser(name)

@@ -19,8 +19,9 @@ first; the BM25 rescorer with the same rule (``except_rare``) adds the other ter
 Plugin 1.4 also computes the MaxSim rerank's scores in the fetch phase of the ranked lists themselves (the
 ``eqsearch_maxsim`` search extension, `maxsim_ext`): each returned hit of the structural and the kNN lists brings its
 MaxSim score in its ``fields`` (`MAXSIM_HIT_FIELD`), the same score as the rescorer's, so the MaxSim rerank needs no
-second request (`PluginUse.maxsim_in_lists`). A 1.3 node does not know the extension: it is sent only where every
-node has 1.4; the rescorer (`maxsim_body`) stays for clusters of 1.1 to 1.3.
+second request (`PluginUse.maxsim_in_lists`, opt-in: measured, it costs the node more than the second request). A 1.3
+node does not know the extension: it is sent only where every node has 1.4; the rescorer (`maxsim_body`) serves
+every other case.
 
 A cluster may lack the plugin (a hosted cluster, another version, a node added later): `detect_plugin` asks
 ``_nodes/plugins`` once, and the engine uses the plugin only when every node has a compatible version of it; otherwise
@@ -204,7 +205,8 @@ class PluginUse:
         shard_rare_terms: whether the shard may choose the first stage's rare terms where the plugin and the index
             allow it (`shard_rare_terms`); False keeps the client's choice from ``_termvectors`` (a side-by-side).
         maxsim_in_lists: whether the ranked lists may bring the MaxSim scores where the plugin and the index allow
-            it (`maxsim_in_lists`); False keeps the rescorer's second request (a side-by-side).
+            it (`maxsim_in_lists`); off by default: scoring the lists' 100 + 100 hits in the fetch phase costs the
+            node more than the rescorer's second request for the fused 30 (``benchmarks/search.md`` update 16).
     """
 
     def __init__(
@@ -214,7 +216,7 @@ class PluginUse:
         *,
         forward_index: bool = True,
         shard_rare_terms: bool = True,
-        maxsim_in_lists: bool = True,
+        maxsim_in_lists: bool = False,
     ) -> None:
         self.client = client
         self.wanted = wanted

@@ -8,7 +8,7 @@
    the words, kNN on the context vectors) and send them as one ``_msearch`` of ranked ids (`requests`);
 4. keep the candidates a pattern with variables matches (`pattern_filter`);
 5. blend each side's lists and fuse the sides (`fusion`), with the optional MaxSim rerank of the formula side
-   (`maxsim`; with plugin 1.4 and stored node vectors, its scores come with the formula lists of step 3);
+   (`maxsim`; opt-in with plugin 1.4 and stored node vectors, its scores come with the formula lists of step 3);
 6. cut the page (`results.select_page`), fetch its equations with highlights (`requests`) and mark what of each
    formula matched (`highlight`).
 
