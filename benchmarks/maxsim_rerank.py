@@ -97,7 +97,7 @@ def _dev_collection(client: Any, encoder: Any) -> Iterator[tuple[KatexConverter,
 
 def _timed(service: Any, log: list[float]) -> None:
     """Record the client CPU of each call of the service's MaxSim rerank step."""
-    inner = service._maxsim_rerank
+    inner = service.maxsim.rerank
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         began = time.process_time()
@@ -106,7 +106,7 @@ def _timed(service: Any, log: list[float]) -> None:
         finally:
             log.append((time.process_time() - began) * 1000.0)
 
-    service._maxsim_rerank = wrapped
+    service.maxsim.rerank = wrapped
 
 
 def grid(args: argparse.Namespace) -> None:
@@ -131,7 +131,7 @@ def grid(args: argparse.Namespace) -> None:
                 wall.append((time.perf_counter() - began) * 1000.0)
                 if log:
                     first_page.append(log[0])
-                    service.node_vectors.clear()  # each topic pays its own candidates (no help from earlier topics)
+                    service.maxsim.vectors.clear()  # each topic pays its own candidates (no help from earlier topics)
             report = evaluate_run(
                 {t: [d for d, _ in r] for t, r in run.items()}, qrels, topics=[t for t, _ in topics], depth=1000
             )

@@ -119,7 +119,7 @@ def capture(prefix: str, topics: list[tuple[str, str]]) -> list[Topic]:
         )  # fmt: skip
         projections = load_node_encoder(None, output="node_vectors")
         seen: list[tuple[list[tuple[str, float]], np.ndarray]] = []
-        service._maxsim_rerank = lambda ranking, nodes: seen.append((ranking, nodes)) or ranking  # type: ignore
+        service.maxsim.rerank = lambda ranking, nodes, *_: seen.append((ranking, nodes)) or ranking  # type: ignore
         for topic, latex in topics:
             seen.clear()
             service.search(HybridQuery(latex=latex, size=10))

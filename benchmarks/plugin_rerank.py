@@ -305,7 +305,7 @@ def maxsimcost(args: argparse.Namespace) -> None:
         for service in services.values():  # prepare every formula, warm every cache and the node's
             for query in queries:
                 service.search(query)
-        computed = {mode: service.node_vectors.computed for mode, service in services.items()}
+        computed = {mode: service.maxsim.vectors.computed for mode, service in services.items()}
         per_query = interleaved_cpu(client, services, queries, args.rounds, args.repeat)
     out: dict[str, Any] = {
         "rounds": args.rounds,
@@ -355,7 +355,7 @@ def maxsimreplay(args: argparse.Namespace) -> None:
             formula = service.formulas.get(read_query_variables(latex))
             plain = service._searches(HybridQuery(latex=latex, highlight=False), formula, 100, [])
             lists = copy.deepcopy(plain)
-            if not service._ask_maxsim_in_lists(lists, formula):
+            if not service.maxsim.ask_in_lists(lists, formula.nodes):
                 raise SystemExit(f"the lists cannot bring MaxSim on {alias}: {service.plugin.support.note}")
             nofield = copy.deepcopy(lists)
             for _, body in nofield:

@@ -12,8 +12,9 @@ their normalised MaxSim score are blended by ``weight`` (1: MaxSim alone), and t
 whose order is kept. Elasticsearch's multi-vector field needs an Enterprise licence, so the candidates' node vectors
 are computed here, from their stored MathML, and cached by equation id (`NodeVectorCache`):
 ``benchmarks/formula_search.md`` ("Amador & Zanibbi's MaxSim rerank") measures that against storing them per
-equation. Pure functions on numpy arrays, the cache, and the search's step (`rerank_formula_side`, with
-`candidate_node_vectors` reading the candidates' MathML in one request).
+equation. Pure functions on numpy arrays, the cache, the search's step (`rerank_formula_side`, with
+`candidate_node_vectors` reading the candidates' MathML in one request), and `MaxSimStage`, a search service's rerank
+with the choice of where its scores come from (the ranked lists, the node, or here).
 """
 
 from __future__ import annotations
@@ -26,10 +27,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from elasticsearch import Elasticsearch
     from eqsearch.engine.model.nodes import NodeEncoder
+    from eqsearch.engine.search.index_meta import IndexMeta
+    from eqsearch.engine.search.plugin import PluginUse
+    from eqsearch.engine.search.rankers import FormulaRanking
 
 __all__ = [
+    "MaxSimStage",
     "NodeVectorCache",
     "candidate_node_vectors",
     "maxsim_rerank",
@@ -234,3 +241,97 @@ def candidate_node_vectors(
             except MathMLError:
                 vectors.append(np.zeros((0, node_encoder.dim), dtype=np.float32))
     return {eq_id: v for (eq_id, _), v in zip(found, vectors, strict=True) if len(v)}
+
+
+class MaxSimStage:
+    """A search service's MaxSim rerank of the formula side, and where its scores come from: brought by the ranked
+    lists (plugin 1.4's search extension, asked for by `ask_in_lists`), scored by the node's rescorer in a second
+    request (where the index stores this service's node vectors), or computed here from the candidates' MathML and
+    cached (`NodeVectorCache`).
+
+    Args:
+        client: the cluster.
+        alias: the equations alias.
+        ranking: the service's formula ranking (its MaxSim window, weight and symmetry).
+        plugin: the service's `engine.search.plugin.PluginUse`.
+        meta: the equations index's ``_meta`` (`engine.search.index_meta.IndexMeta`: it names the node encoder of
+            the node vectors the index stores).
+        node_encoder: the service's node encoder (None: its ranking has no MaxSim).
+        cache_size: how many candidates' node vectors are kept.
+    """
+
+    def __init__(
+        self,
+        client: Elasticsearch,
+        alias: str,
+        ranking: FormulaRanking,
+        plugin: PluginUse,
+        meta: IndexMeta,
+        node_encoder: NodeEncoder | None,
+        cache_size: int = 8192,
+    ) -> None:
+        self.client = client
+        self.alias = alias
+        self.ranking = ranking
+        self.plugin = plugin
+        self.meta = meta
+        self.node_encoder = node_encoder
+        self.vectors = NodeVectorCache(self._candidate_nodes, cache_size)
+
+    def stores_node_vectors(self) -> bool:
+        """Whether MaxSim can be scored inside the node: every node has the plugin's MaxSim and the index stores the
+        node vectors of this service's node encoder (its ``_meta`` names it)."""
+        identity = getattr(self.node_encoder, "identity", None)
+        return self.plugin.stored_node_vectors(self.alias) and self.meta.read().get("node_vectors") == identity
+
+    def ask_in_lists(self, searches: list[tuple[str, dict[str, Any]]], query_nodes: np.ndarray | None) -> bool:
+        """Adds plugin 1.4's MaxSim extension (`engine.search.plugin.maxsim_ext`) to the formula lists' requests
+        where the ranking reranks by MaxSim, the node can score it (`stores_node_vectors`) and every node has 1.4;
+        returns whether it did (then the lists bring the scores, and no second request is sent)."""
+        from eqsearch.engine.search.pattern_filter import FORMULA_LISTS
+        from eqsearch.engine.search.plugin import maxsim_ext
+
+        if (
+            query_nodes is None
+            or self.ranking.maxsim_window <= 0
+            or not self.plugin.maxsim_in_lists(self.alias)
+            or not self.stores_node_vectors()
+        ):
+            return False
+        ext = maxsim_ext(query_nodes, symmetric=self.ranking.maxsim_symmetric)
+        for name, body in searches:
+            if name in FORMULA_LISTS:
+                body["ext"] = ext
+        return True
+
+    def rerank(
+        self, ranking: list[tuple[str, float]], query_nodes: np.ndarray, brought: dict[str, float] | None = None
+    ) -> list[tuple[str, float]]:
+        """The formula side's top ``maxsim_window`` reranked by MaxSim: from the scores the ranked lists ``brought``
+        (plugin 1.4), or by the node's rescorer in a second request, or computed here."""
+        stored = None
+        if brought is not None:
+
+            def stored(ids: list[str]) -> dict[str, float]:
+                return {eq_id: brought[eq_id] for eq_id in ids if eq_id in brought}
+
+        elif self.stores_node_vectors():  # in the node, from stored vectors of this service's node encoder
+            symmetric = self.ranking.maxsim_symmetric
+
+            def stored(ids: list[str]) -> dict[str, float]:
+                return stored_maxsim_scores(self.client, self.alias, ids, query_nodes, symmetric=symmetric)
+
+        return rerank_formula_side(
+            ranking,
+            query_nodes,
+            self.vectors,
+            window=self.ranking.maxsim_window,
+            weight=self.ranking.maxsim_weight,
+            symmetric=self.ranking.maxsim_symmetric,
+            stored=stored,
+        )
+
+    def _candidate_nodes(self, eq_ids: list[str]) -> dict[str, np.ndarray]:
+        if self.node_encoder is None:
+            return {}
+        return candidate_node_vectors(self.client, self.alias, self.node_encoder, eq_ids)

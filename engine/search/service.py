@@ -32,14 +32,9 @@ from eqsearch.engine.search.errors import EquationNotFoundError, SearchError, ca
 from eqsearch.engine.search.fusion import Fused, blend_sides, evidence_fusion, linear_fusion, reciprocal_rank_fusion
 from eqsearch.engine.search.highlight import formula_highlight
 from eqsearch.engine.search.index_meta import META_SECONDS, IndexMeta
-from eqsearch.engine.search.maxsim import (
-    NodeVectorCache,
-    candidate_node_vectors,
-    rerank_formula_side,
-    stored_maxsim_scores,
-)
+from eqsearch.engine.search.maxsim import MaxSimStage
 from eqsearch.engine.search.pattern_filter import FORMULA_LISTS, pattern_matches
-from eqsearch.engine.search.plugin import PluginUse, maxsim_ext
+from eqsearch.engine.search.plugin import PluginUse
 from eqsearch.engine.search.query import (
     HybridQuery,
     candidate_window,
@@ -156,7 +151,6 @@ class SearchService:
 
             bundle = getattr(getattr(encoder, "manifest", None), "path", None)
             self.node_encoder = load_node_encoder(bundle, output=self.ranking.maxsim_nodes)
-        self.node_vectors = NodeVectorCache(self._candidate_nodes, node_cache_size)
         self.meta = IndexMeta(client, self.equations_alias, on_change=self._index_changed)
         self.formulas = QueryFormulas(
             converter,
@@ -169,6 +163,9 @@ class SearchService:
         )
         self.term_statistics = TermStatistics(client.termvectors, STRUCTURE_FIELD)
         self.plugin = PluginUse(client, plugin)
+        self.maxsim = MaxSimStage(
+            client, self.equations_alias, self.ranking, self.plugin, self.meta, self.node_encoder, node_cache_size
+        )
 
     # -- the search --------------------------------------------------------------------------------------------
     def search(self, query: HybridQuery) -> SearchResults:
@@ -198,7 +195,7 @@ class SearchService:
             )
         list_depth = max(list_depth, self.ranking.maxsim_window)  # the lists fill the MaxSim window
         searches = self._searches(query, formula, list_depth, warnings)
-        maxsim_in_lists = self._ask_maxsim_in_lists(searches, formula)
+        maxsim_in_lists = self.maxsim.ask_in_lists(searches, formula.nodes if formula is not None else None)
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
         try:
@@ -298,10 +295,8 @@ class SearchService:
             },
         )
         if formula is not None and formula.nodes is not None and sides.get("formula"):
-            if maxsim_in_lists:  # the scores the lists brought (plugin 1.4)
-                sides["formula"] = self._maxsim_rerank(sides["formula"], formula.nodes, found.maxsim)
-            else:
-                sides["formula"] = self._maxsim_rerank(sides["formula"], formula.nodes)
+            brought = found.maxsim if maxsim_in_lists else None  # the scores the lists brought (plugin 1.4)
+            sides["formula"] = self.maxsim.rerank(sides["formula"], formula.nodes, brought)
         return sides
 
     def _fuse(self, query: HybridQuery, sides: dict[str, list[tuple[str, float]]], found: RankedLists) -> list[Fused]:
@@ -371,64 +366,6 @@ class SearchService:
             return None
         return rarest_terms(structure.tokens, frequencies, max_share=share, min_matches=window)
 
-    def _stores_node_vectors(self) -> bool:
-        """Whether MaxSim can be scored inside the node: every node has the plugin's MaxSim and the index stores the
-        node vectors of this service's node encoder (its ``_meta`` names it)."""
-        identity = getattr(self.node_encoder, "identity", None)
-        return (
-            self.plugin.stored_node_vectors(self.equations_alias) and self.meta.read().get("node_vectors") == identity
-        )
-
-    def _ask_maxsim_in_lists(self, searches: list[tuple[str, dict[str, Any]]], formula: QueryFormula | None) -> bool:
-        """Adds plugin 1.4's MaxSim extension (`engine.search.plugin.maxsim_ext`) to the formula lists' requests
-        where the ranking reranks by MaxSim, the node can score it (`_stores_node_vectors`) and every node has 1.4;
-        returns whether it did (then the lists bring the scores, and no second request is sent)."""
-        if (
-            formula is None
-            or formula.nodes is None
-            or self.ranking.maxsim_window <= 0
-            or not self.plugin.maxsim_in_lists(self.equations_alias)
-            or not self._stores_node_vectors()
-        ):
-            return False
-        ext = maxsim_ext(formula.nodes, symmetric=self.ranking.maxsim_symmetric)
-        for name, body in searches:
-            if name in FORMULA_LISTS:
-                body["ext"] = ext
-        return True
-
-    def _maxsim_rerank(
-        self, ranking: list[tuple[str, float]], query_nodes: np.ndarray, brought: dict[str, float] | None = None
-    ) -> list[tuple[str, float]]:
-        """The formula side's top ``maxsim_window`` reranked by MaxSim (`engine.search.maxsim`): from the scores the
-        ranked lists ``brought`` (plugin 1.4), or by the node's rescorer in a second request, or computed here."""
-        stored = None
-        if brought is not None:
-
-            def stored(ids: list[str]) -> dict[str, float]:
-                return {eq_id: brought[eq_id] for eq_id in ids if eq_id in brought}
-
-        elif self._stores_node_vectors():  # in the node, from stored vectors of this service's node encoder
-            symmetric = self.ranking.maxsim_symmetric
-
-            def stored(ids: list[str]) -> dict[str, float]:
-                return stored_maxsim_scores(self.client, self.equations_alias, ids, query_nodes, symmetric=symmetric)
-
-        return rerank_formula_side(
-            ranking,
-            query_nodes,
-            self.node_vectors,
-            window=self.ranking.maxsim_window,
-            weight=self.ranking.maxsim_weight,
-            symmetric=self.ranking.maxsim_symmetric,
-            stored=stored,
-        )
-
-    def _candidate_nodes(self, eq_ids: list[str]) -> dict[str, np.ndarray]:
-        if self.node_encoder is None:
-            return {}
-        return candidate_node_vectors(self.client, self.equations_alias, self.node_encoder, eq_ids)
-
     def _context_vector(self, query: HybridQuery, warnings: list[str]) -> np.ndarray | None:
         """The keywords' text embedding for the context channel, or None when the query or the ranking has no use
         for it, or the index holds another text encoder's vectors (then a warning says so)."""
@@ -446,7 +383,7 @@ class SearchService:
     def _index_changed(self) -> None:
         """The alias moved to an index with other ``_meta``: vectors prepared for the old one are dropped."""
         self.formulas.clear()
-        self.node_vectors.clear()
+        self.maxsim.vectors.clear()
         self.plugin.forget_indices()
 
     # -- the other views ---------------------------------------------------------------------------------------

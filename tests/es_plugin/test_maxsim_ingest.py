@@ -67,13 +67,13 @@ def test_maxsim_in_the_node_ranks_as_the_services_own(plugin_client, require_plu
         eq_ids = [f"{doc}:0" for doc, _ in client_run[: ranking.maxsim_window]]
         stored = stored_maxsim_scores(plugin_client, in_node.equations_alias, eq_ids, formula.nodes, symmetric=False)
         assert len(stored) > len(eq_ids) * 0.8
-        floats = client.node_vectors.get(eq_ids)
+        floats = client.maxsim.vectors.get(eq_ids)
         for eq_id, score in stored.items():
             exact = maxsim_scores(formula.nodes, [floats[eq_id].astype(np.float32)])[0]
             assert abs(score - exact) < 0.01, eq_id
     assert swaps < 10 * len(topics)  # a few near-ties per topic, not a different ranking
-    assert in_node.node_vectors.computed == 0  # no candidate's node vectors were computed by the service
-    assert client.node_vectors.computed > 0
+    assert in_node.maxsim.vectors.computed == 0  # no candidate's node vectors were computed by the service
+    assert client.maxsim.vectors.computed > 0
 
 
 def _searches_of(client, index: str) -> int:
@@ -100,7 +100,7 @@ def test_the_lists_bring_the_scores_the_second_request_gave(plugin_client, requi
         after = _searches_of(plugin_client, alias)
         assert lists_run == second_run  # the same ids and the same floats
         assert (after - middle) - (middle - before) == shards  # one search fewer: no second request
-    assert in_lists.node_vectors.computed == 0 and second.node_vectors.computed == 0
+    assert in_lists.maxsim.vectors.computed == 0 and second.maxsim.vectors.computed == 0
 
 
 def test_a_ranker_of_another_node_output_is_scored_by_the_service(plugin_client, converter, ingested):
@@ -110,7 +110,7 @@ def test_a_ranker_of_another_node_output_is_scored_by_the_service(plugin_client,
     ranking = replace(get_ranker(RANKER), name="projections", maxsim_nodes="node_vectors")
     service = indexed.service(encoder, converter, ranking=ranking, depth=20)
     service.search(HybridQuery(latex=topics[0], size=10))
-    assert service.node_vectors.computed > 0
+    assert service.maxsim.vectors.computed > 0
 
 
 def read_query(latex: str):

@@ -104,22 +104,22 @@ def test_the_maxsim_rankers_run_end_to_end_through_the_production_path(es_client
         # the node states, or (the share) their fixed 64-d projection
         assert service.node_encoder is not None and service.node_encoder.dim == (512 if name == "maxsim" else 64)
         reranked: list[list[tuple[str, float]]] = []
-        inner = service._maxsim_rerank
-        service._maxsim_rerank = lambda ranking, nodes, *more: (
+        inner = service.maxsim.rerank
+        service.maxsim.rerank = lambda ranking, nodes, *more: (
             reranked.append(inner(ranking, nodes, *more)) or reranked[-1]
         )
         results = service.search(HybridQuery(latex=r"\frac{x^2 + x + c}{x^2 + 2x + c}", size=5))
         assert {hit.paper_id for hit in results.hits[:2]} == {"1", "2"}
         assert reranked and all(score >= 1.0 for _, score in reranked[0][: ranking.maxsim_window])
-        assert service.node_vectors.computed == len(reranked[0][: ranking.maxsim_window])
+        assert service.maxsim.vectors.computed == len(reranked[0][: ranking.maxsim_window])
         service.search(HybridQuery(latex=r"\frac{x^2 + x + c}{x^2 + 2x + c}", size=5, page=2))
-        assert service.node_vectors.computed == len(reranked[0][: ranking.maxsim_window])  # the next page: cached
+        assert service.maxsim.vectors.computed == len(reranked[0][: ranking.maxsim_window])  # the next page: cached
         results = service.search(HybridQuery(latex=r"\sum_{k=0}^{n}\binom{n}{k}k", size=5))
         assert {hit.paper_id for hit in results.hits[:2]} == {"3", "4"}
         # a service that asks each list for 2 candidates still fills the MaxSim window: its lists go that deep
         shallow = indexed.service(encoder, converter, ranking=ranking, depth=2)
         shallow.search(HybridQuery(latex=r"a^2 + b^2 = c^2", size=2))
-        assert shallow.node_vectors.computed >= 6
+        assert shallow.maxsim.vectors.computed >= 6
 
 
 def test_the_lists_carry_maxsim_only_where_every_node_has_plugin_1_4():
