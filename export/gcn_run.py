@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             training_config={
                 "fine_tuned_from": read_manifest(source).identity,
                 "init_state": [str(p) for p in args.init_state or []],
-                "objective": "structural distillation + anchor (training/gcn_distill.py)",
+                "objective": "the teacher's similarities distilled (weights below) + anchor (training/gcn_distill.py)",
                 **config.to_dict(),
                 "steps": history["steps"],
                 "train_seconds": history["train_seconds"],

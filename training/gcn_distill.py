@@ -1,4 +1,4 @@
-"""Fine-tuning the shipped KDD'20 graph network on the structural signal (issue 27, round 3).
+"""Fine-tuning the shipped KDD'20 graph network on the structural signal (issue 27, rounds 3 and 4).
 
 The structure-bag students (`training.structure_distill`) read the structural terms, so they learn what the
 structural channel already has. Here the graph network itself is the student: it starts from the shipped bundle's
@@ -9,9 +9,11 @@ view of the MathML tree, while it is taught the structural similarity it lacks. 
     KL(softmax(teacher / tau_t) || softmax(cos / tau_s))  +  anchor_weight * mean(1 - cos(new, original))
 
 where the teacher is `training.structure_distill.teacher_matrix` (the structural BM25, optionally the network's own
-original similarities with ``vector_weight``) and the second term holds each formula's vector near the shipped one, so
-the network does not drift into a copy of the structure. Batch and soft normalisation stay frozen (eval mode: the
-running statistics of the shipped model), so the exported function is the one trained.
+original similarities with ``vector_weight`` and the contextual signal, "from the same document", with
+``context_weight``; round 4) and the second term holds each formula's vector near the shipped one, so the network does
+not drift into a copy of the structure. Batch and soft normalisation stay frozen (eval mode: the running statistics of
+the shipped model), so the exported function is the one trained. Runs of other seeds average into one network
+(`average_states`, a soup).
 """
 
 from __future__ import annotations
