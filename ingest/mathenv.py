@@ -4,8 +4,8 @@ formulas (``$...$``, ``\\(...\\)``, ``\\begin{math}``).
 The scanner walks the text once, skipping escaped characters, recording inline math, and jumping past each display
 it finds: an environment nested in a display (``split`` in ``equation``, ``aligned`` in ``\\[``) stays part of the
 outer body and is never extracted twice. A ``$$`` inside a ``tabular`` is an empty formula (TeX reads a table cell
-in restricted horizontal mode, where ``$$`` opens no display), not a display. breqn's ``dgroup`` is a grouping, like ``subequations``: the ``dmath``
-inside it are the displays.
+in restricted horizontal mode, where ``$$`` opens no display), not a display. breqn's ``dgroup`` is a grouping, like
+``subequations``: the ``dmath`` inside it are the displays.
 """
 
 from __future__ import annotations

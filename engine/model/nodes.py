@@ -50,6 +50,7 @@ __all__ = [
     "check_node_output",
     "load_node_encoder",
     "make_node_manifest",
+    "node_encoder_for",
     "node_output_of",
     "projection_entry",
     "read_node_manifest",
@@ -297,3 +298,9 @@ def load_node_encoder(bundle: str | Path | None = None, **options: Any) -> NodeE
         BundleError: the bundle or its sidecar is missing, changed, or not of the same model.
     """
     return NodeEncoder(read_manifest(Path(bundle) if bundle is not None else default_bundle_path()), **options)
+
+
+def node_encoder_for(encoder: Any, output: str) -> NodeEncoder:
+    """The node encoder (``output`` of its sidecar) of the bundle a formula encoder was loaded from; the shipped
+    bundle's for an encoder without a bundle manifest (a test's hashing encoder)."""
+    return load_node_encoder(getattr(getattr(encoder, "manifest", None), "path", None), output=output)

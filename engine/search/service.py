@@ -147,10 +147,9 @@ class SearchService:
             self.text_encoder = load_text_encoder()
         self.node_encoder = node_encoder
         if self.node_encoder is None and self.ranking.maxsim_window > 0:
-            from eqsearch.engine.model.nodes import load_node_encoder
+            from eqsearch.engine.model.nodes import node_encoder_for
 
-            bundle = getattr(getattr(encoder, "manifest", None), "path", None)
-            self.node_encoder = load_node_encoder(bundle, output=self.ranking.maxsim_nodes)
+            self.node_encoder = node_encoder_for(encoder, self.ranking.maxsim_nodes)
         self.meta = IndexMeta(client, self.equations_alias, on_change=self._index_changed)
         self.formulas = QueryFormulas(
             converter,

@@ -48,8 +48,8 @@ from eqsearch.engine.index import (
     retrying,
     stored_equation_ids,
 )
-from eqsearch.engine.model import Encoder, NodeEncoder, TextEncoder, load_node_encoder, load_text_encoder
-from eqsearch.engine.model.nodes import check_node_output
+from eqsearch.engine.model import Encoder, NodeEncoder, TextEncoder, load_text_encoder
+from eqsearch.engine.model.nodes import check_node_output, node_encoder_for
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.jobs.batch import count_written, paper_actions, stop_on_passing_refusals
 from eqsearch.ingest.jobs.errors import IngestJobError
@@ -238,7 +238,7 @@ class IngestJob:
 
     def _load_node_encoder(self, output: str) -> NodeEncoder:
         """The node encoder of this job's bundle (its ``node-states.onnx`` sidecar), ``output`` of it."""
-        return load_node_encoder(getattr(getattr(self.encoder, "manifest", None), "path", None), output=output)
+        return node_encoder_for(self.encoder, output)
 
     def _check_mapping_current(self) -> None:
         """Refuse to write documents an older equations or papers mapping would reject (their mappings are strict)."""
