@@ -19,7 +19,8 @@ once beforehand (KaTeX and the encoder run once per topic, as for a cached formu
 from ``_nodes/stats``, read fresh), and the median of the rounds. The ``_msearch`` body's size is printed too.
 ``rescore``: the structural request alone, without the sub-expression rescore, with the plain one and with the
 plugin's, replayed interleaved: node CPU per request. ``nodevectors``: a copy of an index with each formula's node
-vectors stored, for the plugin's MaxSim; ``maxsimcost``: the default against MaxSim rankers on such indices, MaxSim
+vectors stored, for the plugin's MaxSim (``candidatevectors``: only the topics' candidates', in place, for a large
+index); ``maxsimcost``: the default against MaxSim rankers on such indices, MaxSim
 scored by the rescorer in a second request or brought by the lists themselves (plugin 1.4), interleaved.
 ``replicate`` writes K copies of each equation of a prefix into a new prefix
 (ids suffixed), for a larger index without another ingest: copies tie, so it measures cost, not quality. Run from the
@@ -272,9 +273,11 @@ def maxsimcost(args: argparse.Namespace) -> None:
     vectors NODES (``node_states``, ``node_states@p64``) that index stores, scored in the node (checked: the index's
     ``_meta`` names that node encoder, and the service computes no candidate's node vectors itself); a fourth part
     picks how the node scores it: ``second`` by the rescorer in a request of its own after the lists (plugin 1.1+),
-    ``lists`` in the fetch phase of the lists themselves (plugin 1.4's search extension; checked to be used); with
-    neither, the rescorer's too (the service's default). Each mode's ``over_default`` compares medians;
-    ``round_ratio`` gives the quartiles of the round-by-round ratios to the default of the same index."""
+    ``lists`` in the fetch phase of the lists themselves (plugin 1.4's search extension; checked to be used; with
+    plugin 1.5 each list's top hits only, `engine.search.maxsim.list_window`), ``lists-all`` the same scoring every
+    returned hit (1.4's way, the window's rescore left out); with neither, the rescorer's too. Each mode's
+    ``over_default`` compares medians; ``round_ratio`` gives the quartiles of the round-by-round ratios to the
+    default of the same index."""
     from dataclasses import replace
 
     from eqsearch.engine.model.nodes import load_node_encoder
@@ -298,8 +301,11 @@ def maxsimcost(args: argparse.Namespace) -> None:
             services[mode] = SearchService(
                 client, encoder, converter, index_prefix=prefix, ranking=ranking, node_encoder=node_encoder
             )
-            services[mode].plugin.use_maxsim_in_lists = nodes[1:] == ["lists"]
-            if nodes[1:] == ["lists"] and not services[mode].plugin.maxsim_in_lists(alias_name(prefix, "equations")):
+            in_lists = nodes[1:] in (["lists"], ["lists-all"])
+            services[mode].plugin.use_maxsim_in_lists = in_lists
+            if nodes[1:] == ["lists-all"]:  # plugin 1.4's way: every returned hit scored
+                services[mode].plugin._support = replace(services[mode].plugin.support, maxsim_window=False)
+            if in_lists and not services[mode].plugin.maxsim_in_lists(alias_name(prefix, "equations")):
                 raise SystemExit(f"{mode}: the lists cannot bring MaxSim: {services[mode].plugin.support.note}")
         queries = [HybridQuery(latex=latex, highlight=False) for _, latex in topics]
         for service in services.values():  # prepare every formula, warm every cache and the node's
@@ -335,11 +341,13 @@ def maxsimcost(args: argparse.Namespace) -> None:
 def maxsimreplay(args: argparse.Namespace) -> None:
     """The MaxSim ranker's formula lists of every topic (``--prefix``, plugin 1.4), replayed interleaved: without
     MaxSim (``none``), with the rescorer's second request for the lists' top 15 + 15 (``second``: 30 candidates, as
-    the fused window), with the lists bringing the scores of their 100 + 100 hits (``lists``), and with the extension
+    the fused window), with the lists bringing the scores of their 100 + 100 hits (``lists-all``, plugin 1.4), of
+    their top hits alone (``lists``, plugin 1.5's window rescore where the node has it), and with the extension
     pointed at an unmapped field (``nofield``: its cost without the arithmetic); client and node CPU per query."""
     import copy
 
     from eqsearch.engine.search.maxsim import stored_maxsim_scores
+    from eqsearch.engine.search.plugin import MAXSIM_WINDOW_RESCORER
     from eqsearch.engine.search.requests import ranked_lists
 
     client, _ = connect(EsConfig.from_env())
@@ -355,15 +363,30 @@ def maxsimreplay(args: argparse.Namespace) -> None:
             formula = service.formulas.get(read_query_variables(latex))
             plain = service._searches(HybridQuery(latex=latex, highlight=False), formula, 100, [])
             lists = copy.deepcopy(plain)
-            if not service.maxsim.ask_in_lists(lists, formula.nodes):
+            if service.maxsim.ask_in_lists(lists, formula.nodes) is None:
                 raise SystemExit(f"the lists cannot bring MaxSim on {alias}: {service.plugin.support.note}")
-            nofield = copy.deepcopy(lists)
+            every = copy.deepcopy(lists)
+            for _, body in every:  # without the window's rescore: every returned hit scored
+                if isinstance(body.get("rescore"), list):
+                    body["rescore"] = [r for r in body["rescore"] if MAXSIM_WINDOW_RESCORER not in r] or None
+                    if body["rescore"] is None:
+                        del body["rescore"]
+            nofield = copy.deepcopy(every)
             for _, body in nofield:
                 if "ext" in body:
                     body["ext"] = {name: {**value, "field": "unmapped"} for name, value in body["ext"].items()}
             found = ranked_lists(client, alias, plain).lists
             ids = [eq for eq, _ in found["structure"][:15]] + [eq for eq, _ in found["embedding"][:15]]
-            cases.append({"none": plain, "lists": lists, "nofield": nofield, "nodes": formula.nodes, "ids": ids})
+            cases.append(
+                {
+                    "none": plain,
+                    "lists": lists,
+                    "lists-all": every,
+                    "nofield": nofield,
+                    "nodes": formula.nodes,
+                    "ids": ids,
+                }
+            )
 
     def run(mode: str) -> None:
         for case in cases:
@@ -372,7 +395,7 @@ def maxsimreplay(args: argparse.Namespace) -> None:
                 stored_maxsim_scores(client, alias, case["ids"], case["nodes"], symmetric=False)
 
     per_query: dict[str, dict[str, list[float]]] = {
-        m: {"client": [], "node": []} for m in ("none", "second", "lists", "nofield")
+        m: {"client": [], "node": []} for m in ("none", "second", "lists", "lists-all", "nofield")
     }
     for _ in range(args.rounds):
         for mode in per_query:
@@ -442,6 +465,58 @@ def nodevectors(args: argparse.Namespace) -> None:
     }))  # fmt: skip
 
 
+def candidatevectors(args: argparse.Namespace) -> None:
+    """Node vectors (the MaxSim ranker's) written in place for the equations of ``--prefix`` that the MaxSim ranker's
+    formula lists return for the topics (each list's top 100 of the first page's search), with the field mapped and
+    the index's ``_meta`` naming the node encoder: for ``maxsimcost`` on a large index where computing every
+    equation's node vectors would take hours. The measured queries then score exactly the candidates they would on a
+    fully written index; the other equations have none (none is read). Each document is written again whole, from
+    its ``_source`` with its vectors; those that have node vectors already are left alone. A rewritten document
+    moves behind the copies it ties with, so run it again until it writes nothing."""
+    from elasticsearch.helpers import bulk
+    from eqsearch.engine.index.documents import with_node_vectors_field
+    from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, NODE_VECTORS_MAPPING
+    from eqsearch.engine.model.nodes import load_node_encoder
+    from eqsearch.engine.search.requests import ranked_lists
+
+    client, _ = connect(EsConfig.from_env())
+    ranking = get_ranker(args.ranker)
+    node_encoder = load_node_encoder(None, output=ranking.maxsim_nodes)
+    alias = alias_name(args.prefix, "equations")
+    ids: set[str] = set()
+    with KatexConverter() as converter:
+        service = SearchService(client, load_encoder(None), converter, index_prefix=args.prefix, ranking=ranking)
+        for _, latex in read_formula_file(args.topics, "topic"):
+            formula = service.formulas.get(read_query_variables(latex))
+            searches = service._searches(HybridQuery(latex=latex, highlight=False), formula, 100, [])
+            for ranked in ranked_lists(client, alias, searches).lists.values():
+                ids.update(eq_id for eq_id, _ in ranked[:100])
+    client.indices.put_mapping(
+        index=alias,
+        properties={NODE_VECTORS_FIELD: NODE_VECTORS_MAPPING},
+        meta={**equations_mapping(client, args.prefix).get("_meta", {}), "node_vectors": node_encoder.identity,
+              "node_dims": node_encoder.dim},
+    )  # fmt: skip
+    began = time.process_time()
+    without = {
+        "bool": {"filter": {"terms": {"eq_id": sorted(ids)}}, "must_not": {"exists": {"field": NODE_VECTORS_FIELD}}}
+    }
+    body = {"query": without, "size": len(ids), "_source": {"exclude_vectors": False}}
+    found = client.search(index=alias, body=body)["hits"]["hits"]
+    actions = []
+    for hit in found:
+        mathml = hit["_source"].get("mathml")
+        body = with_node_vectors_field(hit["_source"], node_encoder.encode([mathml])[0] if mathml else None)
+        actions.append({"_index": hit["_index"], "_id": hit["_id"], "_source": body})
+    written, _ = bulk(client, actions, chunk_size=500)
+    client.indices.refresh(index=alias)
+    print(json.dumps({
+        "index": alias, "candidates": len(ids), "written": written,
+        "with_node_vectors": sum(NODE_VECTORS_FIELD in a["_source"] for a in actions),
+        "encode_cpu_s": round(time.process_time() - began, 1),
+    }))  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -452,6 +527,7 @@ def main() -> None:
         ("replicate", replicate),
         ("nodevectors", nodevectors),
         ("maxsimcost", maxsimcost),
+        ("candidatevectors", candidatevectors),
         ("maxsimreplay", maxsimreplay),
     )
     for name, handler in handlers:

@@ -247,6 +247,10 @@ def _run_evaluate_formulas(args: argparse.Namespace) -> int:
         args.parser.error(str(error))
     if args.node_vectors and not ranking.maxsim_window:
         args.parser.error(f"--node-vectors goes with a MaxSim ranker; {ranking.name} has no MaxSim rerank")
+    if args.node_vectors and args.no_node_vectors:
+        args.parser.error("--node-vectors and --no-node-vectors contradict each other")
+    # a ranker whose MaxSim runs only in the node is measured as it is meant to run: with node vectors
+    node_vectors = args.node_vectors or (ranking.maxsim_in_node and not args.no_node_vectors)
 
     from eqsearch.engine.es import EsConfig, LocalNode, LocalNodeConfig, connect
     from eqsearch.engine.latex import KatexConverter
@@ -292,7 +296,7 @@ def _run_evaluate_formulas(args: argparse.Namespace) -> int:
                 keep=args.keep,
                 on_ingest=ingested,
                 on_topic=searched,
-                node_vectors=args.node_vectors,
+                node_vectors=node_vectors,
             )
     finally:
         for bar in (ingest_bar, topic_bar):
@@ -303,7 +307,7 @@ def _run_evaluate_formulas(args: argparse.Namespace) -> int:
     print(
         f"ranker {ranking.name}: {summary['topics']} topics, {evaluation.collection_size:,} formulas "
         f"({counts.get('equations_with_vector', 0):,} with a vector"
-        + (f", {counts.get('equations_with_node_vectors', 0):,} with node vectors" if args.node_vectors else "")
+        + (f", {counts.get('equations_with_node_vectors', 0):,} with node vectors" if node_vectors else "")
         + f"; ingest {evaluation.ingest_seconds:.0f} s), "
         f"depth {args.depth}, median {summary['query_ms_median']:.0f} ms per topic"
     )
@@ -436,10 +440,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     formulas.add_argument("--keep", action="store_true", help="keep the temporary indices (default: deleted)")
     formulas.add_argument("--bundle", help="model bundle directory (default: the installed one)")
     formulas.add_argument(
-        "--node-vectors", action="store_true",
+        "--node-vectors",
+        action="store_true",
         help="with a MaxSim ranker: the ingest stores each formula's node vectors (as 'ingest run --node-vectors'), "
         "so that MaxSim is scored inside the node where every node has eqsearch's plugin (large: ~1.5 KB a formula "
-        "for the 64-d projections, ~12 KB for the 512-d states)",
+        "for the 64-d projections, ~12 KB for the 512-d states); on for a ranker whose MaxSim runs in the node only "
+        "(structure+embedding+rerank+maxsim-in-node)",
+    )
+    formulas.add_argument(
+        "--no-node-vectors", action="store_true",
+        help="ingest without node vectors: a ranker whose MaxSim runs in the node only then goes without it (as a "
+        "deployment that stores none, or a cluster without eqsearch's plugin)",
     )  # fmt: skip
     formulas.add_argument("--per-topic", action="store_true", help="also print every topic's measures")
     formulas.add_argument("--quiet", action="store_true", help="no progress bars")

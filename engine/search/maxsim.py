@@ -19,9 +19,11 @@ with the choice of where its scores come from (the ranked lists, the node, or he
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,9 +35,11 @@ if TYPE_CHECKING:
     from eqsearch.engine.model.nodes import NodeEncoder
     from eqsearch.engine.search.index_meta import IndexMeta
     from eqsearch.engine.search.plugin import PluginUse
+    from eqsearch.engine.search.query import HybridQuery
     from eqsearch.engine.search.rankers import FormulaRanking
 
 __all__ = [
+    "Brought",
     "MaxSimStage",
     "NodeVectorCache",
     "candidate_node_vectors",
@@ -243,6 +247,31 @@ def candidate_node_vectors(
     return {eq_id: v for (eq_id, _), v in zip(found, vectors, strict=True) if len(v)}
 
 
+#: How deep each ranked list's hits bring their MaxSim scores (plugin 1.5), as a multiple of the MaxSim window: the
+#: fused window mostly comes from the lists' tops, and a candidate below every list's scored top is asked of the
+#: rescorer (exact either way). On the 22 development topics, lists scored to the window itself (30) sent that request
+#: for 3 topics (6 candidates), to 40 for none (``benchmarks/search.md`` update 17).
+LIST_WINDOW_FACTOR = 1.5
+
+
+def list_window(maxsim_window: int) -> int:
+    """How many of each ranked list's top hits the node scores for a MaxSim window of ``maxsim_window``."""
+    return math.ceil(maxsim_window * LIST_WINDOW_FACTOR)
+
+
+@dataclass(frozen=True)
+class Brought:
+    """The MaxSim scores the ranked lists brought (plugin 1.4's search extension).
+
+    Args:
+        scores: eq_id -> MaxSim score, of the scored hits that have node vectors.
+        scored: the eq_ids the node scored (with or without node vectors); another candidate was not scored.
+    """
+
+    scores: dict[str, float]
+    scored: set[str]
+
+
 class MaxSimStage:
     """A search service's MaxSim rerank of the formula side, and where its scores come from: brought by the ranked
     lists (plugin 1.4's search extension, asked for by `ask_in_lists`), scored by the node's rescorer in a second
@@ -284,12 +313,24 @@ class MaxSimStage:
         identity = getattr(self.node_encoder, "identity", None)
         return self.plugin.stored_node_vectors(self.alias) and self.meta.read().get("node_vectors") == identity
 
-    def ask_in_lists(self, searches: list[tuple[str, dict[str, Any]]], query_nodes: np.ndarray | None) -> bool:
+    def runs(self, query: HybridQuery | None = None) -> bool:
+        """Whether this service reranks ``query``'s formula side by MaxSim on its index: its ranking has a MaxSim
+        window and a node encoder, a ranking whose MaxSim is ``maxsim_in_node`` finds the node vectors there
+        (`stores_node_vectors`), and one whose MaxSim is ``maxsim_formula_only`` gets a query without keywords."""
+        if self.node_encoder is None or self.ranking.maxsim_window <= 0:
+            return False
+        if self.ranking.maxsim_formula_only and query is not None and query.has_keywords:
+            return False
+        return not self.ranking.maxsim_in_node or self.stores_node_vectors()
+
+    def ask_in_lists(self, searches: list[tuple[str, dict[str, Any]]], query_nodes: np.ndarray | None) -> int | None:
         """Adds plugin 1.4's MaxSim extension (`engine.search.plugin.maxsim_ext`) to the formula lists' requests
         where the ranking reranks by MaxSim, the node can score it (`stores_node_vectors`) and every node has 1.4;
-        returns whether it did (then the lists bring the scores, and no second request is sent)."""
+        where every node has 1.5, with the rescore that limits the scoring to each list's top ``maxsim_window`` hits
+        (`engine.search.plugin.maxsim_window_rescore`). Returns how deep each list's hits bring their scores (0:
+        all of them), or None where it asked nothing (then the rerank asks the node in a second request)."""
         from eqsearch.engine.search.pattern_filter import FORMULA_LISTS
-        from eqsearch.engine.search.plugin import maxsim_ext
+        from eqsearch.engine.search.plugin import maxsim_ext, maxsim_window_rescore
 
         if (
             query_nodes is None
@@ -297,37 +338,60 @@ class MaxSimStage:
             or not self.plugin.maxsim_in_lists(self.alias)
             or not self.stores_node_vectors()
         ):
-            return False
+            return None
         ext = maxsim_ext(query_nodes, symmetric=self.ranking.maxsim_symmetric)
+        window = list_window(self.ranking.maxsim_window) if self.plugin.support.maxsim_window else 0
         for name, body in searches:
             if name in FORMULA_LISTS:
                 body["ext"] = ext
-        return True
+                if window:
+                    rescores = body.get("rescore", [])
+                    rescores = [rescores] if isinstance(rescores, dict) else list(rescores)
+                    body["rescore"] = [*rescores, maxsim_window_rescore(window)]
+        return window
+
+    def brought(
+        self, lists: Mapping[str, list[tuple[str, float]]], scores: Mapping[str, float], window: int
+    ) -> Brought:
+        """What the ranked ``lists`` (as Elasticsearch returned them) brought: the MaxSim ``scores`` of their hits,
+        and which hits were scored (each formula list's top ``window``; 0: every hit)."""
+        from eqsearch.engine.search.pattern_filter import FORMULA_LISTS
+
+        scored = {eq_id for name in FORMULA_LISTS for eq_id, _ in (lists.get(name) or [])[: window or None]}
+        return Brought(dict(scores), scored)
 
     def rerank(
-        self, ranking: list[tuple[str, float]], query_nodes: np.ndarray, brought: dict[str, float] | None = None
+        self, ranking: list[tuple[str, float]], query_nodes: np.ndarray, brought: Brought | None = None
     ) -> list[tuple[str, float]]:
         """The formula side's top ``maxsim_window`` reranked by MaxSim: from the scores the ranked lists ``brought``
-        (plugin 1.4), or by the node's rescorer in a second request, or computed here."""
+        (plugin 1.4; a candidate they did not score is asked of the node's rescorer), or by the node's rescorer in a
+        second request, or computed here (not for a ranking whose MaxSim is ``maxsim_in_node``: it goes without)."""
         stored = None
+        symmetric = self.ranking.maxsim_symmetric
         if brought is not None:
 
             def stored(ids: list[str]) -> dict[str, float]:
-                return {eq_id: brought[eq_id] for eq_id in ids if eq_id in brought}
+                scores = {eq_id: brought.scores[eq_id] for eq_id in ids if eq_id in brought.scores}
+                unscored = [eq_id for eq_id in ids if eq_id not in brought.scored]
+                if unscored:  # below every list's scored top: the rescorer's request, for these alone
+                    more = stored_maxsim_scores(self.client, self.alias, unscored, query_nodes, symmetric=symmetric)
+                    scores.update(more)
+                return scores
 
         elif self.stores_node_vectors():  # in the node, from stored vectors of this service's node encoder
-            symmetric = self.ranking.maxsim_symmetric
 
             def stored(ids: list[str]) -> dict[str, float]:
                 return stored_maxsim_scores(self.client, self.alias, ids, query_nodes, symmetric=symmetric)
 
+        elif self.ranking.maxsim_in_node:
+            return ranking
         return rerank_formula_side(
             ranking,
             query_nodes,
             self.vectors,
             window=self.ranking.maxsim_window,
             weight=self.ranking.maxsim_weight,
-            symmetric=self.ranking.maxsim_symmetric,
+            symmetric=symmetric,
             stored=stored,
         )
 

@@ -19,9 +19,12 @@ first; the BM25 rescorer with the same rule (``except_rare``) adds the other ter
 Plugin 1.4 also computes the MaxSim rerank's scores in the fetch phase of the ranked lists themselves (the
 ``eqsearch_maxsim`` search extension, `maxsim_ext`): each returned hit of the structural and the kNN lists brings its
 MaxSim score in its ``fields`` (`MAXSIM_HIT_FIELD`), the same score as the rescorer's, so the MaxSim rerank needs no
-second request (`PluginUse.maxsim_in_lists`, opt-in: measured, it costs the node more than the second request). A 1.3
+second request (`PluginUse.maxsim_in_lists`; with 1.4 alone opt-in: scoring every hit costs more than the second
+request). A 1.3
 node does not know the extension: it is sent only where every node has 1.4; the rescorer (`maxsim_body`) serves
-every other case.
+every other case. Plugin 1.5's ``eqsearch_maxsim_window`` rescore (`maxsim_window_rescore`), last in each list's
+rescores, limits that scoring to each list's top hits (`engine.search.maxsim.list_window`), the candidates the fused
+window mostly holds; where every node has 1.5 the lists bring the scores by default.
 
 A cluster may lack the plugin (a hosted cluster, another version, a node added later): `detect_plugin` asks
 ``_nodes/plugins`` once, and the engine uses the plugin only when every node has a compatible version of it; otherwise
@@ -56,6 +59,7 @@ __all__ = [
     "detect_plugin",
     "maxsim_body",
     "maxsim_ext",
+    "maxsim_window_rescore",
     "plugin_support",
     "structure_rescore",
     "terms_query",
@@ -74,6 +78,9 @@ MAXSIM_MISSING = -2.0
 #: The search extension that puts each returned hit's MaxSim score in its fields (plugin 1.4 and later), and that field.
 MAXSIM_FETCH_SINCE = (1, 4)
 MAXSIM_HIT_FIELD = "eqsearch_maxsim"
+#: The rescore that limits the extension's scoring to a list's top hits (plugin 1.5 and later).
+MAXSIM_WINDOW_RESCORER = "eqsearch_maxsim_window"
+MAXSIM_WINDOW_SINCE = (1, 5)
 #: The BM25 rescorer over the forward index (plugin 1.2 and later).
 BM25_RESCORER = "eqsearch_bm25"
 BM25_SINCE = (1, 2)
@@ -96,6 +103,8 @@ class PluginSupport:
         terms: every node's plugin also has the first-stage query and the rescorer's rare-term rule (`TERMS_SINCE`).
         maxsim_fetch: every node's plugin also has the MaxSim search extension of the fetch phase
             (`MAXSIM_FETCH_SINCE`).
+        maxsim_window: every node's plugin also has the rescore that limits it to a list's top hits
+            (`MAXSIM_WINDOW_SINCE`).
     """
 
     available: bool
@@ -106,6 +115,7 @@ class PluginSupport:
     bm25: bool = False
     terms: bool = False
     maxsim_fetch: bool = False
+    maxsim_window: bool = False
 
 
 def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
@@ -120,6 +130,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
     with_bm25 = 0
     with_terms = 0
     with_maxsim_fetch = 0
+    with_maxsim_window = 0
     versions: set[str] = set()
     for node in nodes.values():
         for plugin in node.get("plugins") or []:
@@ -133,6 +144,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
                 with_bm25 += _version_tuple(version) >= BM25_SINCE
                 with_terms += _version_tuple(version) >= TERMS_SINCE
                 with_maxsim_fetch += _version_tuple(version) >= MAXSIM_FETCH_SINCE
+                with_maxsim_window += _version_tuple(version) >= MAXSIM_WINDOW_SINCE
     total = len(nodes)
     if total and compatible == total:
         return PluginSupport(
@@ -144,6 +156,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
             bm25=with_bm25 == total,
             terms=with_terms == total,
             maxsim_fetch=with_maxsim_fetch == total,
+            maxsim_window=with_maxsim_window == total,
         )
     if compatible or versions:
         return PluginSupport(
@@ -205,8 +218,10 @@ class PluginUse:
         shard_rare_terms: whether the shard may choose the first stage's rare terms where the plugin and the index
             allow it (`shard_rare_terms`); False keeps the client's choice from ``_termvectors`` (a side-by-side).
         maxsim_in_lists: whether the ranked lists may bring the MaxSim scores where the plugin and the index allow
-            it (`maxsim_in_lists`); off by default: scoring the lists' 100 + 100 hits in the fetch phase costs the
-            node more than the rescorer's second request for the fused 30 (``benchmarks/search.md`` update 16).
+            it (`maxsim_in_lists`); None (the default): where every node has plugin 1.5, whose window rescore limits
+            the scoring to each list's top hits (as cheap as the rescorer's second request on 9k equations, cheaper
+            at 1M: ``benchmarks/search.md`` update 17); True: with 1.4 too (every returned hit scored, costlier);
+            False: never (the second request).
     """
 
     def __init__(
@@ -216,7 +231,7 @@ class PluginUse:
         *,
         forward_index: bool = True,
         shard_rare_terms: bool = True,
-        maxsim_in_lists: bool = False,
+        maxsim_in_lists: bool | None = None,
     ) -> None:
         self.client = client
         self.wanted = wanted
@@ -233,8 +248,10 @@ class PluginUse:
 
     def maxsim_in_lists(self, alias: str) -> bool:
         """Whether the ranked lists can bring their hits' MaxSim scores on ``alias`` (`maxsim_ext`): the MaxSim rerank
-        can run in the node there (`stored_node_vectors`) and every node has plugin 1.4's search extension."""
-        return self.use_maxsim_in_lists and self.stored_node_vectors(alias) and self.support.maxsim_fetch
+        can run in the node there (`stored_node_vectors`), every node has plugin 1.4's search extension, and the
+        service asks for it (by default where every node has 1.5's window too)."""
+        wanted = self.support.maxsim_window if self.use_maxsim_in_lists is None else self.use_maxsim_in_lists
+        return wanted and self.stored_node_vectors(alias) and self.support.maxsim_fetch
 
     def forward_index(self, alias: str) -> bool:
         """Whether the structural list's window BM25 can come from the forward index on ``alias``: every node has
@@ -284,7 +301,8 @@ class PluginUse:
         """Whether ``error`` is a node refusing the plugin's rescorer while it was in use; if so, the plugin is off
         from now on (the caller sends the search again)."""
         if not self.active or not any(
-            name in str(error) for name in (STRUCTURE_RESCORER, MAXSIM_RESCORER, BM25_RESCORER, TERMS_QUERY)
+            name in str(error)
+            for name in (STRUCTURE_RESCORER, MAXSIM_RESCORER, MAXSIM_WINDOW_RESCORER, BM25_RESCORER, TERMS_QUERY)
         ):
             return False
         self._support = PluginSupport(
@@ -406,3 +424,9 @@ def maxsim_ext(query_nodes: Any, *, symmetric: bool) -> dict[str, Any]:
         query_nodes: ``[nodes, width]``.
     """
     return {MAXSIM_RESCORER: _maxsim_request(query_nodes, symmetric)}
+
+
+def maxsim_window_rescore(window: int) -> dict[str, Any]:
+    """The rescore, last in a ranked list's rescores, that limits `maxsim_ext`'s scoring to the list's top ``window``
+    hits on each shard (plugin 1.5): the hits' scores and order are untouched."""
+    return {"window_size": window, MAXSIM_WINDOW_RESCORER: {}}

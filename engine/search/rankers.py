@@ -53,6 +53,13 @@ class FormulaRanking:
         maxsim_nodes: which node vectors (`engine.model.nodes`): ``node_vectors`` (64-d projections) or
             ``node_states`` (512-d), or either through a fixed projection of the sidecar (``node_states@p64``).
         maxsim_symmetric: also score each candidate node's best query node, and average both directions.
+        maxsim_in_node: MaxSim reranks only where the node scores it, from node vectors the index stores (eqsearch's
+            plugin on every node; `engine.search.maxsim.MaxSimStage.stores_node_vectors`); elsewhere the ranking goes
+            without it, instead of computing the candidates' node vectors in the search service (~55-75 ms of CPU
+            for a new query).
+        maxsim_formula_only: MaxSim reranks formula-only searches; with keywords the structure, the embedding and
+            the words decide (on the hybrid development sets MaxSim lowered combined queries' MRR@10:
+            ``benchmarks/hybrid.md``).
         bundle: the shipped encoder bundle the ranker's vectors come from (a directory name under
             ``engine/model``, e.g. ``bitmap-bundle``: `engine.model.shipped_bundle_path`); None: whichever bundle
             the caller loads (the default one). ``eqsearch evaluate`` ingests and searches with it.
@@ -76,6 +83,8 @@ class FormulaRanking:
     maxsim_weight: float = 0.0
     maxsim_nodes: str = "node_vectors"
     maxsim_symmetric: bool = False
+    maxsim_in_node: bool = False
+    maxsim_formula_only: bool = False
     bundle: str | None = None
 
     def __post_init__(self) -> None:
@@ -93,6 +102,8 @@ class FormulaRanking:
             or bool(self.maxsim_window) != bool(self.maxsim_weight)
         ):
             raise ValueError(f"ranker {self.name!r}: a MaxSim window needs a weight in (0, 1]")
+        if (self.maxsim_in_node or self.maxsim_formula_only) and not self.maxsim_window:
+            raise ValueError(f"ranker {self.name!r}: maxsim_in_node and maxsim_formula_only need a MaxSim window")
         if self.maxsim_nodes.partition("@")[0] not in ("node_vectors", "node_states"):
             raise ValueError(f"ranker {self.name!r}: maxsim_nodes is node_vectors or node_states (or one @projection)")
         if not 0 <= self.first_stage_share <= 1 or (self.first_stage_share and not self.rerank_window):
@@ -176,12 +187,25 @@ RANKERS: dict[str, FormulaRanking] = {
         ),
         FormulaRanking(
             "structure+embedding+rerank+maxsim",
-            "the default, its top 30 formulas then reranked by MaxSim over 64-d projections of the node states "
-            "(share 0.3)",
+            "structure+embedding+rerank, its top 30 formulas then reranked by MaxSim over 64-d projections of the node "
+            "states (share 0.3), computed by the search service where the node cannot score them",
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
             **_RERANK,
             **_MAXSIM_SHARE,
+        ),
+        FormulaRanking(
+            "structure+embedding+rerank+maxsim-in-node",
+            "structure+embedding+rerank; a formula-only search's top 30 formulas then reranked by MaxSim over 64-d "
+            "projections of the node states (share 0.3) where the index stores them and every node has eqsearch's "
+            "plugin; with keywords, or elsewhere, as structure+embedding+rerank (not the default: it lowers the "
+            "labelled set's figures, benchmarks/formula_search.md)",
+            structure=1.0 - _EMBEDDING_SHARE,
+            embedding=_EMBEDDING_SHARE,
+            **_RERANK,
+            **_MAXSIM_SHARE,
+            maxsim_in_node=True,
+            maxsim_formula_only=True,
         ),
         FormulaRanking(
             "ecml19-cnn",

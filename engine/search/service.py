@@ -8,7 +8,8 @@
    the words, kNN on the context vectors) and send them as one ``_msearch`` of ranked ids (`requests`);
 4. keep the candidates a pattern with variables matches (`pattern_filter`);
 5. blend each side's lists and fuse the sides (`fusion`), with the optional MaxSim rerank of the formula side
-   (`maxsim`; opt-in with plugin 1.4 and stored node vectors, its scores come with the formula lists of step 3);
+   (`maxsim`; where the index stores node vectors and every node has plugin 1.5, its scores come with the formula
+   lists of step 3);
 6. cut the page (`results.select_page`), fetch its equations with highlights (`requests`) and mark what of each
    formula matched (`highlight`).
 
@@ -32,7 +33,7 @@ from eqsearch.engine.search.errors import EquationNotFoundError, SearchError, ca
 from eqsearch.engine.search.fusion import Fused, blend_sides, evidence_fusion, linear_fusion, reciprocal_rank_fusion
 from eqsearch.engine.search.highlight import formula_highlight
 from eqsearch.engine.search.index_meta import META_SECONDS, IndexMeta
-from eqsearch.engine.search.maxsim import MaxSimStage
+from eqsearch.engine.search.maxsim import Brought, MaxSimStage
 from eqsearch.engine.search.pattern_filter import FORMULA_LISTS, pattern_matches
 from eqsearch.engine.search.plugin import PluginUse
 from eqsearch.engine.search.query import (
@@ -147,9 +148,15 @@ class SearchService:
             self.text_encoder = load_text_encoder()
         self.node_encoder = node_encoder
         if self.node_encoder is None and self.ranking.maxsim_window > 0:
+            from eqsearch.engine.model.bundle import BundleError
             from eqsearch.engine.model.nodes import node_encoder_for
 
-            self.node_encoder = node_encoder_for(encoder, self.ranking.maxsim_nodes)
+            try:
+                self.node_encoder = node_encoder_for(encoder, self.ranking.maxsim_nodes)
+            except BundleError:
+                if not self.ranking.maxsim_in_node:
+                    raise
+                self.node_encoder = None  # a bundle without the node-states sidecar: the default goes without MaxSim
         self.meta = IndexMeta(client, self.equations_alias, on_change=self._index_changed)
         self.formulas = QueryFormulas(
             converter,
@@ -192,9 +199,11 @@ class SearchService:
                 f"a search ranks its best {list_depth} equations; page {query.page} starts past them (refine the "
                 "query, or add keywords or filters, to see others)"
             )
-        list_depth = max(list_depth, self.ranking.maxsim_window)  # the lists fill the MaxSim window
+        maxsim = formula is not None and formula.nodes is not None and self.maxsim.runs(query)
+        if maxsim:
+            list_depth = max(list_depth, self.ranking.maxsim_window)  # the lists fill the MaxSim window
         searches = self._searches(query, formula, list_depth, warnings)
-        maxsim_in_lists = self.maxsim.ask_in_lists(searches, formula.nodes if formula is not None else None)
+        maxsim_window = self.maxsim.ask_in_lists(searches, formula.nodes) if maxsim else None
         if not searches:
             return self._results([], [], 0, query, latex_error, warnings, began)
         try:
@@ -204,7 +213,9 @@ class SearchService:
                 raise
             warnings.append(self.plugin.support.note)
             found = ranked_lists(self.client, self.equations_alias, self._searches(query, formula, list_depth, []))
-            maxsim_in_lists = False
+            maxsim_window = None
+        # the MaxSim scores the lists brought, and which hits they scored (before the pattern filter)
+        brought = None if maxsim_window is None else self.maxsim.brought(found.lists, found.maxsim, maxsim_window)
         if found.missing_shards:
             warnings.append(
                 f"partial results: {found.missing_shards} shard searches did not answer (a node of the cluster is "
@@ -217,7 +228,7 @@ class SearchService:
                     f"no formula among the {self.pattern_candidates} nearest candidates matches the pattern "
                     f"{query.latex}; try fewer symbols around the variables"
                 )
-        fused = self._fuse(query, self._sides(found, formula, maxsim_in_lists), found)
+        fused = self._fuse(query, self._sides(found, formula if maxsim else None, brought), found)
         page_items, total = select_page(fused, found.paper_of, query, found.text_total)
         hits = self._page_hits(page_items, query, formula, channels_of(found.lists))
         groups = group_hits(hits) if query.group_by_paper else []
@@ -281,11 +292,11 @@ class SearchService:
         return formula.structure_vector if self.meta.structure_encoder() == self.structure_encoder.identity else None
 
     def _sides(
-        self, found: RankedLists, formula: QueryFormula | None, maxsim_in_lists: bool = False
+        self, found: RankedLists, formula: QueryFormula | None, brought: Brought | None = None
     ) -> dict[str, list[tuple[str, float]]]:
         """The ``formula`` side (structure and embedding lists, blended by the ranking's weights, then the MaxSim
-        rerank when the ranking has one: with ``maxsim_in_lists``, from the scores the lists brought) and the
-        ``text`` side (the words' BM25 and the context lists)."""
+        rerank of the query ``formula``, None where MaxSim does not run: from the scores the lists ``brought``, where
+        they did) and the ``text`` side (the words' BM25 and the context lists)."""
         sides = blend_sides(
             found.lists,
             {
@@ -294,7 +305,6 @@ class SearchService:
             },
         )
         if formula is not None and formula.nodes is not None and sides.get("formula"):
-            brought = found.maxsim if maxsim_in_lists else None  # the scores the lists brought (plugin 1.4)
             sides["formula"] = self.maxsim.rerank(sides["formula"], formula.nodes, brought)
         return sides
 

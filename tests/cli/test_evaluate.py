@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from eqsearch.engine.search.rankers import DEFAULT_RANKER
 from eqsearch.evaluation.labelled_set import FORMAT_LINE
 from eqsearch.main import main
 
@@ -65,9 +66,9 @@ def test_labelled_with_a_ranker_scores_the_search_engine_too(es_client, tmp_path
     figures = tmp_path / "labelled.json"
     assert main(["evaluate", "labelled", str(labelled), "--ranker", "default", "--quiet", "--json", str(figures)]) == 0
     out = capsys.readouterr().out
-    assert "| search engine, ranker structure+embedding+rerank |" in out
+    assert f"| search engine, ranker {DEFAULT_RANKER} |" in out
     report = json.loads(figures.read_text())
-    assert set(report["figures"]) == {"model", "model_cosine", "bag_of_words", "search:structure+embedding+rerank"}
+    assert set(report["figures"]) == {"model", "model_cosine", "bag_of_words", f"search:{DEFAULT_RANKER}"}
     with pytest.raises(SystemExit):
         main(["evaluate", "labelled", str(labelled), "--ranker", "nonesuch"])
     assert "unknown ranker 'nonesuch'" in capsys.readouterr().err

@@ -70,6 +70,23 @@ def test_node_vectors_are_chosen_at_create_kept_by_migrate_and_dropped_on_reques
         (["index", "migrate", "equations", "--node-vectors", "--no-node-vectors"], "contradict each other"),
         (["index", "migrate", "papers", "--no-node-vectors"], "--no-node-vectors applies to the equations index"),
         (["ingest", "run", "x.jsonl", "--node-vectors", "--node-output", "edges"], "invalid choice: 'edges'"),
+        (
+            [
+                "evaluate",
+                "formulas",
+                "--collection",
+                "c",
+                "--topics",
+                "t",
+                "--qrels",
+                "q",
+                "--node-vectors",
+                "--no-node-vectors",
+                "--ranker",
+                "structure+embedding+rerank+maxsim-in-node",
+            ],
+            "contradict each other",
+        ),
     ],
 )
 def test_bad_node_vector_flags_are_usage_errors(args, says, capsys):

@@ -39,12 +39,20 @@ def _started_before_install(es_client, es_config) -> bool:
 
 @pytest.fixture(scope="module")
 def require_plugin(es_client, es_config):
-    """Returns a check: ``require_plugin(maxsim=False, bm25=False, terms=False, maxsim_fetch=False)`` skips or fails
-    the test when the node lacks the plugin (or its MaxSim or BM25 rescorer, or its first-stage query of plugin 1.3,
-    or its MaxSim search extension of plugin 1.4)."""
+    """Returns a check: ``require_plugin(maxsim=False, bm25=False, terms=False, maxsim_fetch=False,
+    maxsim_window=False)`` skips or fails the test when the node lacks the plugin (or its MaxSim or BM25 rescorer, or
+    its first-stage query of plugin 1.3, or its MaxSim search extension of plugin 1.4, or that extension's window of
+    plugin 1.5)."""
     on_ci = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
-    def check(*, maxsim: bool = False, bm25: bool = False, terms: bool = False, maxsim_fetch: bool = False) -> None:
+    def check(
+        *,
+        maxsim: bool = False,
+        bm25: bool = False,
+        terms: bool = False,
+        maxsim_fetch: bool = False,
+        maxsim_window: bool = False,
+    ) -> None:
         support = detect_plugin(es_client)
         if (
             support.available
@@ -52,6 +60,7 @@ def require_plugin(es_client, es_config):
             and (support.bm25 or not bm25)
             and (support.terms or not terms)
             and (support.maxsim_fetch or not maxsim_fetch)
+            and (support.maxsim_window or not maxsim_window)
         ):
             return
         wanted = (
@@ -63,6 +72,8 @@ def require_plugin(es_client, es_config):
             if terms
             else " with the eqsearch_maxsim search extension (1.4)"
             if maxsim_fetch
+            else " with the eqsearch_maxsim_window rescore (1.5)"
+            if maxsim_window
             else ""
         )
         message = f"the node has no eqsearch plugin{wanted}: {support.note}"

@@ -2,7 +2,8 @@
 plugin, against the same rerank computed by the search service from the candidates' MathML (float32 node states):
 the scores agree to the int8 rounding of both sides' unit rows, and the rankings are the same. With plugin 1.4 the
 ranked lists bring the MaxSim scores (the fetch phase's search extension): the same ranking and scores, to the last
-bit, as the rescorer's second request, and that request is no longer sent."""
+bit, as the rescorer's second request, and that request is no longer sent; with plugin 1.5 only each list's top
+hits are scored, and a fused candidate below them is asked of the rescorer alone: the same ranking again."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from eqsearch.engine.search import HybridQuery
+from eqsearch.engine.search import maxsim as maxsim_module
 from eqsearch.engine.search.maxsim import maxsim_scores, stored_maxsim_scores
 from eqsearch.engine.search.rankers import get_ranker
 from eqsearch.engine.search.service import SearchService
@@ -82,25 +84,56 @@ def _searches_of(client, index: str) -> int:
     return int(stats["_all"]["total"]["search"]["query_total"])
 
 
-def test_the_lists_bring_the_scores_the_second_request_gave(plugin_client, require_plugin, converter, ingested):
+def test_the_lists_bring_the_scores_the_second_request_gave(
+    plugin_client, require_plugin, converter, ingested, monkeypatch
+):
     require_plugin(maxsim_fetch=True)
     indexed, encoder, topics = ingested
     ranking = get_ranker(RANKER)
     in_lists = indexed.service(encoder, converter, ranking=ranking, depth=100)
-    in_lists.plugin.use_maxsim_in_lists = True  # opt-in (it costs the node more: benchmarks/search.md update 16)
-    second = indexed.service(encoder, converter, ranking=ranking, depth=100)  # the default: the second request
+    in_lists.plugin.use_maxsim_in_lists = True
+    second = indexed.service(encoder, converter, ranking=ranking, depth=100)
+    second.plugin.use_maxsim_in_lists = False  # the rescorer's second request
     alias = in_lists.equations_alias
     assert in_lists.plugin.maxsim_in_lists(alias) and not second.plugin.maxsim_in_lists(alias)
     shards = len({shard["shard"] for shard in plugin_client.cat.shards(index=alias, format="json")})
+    asked = []  # the rescorer's requests, by either service
+    rescorer = maxsim_module.stored_maxsim_scores
+    monkeypatch.setattr(maxsim_module, "stored_maxsim_scores", lambda *a, **k: asked.append(a[2]) or rescorer(*a, **k))
     for latex in topics:
         before = _searches_of(plugin_client, alias)
         lists_run = formula_ranking(in_lists, latex, 100)
-        middle = _searches_of(plugin_client, alias)
+        middle, from_lists = _searches_of(plugin_client, alias), len(asked)
         second_run = formula_ranking(second, latex, 100)
         after = _searches_of(plugin_client, alias)
         assert lists_run == second_run  # the same ids and the same floats
-        assert (after - middle) - (middle - before) == shards  # one search fewer: no second request
+        # one search fewer (no second request), unless a fused candidate lay below every list's scored top
+        assert (after - middle) - (middle - before) == (0 if from_lists else shards)
+        assert len(asked) == from_lists + 1  # the second service asked once
+        del asked[:]
     assert in_lists.maxsim.vectors.computed == 0 and second.maxsim.vectors.computed == 0
+
+
+def test_a_candidate_the_lists_did_not_score_is_asked_of_the_rescorer(
+    plugin_client, require_plugin, converter, ingested, monkeypatch
+):
+    """Plugin 1.5 scores each list's top ``maxsim_window`` hits; a fused window candidate outside them (rare at the
+    ranker's window) gets its score from the rescorer's request for it alone: here every list's top 3 only, so most
+    of the window is asked, and the runs still equal the second request's."""
+    require_plugin(maxsim_window=True)
+    indexed, encoder, topics = ingested
+    ranking = get_ranker(RANKER)
+    in_lists = indexed.service(encoder, converter, ranking=ranking, depth=100)
+    in_lists.plugin.use_maxsim_in_lists = True
+    second = indexed.service(encoder, converter, ranking=ranking, depth=100)
+    alias = in_lists.equations_alias
+    narrow = in_lists.maxsim.brought
+    monkeypatch.setattr(in_lists.maxsim, "brought", lambda lists, scores, window: narrow(lists, scores, 3))
+    for latex in topics[:4]:
+        before = _searches_of(plugin_client, alias)
+        assert formula_ranking(in_lists, latex, 100) == formula_ranking(second, latex, 100)
+        assert _searches_of(plugin_client, alias) - before > 0
+    assert in_lists.maxsim.vectors.computed == 0
 
 
 def test_a_ranker_of_another_node_output_is_scored_by_the_service(plugin_client, converter, ingested):
@@ -117,3 +150,20 @@ def read_query(latex: str):
     from eqsearch.engine.model.patterns import read_query_variables
 
     return read_query_variables(latex)
+
+
+def test_the_in_node_ranker_reranks_formula_only_searches(plugin_client, require_plugin, converter, ingested):
+    """The in-node MaxSim ranker (`maxsim_in_node`, `maxsim_formula_only`): on an index with node vectors a
+    formula-only search is the MaxSim ranker's exactly; with keywords it is structure+embedding+rerank's."""
+    require_plugin(maxsim=True)
+    indexed, encoder, topics = ingested
+    default = indexed.service(encoder, converter, ranking=get_ranker(f"{RANKER}-in-node"), depth=50)
+    maxsim = indexed.service(encoder, converter, ranking=get_ranker(RANKER), depth=50)
+    before = indexed.service(encoder, converter, ranking=get_ranker("structure+embedding+rerank"), depth=50)
+    for latex in topics[:3]:
+        assert formula_ranking(default, latex, 50) == formula_ranking(maxsim, latex, 50)
+        with_words = HybridQuery(latex=latex, keywords="matrix", size=10)
+        assert default.maxsim.runs(HybridQuery(latex=latex)) and not default.maxsim.runs(with_words)
+        hits = [(hit.eq_id, hit.score) for hit in default.search(with_words).hits]
+        assert hits == [(hit.eq_id, hit.score) for hit in before.search(with_words).hits]
+    assert default.maxsim.vectors.computed == 0

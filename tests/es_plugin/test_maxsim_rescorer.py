@@ -18,7 +18,14 @@ import pytest
 from eqsearch.engine.index.documents import node_vectors_value
 from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, NODE_VECTORS_MAPPING
 from eqsearch.engine.search.maxsim import maxsim_scores, stored_maxsim_scores
-from eqsearch.engine.search.plugin import MAXSIM_HIT_FIELD, MAXSIM_RESCORER, PluginUse, maxsim_body, maxsim_ext
+from eqsearch.engine.search.plugin import (
+    MAXSIM_HIT_FIELD,
+    MAXSIM_RESCORER,
+    PluginUse,
+    maxsim_body,
+    maxsim_ext,
+    maxsim_window_rescore,
+)
 
 pytestmark = pytest.mark.es
 
@@ -177,6 +184,66 @@ def test_an_ext_that_is_not_an_object_of_its_fields_gets_a_400(es_client, plugin
     require_plugin(maxsim_fetch=True)
     index, _ = plugin_index
     raw = '{"query": {"match_all": {}}, "ext": {"eqsearch_maxsim": ' + body + "}}"
+    with pytest.raises(ApiError) as refused:
+        es_client.perform_request(
+            "POST", f"/{index}/_search", headers={"content-type": "application/json", "accept": "application/json"},
+            body=raw.encode(),
+        )  # fmt: skip
+    assert refused.value.status_code == 400, refused.value
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_the_window_rescore_limits_the_scores_to_each_shards_top_hits(
+    es_client, plugin_index, index_name, require_plugin, shards
+):
+    """Plugin 1.5: with ``eqsearch_maxsim_window`` last in the rescores, only each shard's top K hits bring a score
+    (the same floats), the search's scores and order stay; on three shards the fetch phase, a request of its own,
+    still knows which hits the query phase's window held."""
+    require_plugin(maxsim_window=True)
+    index, vectors = plugin_index
+    if shards > 1:
+        index = f"{index_name}-shards"
+        es_client.indices.create(
+            index=index,
+            settings={"number_of_shards": shards, "number_of_replicas": 0},
+            mappings={"properties": {"eq_id": {"type": "keyword"}, NODE_VECTORS_FIELD: NODE_VECTORS_MAPPING}},
+        )
+        for eq_id, v in vectors.items():
+            es_client.index(index=index, id=eq_id, document={"eq_id": eq_id, NODE_VECTORS_FIELD: node_vectors_value(v)})
+        es_client.indices.refresh(index=index)
+    query = np.random.default_rng(21).normal(size=(5, DIMS)).astype(np.float32)
+    rescored = stored_maxsim_scores(es_client, index, list(vectors), query, symmetric=False)
+    body = {
+        "query": {"function_score": {"query": {"match_all": {}}, "random_score": {"seed": 3, "field": "eq_id"}}},
+        "size": 30,
+        "stored_fields": "_none_",
+        "docvalue_fields": ["eq_id"],
+    }
+    plain = es_client.search(index=index, **body)["hits"]["hits"]
+    window = 7
+    found = es_client.search(
+        index=index, **body, ext=maxsim_ext(query, symmetric=False), rescore=[maxsim_window_rescore(window)]
+    )["hits"]["hits"]
+    assert [(h["fields"]["eq_id"], h["_score"]) for h in found] == [(h["fields"]["eq_id"], h["_score"]) for h in plain]
+    brought = {
+        h["fields"]["eq_id"][0]: h["fields"][MAXSIM_HIT_FIELD][0] for h in found if MAXSIM_HIT_FIELD in h["fields"]
+    }
+    top = [h["fields"]["eq_id"][0] for h in found[:window]]
+    assert set(top) <= set(brought)  # the list's top K always: what the engine relies on
+    assert all(brought[eq_id] == rescored[eq_id] for eq_id in brought)  # the rescorer's floats
+    if shards == 1:
+        assert set(brought) == set(top)
+    else:
+        assert window < len(brought) <= shards * window  # each shard's own top K
+
+
+@pytest.mark.parametrize("marker", ['{"x": 1}', "[]", '"on"', "null"], ids=["unknown field", "array", "string", "null"])
+def test_a_hostile_window_rescore_gets_a_400(es_client, plugin_index, require_plugin, marker):
+    from elasticsearch import ApiError
+
+    require_plugin(maxsim_window=True)
+    index, _ = plugin_index
+    raw = '{"query": {"match_all": {}}, "rescore": {"window_size": 5, "eqsearch_maxsim_window": ' + marker + "}}"
     with pytest.raises(ApiError) as refused:
         es_client.perform_request(
             "POST", f"/{index}/_search", headers={"content-type": "application/json", "accept": "application/json"},

@@ -4,12 +4,15 @@ candidate cache, the rankers' checks, and the rerank end to end on a real node w
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from eqsearch.engine.search.maxsim import NodeVectorCache, maxsim_rerank, maxsim_scores
 from eqsearch.engine.search.rankers import RANKERS, FormulaRanking, get_ranker
 from formula_collection import DETERMINANT, EULER, FORMULAS, LIMIT, numbered
+
+IN_NODE = "structure+embedding+rerank+maxsim-in-node"
 
 
 def test_maxsim_is_the_mean_over_query_nodes_of_the_best_candidate_node():
@@ -77,6 +80,39 @@ def test_rankers_check_the_maxsim_settings():
         FormulaRanking("x", "", embedding=1.0, maxsim_window=100, maxsim_weight=1.5)
     with pytest.raises(ValueError, match="node_vectors or node_states"):
         FormulaRanking("x", "", embedding=1.0, maxsim_window=100, maxsim_weight=1.0, maxsim_nodes="edges")
+    for flag in ("maxsim_in_node", "maxsim_formula_only"):
+        with pytest.raises(ValueError, match="need a MaxSim window"):
+            FormulaRanking("x", "", embedding=1.0, **{flag: True})
+    # the MaxSim ranker's rerank, in the node only, of formula-only searches
+    default = get_ranker(IN_NODE)
+    assert default.maxsim_in_node and default.maxsim_formula_only and not fused.maxsim_in_node
+    plain = replace(default, maxsim_in_node=False, maxsim_formula_only=False)
+    assert replace(plain, name=fused.name, description=fused.description) == fused
+
+
+@pytest.mark.es
+def test_the_in_node_ranker_goes_without_maxsim_where_the_index_stores_no_node_vectors(es_client, index_name):
+    """An index without node vectors: the in-node MaxSim ranker ranks as structure+embedding+rerank, the same
+    results, and the service computes no candidate's node vectors."""
+    from eqsearch.engine.latex import KatexConverter
+    from eqsearch.engine.model import load_encoder
+    from eqsearch.engine.search import HybridQuery
+    from eqsearch.evaluation.formulas import formula_ranking, indexed_collection
+
+    encoder = load_encoder()
+    with (
+        KatexConverter() as converter,
+        indexed_collection(
+            es_client, encoder, converter, list(COLLECTION.items()), "test", index_prefix=index_name
+        ) as indexed,
+    ):
+        default = indexed.service(encoder, converter, ranking=get_ranker(IN_NODE), depth=20)
+        before = indexed.service(encoder, converter, ranking=get_ranker("structure+embedding+rerank"), depth=20)
+        assert not default.maxsim.runs()
+        for latex in (r"\frac{x^2 + x + c}{x^2 + 2x + c}", r"a^2 + b^2 = c^2"):
+            assert formula_ranking(default, latex, 20) == formula_ranking(before, latex, 20)
+        default.search(HybridQuery(latex=r"\sum_{k=0}^{n}\binom{n}{k}k", size=5))
+        assert default.maxsim.vectors.computed == 0
 
 
 COLLECTION = numbered(*FORMULAS, EULER, LIMIT, DETERMINANT)
@@ -132,6 +168,28 @@ def test_the_lists_carry_maxsim_only_where_every_node_has_plugin_1_4():
     assert plugin_support(nodes("1.4.0", "1.4.2")).maxsim_fetch
     mixed = plugin_support(nodes("1.4.0", "1.3.0"))
     assert mixed.available and mixed.maxsim and not mixed.maxsim_fetch
+    # 1.5's window: on every node, or the lists bring no scores unless the service asks for 1.4's way
+    assert plugin_support(nodes("1.5.0", "1.5.1")).maxsim_window
+    assert not plugin_support(nodes("1.5.0", "1.4.0")).maxsim_window
+
+
+def test_the_lists_say_which_hits_they_scored():
+    """Each formula list's top `list_window` hits were scored (with or without node vectors); the text lists and
+    deeper hits were not: a fused window candidate among those is asked of the rescorer."""
+    from eqsearch.engine.search.maxsim import MaxSimStage, list_window
+    from eqsearch.engine.search.plugin import MAXSIM_WINDOW_RESCORER, maxsim_window_rescore
+
+    assert list_window(30) == 45 and list_window(1) == 2
+    assert maxsim_window_rescore(45) == {"window_size": 45, MAXSIM_WINDOW_RESCORER: {}}
+    stage = MaxSimStage(None, "eq", None, None, None, None)
+    lists = {
+        "structure": [(f"s{i}", 1.0) for i in range(5)],
+        "embedding": [(f"e{i}", 1.0) for i in range(5)],
+        "text": [("t0", 1.0)],
+    }
+    brought = stage.brought(lists, {"s0": 0.5, "e1": 0.25}, 2)
+    assert brought.scored == {"s0", "s1", "e0", "e1"} and brought.scores == {"s0": 0.5, "e1": 0.25}
+    assert stage.brought(lists, {}, 0).scored == {f"{k}{i}" for k in "se" for i in range(5)}  # 0: every hit
 
 
 def test_the_extension_asks_what_the_rescorer_asks():

@@ -20,7 +20,8 @@ import org.elasticsearch.plugins.SearchPlugin;
  * ({@link TermsQueryBuilder}): the structural list's first stage, its rare terms chosen in the shard ({@link RareTerms})
  * instead of by the client from a {@code _termvectors} request; and the {@code eqsearch_maxsim} search extension
  * ({@link MaxSimFetchBuilder}, 1.4): each returned hit's MaxSim score in its fields, computed in the fetch phase
- * ({@link MaxSimFetchSubPhase}), so that the ranked lists bring it with them.
+ * ({@link MaxSimFetchSubPhase}), so that the ranked lists bring it with them; and the {@code eqsearch_maxsim_window}
+ * rescorer ({@link MaxSimWindowRescorerBuilder}, 1.5), which limits that to each list's top hits.
  */
 public class EqsearchPlugin extends Plugin implements SearchPlugin {
     @Override
@@ -33,6 +34,11 @@ public class EqsearchPlugin extends Plugin implements SearchPlugin {
         return List.of(
             new RescorerSpec<>(StructureRescorerBuilder.NAME, StructureRescorerBuilder::new, StructureRescorerBuilder::fromXContent),
             new RescorerSpec<>(MaxSimRescorerBuilder.NAME, MaxSimRescorerBuilder::new, MaxSimRescorerBuilder::fromXContent),
+            new RescorerSpec<>(
+                MaxSimWindowRescorerBuilder.NAME,
+                MaxSimWindowRescorerBuilder::new,
+                MaxSimWindowRescorerBuilder::fromXContent
+            ),
             new RescorerSpec<>(Bm25RescorerBuilder.NAME, Bm25RescorerBuilder::new, Bm25RescorerBuilder::fromXContent),
             new RescorerSpec<>(
                 Bm25RescorerBuilder.EXCEPT_RARE_WIRE_NAME,
