@@ -17,6 +17,7 @@ measures of each and whether the default runs are identical (ids, order and scor
 once beforehand (KaTeX and the encoder run once per topic, as for a cached formula), repeated in interleaved rounds
 (plain, plugin, kNN, plain, ...); per query, the client's CPU (``time.process_time``) and the node's (its process CPU
 from ``_nodes/stats``, read fresh), and the median of the rounds. The ``_msearch`` body's size is printed too.
+With ``--hybrid N``, N combined queries drawn from the index instead (formula and three words, highlights on).
 ``rescore``: the structural request alone, without the sub-expression rescore, with the plain one and with the
 plugin's, replayed interleaved: node CPU per request. ``nodevectors``: a copy of an index with each formula's node
 vectors stored, for the plugin's MaxSim (``candidatevectors``: only the topics' candidates', in place, for a large
@@ -163,12 +164,54 @@ def quality(args: argparse.Namespace) -> None:
         print(json.dumps({"mode": "shard-rare vs maxsim-second", "identical_topics": len(topics) - len(differ)}))
 
 
+#: Words too common to make a known-item query's keywords (``--hybrid``).
+_STOPWORD_TEXT = (
+    "that this with from where which when then than there their these those have been will shall also each such "
+    "into over only some used uses using given gives both more most what true false none return returns "
+    "value values function functions parameter parameters default"
+)
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def hybrid_queries(client: Any, alias: str, count: int, seed: int = 17) -> list[HybridQuery]:
+    """``count`` combined queries drawn from the index (a seeded random sample of its display equations that have
+    words around them): each equation's LaTeX and three words of its context or section title, as a researcher
+    asks for a formula they remember with a few words; the UI's defaults (first page, highlights)."""
+    import re
+
+    body = {
+        "query": {"function_score": {
+            # words around them: a term of four letters or more (an empty context is indexed too)
+            "query": {"bool": {"filter": [{"regexp": {"context": "[a-z]{4,}"}}, {"term": {"inline": False}}]}},
+            "random_score": {"seed": seed, "field": "eq_id"}, "boost_mode": "replace",
+        }},
+        "size": count * 3,
+        "_source": ["latex", "context", "section_title"],
+    }  # fmt: skip
+    out: list[HybridQuery] = []
+    for hit in client.search(index=alias, body=body)["hits"]["hits"]:
+        source = hit["_source"]
+        text = f"{source.get('section_title') or ''} {source.get('context') or ''}"
+        words = [w.lower() for w in re.findall(r"[A-Za-z]{4,}", text) if w.lower() not in _STOPWORDS]
+        words = list(dict.fromkeys(words))
+        if len(words) >= 3 and 3 <= len(source.get("latex") or "") <= 300:
+            out.append(HybridQuery(latex=source["latex"], keywords=" ".join(words[:3])))
+        if len(out) == count:
+            break
+    return out
+
+
 def cost(args: argparse.Namespace) -> None:
+    """Client + node CPU per query of the modes (`_services`), interleaved: formula-only queries (the topics, first
+    page, no highlights), or with ``--hybrid N`` combined queries drawn from the index (`hybrid_queries`)."""
     client, _ = connect(EsConfig.from_env())
     topics = read_formula_file(args.topics, "topic")
     with KatexConverter() as converter:
         services = _services(client, load_encoder(None), converter, args.prefix, None, args.ranker)
-        queries = [HybridQuery(latex=latex, highlight=False) for _, latex in topics]
+        if args.hybrid:
+            queries = hybrid_queries(client, alias_name(args.prefix, "equations"), args.hybrid)
+        else:
+            queries = [HybridQuery(latex=latex, highlight=False) for _, latex in topics]
         for service in services.values():  # prepare every formula, warm every cache and the node's
             for query in queries:
                 service.search(query)
@@ -542,6 +585,7 @@ def main() -> None:
         command.add_argument("--ranker", default=DEFAULT_RANKER, help="the ranker of the plain and plugin modes")
         command.add_argument("--nodes", help="nodevectors: the node output stored (default: the ranker's)")
         command.add_argument("--modes", nargs="+", default=[], help="maxsimcost: PREFIX:0, PREFIX:WINDOW:NODES ...")
+        command.add_argument("--hybrid", type=int, default=0, help="cost: N combined queries drawn from the index")
         command.set_defaults(handler=handler)
     args = parser.parse_args()
     args.handler(args)
