@@ -393,7 +393,7 @@ def search_similarity(
     similarity = np.zeros((n, n), dtype=np.float64)
     formulas = [(e.id, e.latex) for e in encoded.equations]
     depth = min(n, MAX_RESULT_WINDOW)
-    # a ranking whose MaxSim runs in the node only (the default) is measured as deployed: with node vectors
+    # a ranking whose MaxSim runs in the node only is measured as deployed: with node vectors
     nodes = ranking.maxsim_nodes if ranking.maxsim_in_node else None
     with indexed_collection(
         client, encoder, converter, formulas, "labelled set", index_prefix=index_prefix, node_vectors=nodes

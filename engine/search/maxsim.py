@@ -273,10 +273,10 @@ class Brought:
 
 
 class MaxSimStage:
-    """A search service's MaxSim rerank of the formula side, and where its scores come from: brought by the ranked
-    lists (plugin 1.4's search extension, asked for by `ask_in_lists`), scored by the node's rescorer in a second
-    request (where the index stores this service's node vectors), or computed here from the candidates' MathML and
-    cached (`NodeVectorCache`).
+    """A search service's MaxSim rerank of the formula side, and where its scores come from: brought by the ranked lists
+    (plugin 1.4's search extension, asked for by `ask_in_lists`; with 1.5, for each list's top hits), scored by the
+    node's rescorer in a second request (where the index stores this service's node vectors), or computed here from the
+    candidates' MathML and cached (`NodeVectorCache`).
 
     Args:
         client: the cluster.
@@ -326,7 +326,7 @@ class MaxSimStage:
     def ask_in_lists(self, searches: list[tuple[str, dict[str, Any]]], query_nodes: np.ndarray | None) -> int | None:
         """Adds plugin 1.4's MaxSim extension (`engine.search.plugin.maxsim_ext`) to the formula lists' requests
         where the ranking reranks by MaxSim, the node can score it (`stores_node_vectors`) and every node has 1.4;
-        where every node has 1.5, with the rescore that limits the scoring to each list's top ``maxsim_window`` hits
+        where every node has 1.5, with the rescore that limits the scoring to each list's top `list_window` hits
         (`engine.search.plugin.maxsim_window_rescore`). Returns how deep each list's hits bring their scores (0:
         all of them), or None where it asked nothing (then the rerank asks the node in a second request)."""
         from eqsearch.engine.search.pattern_filter import FORMULA_LISTS

@@ -20,9 +20,8 @@ Plugin 1.4 also computes the MaxSim rerank's scores in the fetch phase of the ra
 ``eqsearch_maxsim`` search extension, `maxsim_ext`): each returned hit of the structural and the kNN lists brings its
 MaxSim score in its ``fields`` (`MAXSIM_HIT_FIELD`), the same score as the rescorer's, so the MaxSim rerank needs no
 second request (`PluginUse.maxsim_in_lists`; with 1.4 alone opt-in: scoring every hit costs more than the second
-request). A 1.3
-node does not know the extension: it is sent only where every node has 1.4; the rescorer (`maxsim_body`) serves
-every other case. Plugin 1.5's ``eqsearch_maxsim_window`` rescore (`maxsim_window_rescore`), last in each list's
+request). A 1.3 node does not know the extension: it is sent only where every node has 1.4; the rescorer (`maxsim_body`)
+serves every other case. Plugin 1.5's ``eqsearch_maxsim_window`` rescore (`maxsim_window_rescore`), last in each list's
 rescores, limits that scoring to each list's top hits (`engine.search.maxsim.list_window`), the candidates the fused
 window mostly holds; where every node has 1.5 the lists bring the scores by default.
 

@@ -156,7 +156,7 @@ class SearchService:
             except BundleError:
                 if not self.ranking.maxsim_in_node:
                     raise
-                self.node_encoder = None  # a bundle without the node-states sidecar: the default goes without MaxSim
+                self.node_encoder = None  # a bundle without the node-states sidecar: an in-node MaxSim goes without
         self.meta = IndexMeta(client, self.equations_alias, on_change=self._index_changed)
         self.formulas = QueryFormulas(
             converter,
