@@ -63,7 +63,7 @@ from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
 from eqsearch.engine.search.service import SearchService
 from eqsearch.evaluation.formulas import formula_ranking, read_formula_file
 from eqsearch.evaluation.trec import evaluate_run, read_qrels
-from plugin_rerank import create_equations_copy, equations_mapping, interleaved_cpu, node_cpu_ms
+from plugin_measure import create_equations_copy, equations_mapping, interleaved_cpu, node_cpu_ms
 
 #: A scan of every document with its vectors (Elasticsearch 9 leaves dense vectors out of ``_source`` by default:
 #: ``index.mapping.exclude_source_vectors``; a copy made without this has none).

@@ -228,7 +228,7 @@ class SearchService:
                     f"no formula among the {self.pattern_candidates} nearest candidates matches the pattern "
                     f"{query.latex}; try fewer symbols around the variables"
                 )
-        fused = self._fuse(query, self._sides(found, formula if maxsim else None, brought), found)
+        fused = self._fuse(query, self._sides(found, formula.nodes if maxsim else None, brought), found)
         page_items, total = select_page(fused, found.paper_of, query, found.text_total)
         hits = self._page_hits(page_items, query, formula, channels_of(found.lists))
         groups = group_hits(hits) if query.group_by_paper else []
@@ -292,11 +292,11 @@ class SearchService:
         return formula.structure_vector if self.meta.structure_encoder() == self.structure_encoder.identity else None
 
     def _sides(
-        self, found: RankedLists, formula: QueryFormula | None, brought: Brought | None = None
+        self, found: RankedLists, query_nodes: np.ndarray | None, brought: Brought | None = None
     ) -> dict[str, list[tuple[str, float]]]:
-        """The ``formula`` side (structure and embedding lists, blended by the ranking's weights, then the MaxSim
-        rerank of the query ``formula``, None where MaxSim does not run: from the scores the lists ``brought``, where
-        they did) and the ``text`` side (the words' BM25 and the context lists)."""
+        """The ``formula`` side (structure and embedding lists, blended by the ranking's weights, then reranked by
+        MaxSim against the query formula's ``query_nodes``, None where MaxSim does not run: from the scores the lists
+        ``brought``, where they did) and the ``text`` side (the words' BM25 and the context lists)."""
         sides = blend_sides(
             found.lists,
             {
@@ -304,8 +304,8 @@ class SearchService:
                 "text": {"text": 1.0 - self.ranking.context, "context": self.ranking.context},
             },
         )
-        if formula is not None and formula.nodes is not None and sides.get("formula"):
-            sides["formula"] = self.maxsim.rerank(sides["formula"], formula.nodes, brought)
+        if query_nodes is not None and sides.get("formula"):
+            sides["formula"] = self.maxsim.rerank(sides["formula"], query_nodes, brought)
         return sides
 
     def _fuse(self, query: HybridQuery, sides: dict[str, list[tuple[str, float]]], found: RankedLists) -> list[Fused]:
