@@ -126,6 +126,9 @@ bundle: setup apt-lists  ## fetch + extract the real corpus, retrain and re-expo
 	$(BIN)/eqsearch train --config $(TRAIN_CONFIG) --corpus "$(CORPUS_DIR)/real-latex/papers.jsonl" \
 	  --export-bundle $(BUNDLE_DIR)
 	$(BIN)/eqsearch export node-states --bundle $(BUNDLE_DIR)  # the MaxSim rerank's sidecar, cut from the new model
+	$(BIN)/eqsearch export node-projection --bundle $(BUNDLE_DIR) --corpus "$(CORPUS_DIR)/real-latex/papers.jsonl"
+	$(BIN)/eqsearch export composite --out engine/model/search-bundle --part graph=$(BUNDLE_DIR):0.5 \
+	  --part structure=engine/model/structure-bundle:0.5  # the served vectors: the new network beside the student
 
 lint:  ## ruff: lint and format check
 	$(BIN)/ruff check .

@@ -1,7 +1,7 @@
-"""The labelled equation set (`eqsearch evaluate labelled`'s figures) for an encoder bundle of any kind: the command
-itself needs a graph encoder (it featurizes once for the model and the bag of words), so this script takes the
-equations that `evaluation.labelled.encode_labelled_set` keeps with the shipped graph bundle (and its bag of words),
-converts them again with KaTeX and encodes the MathML with the given bundle (cosine).
+"""The labelled equation set (`eqsearch evaluate labelled`'s figures) for an encoder bundle of any kind beside the
+shipped graph network's rows (`eqsearch evaluate labelled --bundle` scores one bundle of any kind): the equations that
+`evaluation.labelled.encode_labelled_set` keeps with the shipped graph bundle (and its bag of words), converted again
+with KaTeX and encoded with the given bundle (cosine of the stored vectors).
 
     python benchmarks/structure_labelled.py --bundle BUNDLE [--json OUT.json]
 """
@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict
 
 from eqsearch.engine.latex.converter import KatexConverter
-from eqsearch.engine.model import load_encoder
+from eqsearch.engine.model import default_bundle_path, load_encoder
 from eqsearch.evaluation.labelled import encode_labelled_set, retrieval_figures
 from eqsearch.evaluation.labelled_set import read_labelled_set
 from eqsearch.evaluation.metrics import cosine_matrix
@@ -27,7 +27,7 @@ def main() -> None:
     equations = read_labelled_set()
     encoder = load_encoder(args.bundle)
     with KatexConverter() as converter:
-        encoded = encode_labelled_set(equations, load_encoder(), converter)
+        encoded = encode_labelled_set(equations, load_encoder(default_bundle_path()), converter)
         results = converter.convert_many([(e.latex, "equation") for e in encoded.equations])
     vectors = encoder.encode([r.mathml for r in results])
     matrices = {

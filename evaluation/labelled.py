@@ -40,7 +40,6 @@ from eqsearch.evaluation.trec import ARQMATH_DEPTH, Qrels, ordered, write_qrels,
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
     from eqsearch.engine.latex.converter import KatexConverter
-    from eqsearch.engine.model.encoder import GraphEncoder
     from eqsearch.engine.search import FormulaRanking
 
 #: Representations scored, in report order: the model with the bundle's similarity (as served), the model by cosine,
@@ -99,6 +98,7 @@ class Converted:
     graphs: list[GraphArrays]
     failures: list[ConversionFailure]
     approximate: list[str]
+    mathml: list[str]
 
 
 def convert_and_featurize(
@@ -108,7 +108,7 @@ def convert_and_featurize(
     what fails is reported per item, never dropped silently."""
     from eqsearch.engine.model.featurize import MathMLError, featurize_mathml
 
-    out = Converted([], [], [], [])
+    out = Converted([], [], [], [], [])
     results = converter.convert_many([(latex, "equation") for _, _, latex in items])
     for position, ((item_id, line, _), result) in enumerate(zip(items, results, strict=True)):
         if result.mathml is None:
@@ -120,6 +120,7 @@ def convert_and_featurize(
             out.failures.append(ConversionFailure(item_id, line, "featurize", error.message))
             continue
         out.kept.append(position)
+        out.mathml.append(result.mathml)
         if result.status == "approximate":
             out.approximate.append(item_id)
     return out
@@ -153,33 +154,61 @@ class EncodedSet:
         return [e.id for e in self.equations]
 
 
+def graph_vocabulary(encoder: Any) -> Any:
+    """The vocabulary the bag of words counts with: a graph encoder's own, a composite's graph part's, else the shipped
+    graph network's."""
+    for candidate in (encoder, *getattr(encoder, "encoders", ())):
+        if getattr(candidate, "vocabulary", None) is not None:
+            return candidate.vocabulary
+    from eqsearch.engine.model.bundle import default_bundle_path, load_bundle_vocabulary, read_manifest
+
+    return load_bundle_vocabulary(read_manifest(default_bundle_path()))
+
+
 def encode_labelled_set(
-    equations: Sequence[LabelledEquation], encoder: GraphEncoder, converter: KatexConverter
+    equations: Sequence[LabelledEquation],
+    encoder: Any,
+    converter: KatexConverter,
+    parts: Sequence[tuple[str, float]] | None = None,
 ) -> EncodedSet:
-    """Convert (KaTeX), featurize (the bundle's vocabulary) and encode (ONNX) a labelled set; bag of words beside.
+    """Convert (KaTeX), featurize (the graph vocabulary, `graph_vocabulary`) and encode (ONNX) a labelled set; bag of
+    words beside.
 
     Args:
         equations: from `read_labelled_set`.
-        encoder: the bundle's graph encoder (`eqsearch.engine.model.encoder.load_encoder`).
+        encoder: a bundle's encoder (`eqsearch.engine.model.encoder.load_encoder`): a graph encoder encodes the graphs
+            featurized here, any other kind the converted MathML.
         converter: a KaTeX converter.
+        parts: a composite encoder's parts weighed as a query weighs them (`engine.model.composite`), so that the
+            model's figures are those of kNN with these weights (None: the ``embedding`` ranker's; ignored by an
+            encoder that is no composite).
 
     Raises:
         KatexNotInstalledError: Node.js or KaTeX is missing.
         LabelledSetError: fewer than two equations, or a single category, left after conversion.
     """
-    converted = convert_and_featurize([(e.id, e.line, e.latex) for e in equations], encoder.vocabulary, converter)
+    vocab = graph_vocabulary(encoder)
+    converted = convert_and_featurize([(e.id, e.line, e.latex) for e in equations], vocab, converter)
     kept = [equations[i] for i in converted.kept]
     graphs, failures, approximate = converted.graphs, converted.failures, converted.approximate
-    vocab = encoder.vocabulary
     if len(kept) < 2 or len({e.category for e in kept}) < 2:
         raise LabelledSetError(
             f"only {len(kept)} of {len(equations)} equations converted, in {len({e.category for e in kept})} "
             "categories: nothing to evaluate",
             hint="; ".join(f"{f.id} (line {f.line}): {f.reason}" for f in failures[:5]) or None,
         )
-    vectors = encoder.encode_graphs(graphs)
+    vectors = encoder.encode_graphs(graphs) if hasattr(encoder, "encode_graphs") else encoder.encode(converted.mathml)
     bow = bag_of_words(graphs, vocab.n_tags, vocab.n_attrs, vocab.n_chars)
     served = vectors @ vectors.T if encoder.similarity == "max_inner_product" else cosine_matrix(vectors, vectors)
+    names = getattr(encoder, "part_names", ())
+    if names:
+        if parts is None:
+            from eqsearch.engine.search.rankers import get_ranker
+
+            parts = get_ranker("embedding").embedding_parts
+        weights = {name: weight for name, weight in parts if name in names}
+        if weights:  # sum_i q_i cos_i: the ranking kNN gives a query so weighed (symmetric, as each cos_i is)
+            served = np.stack([encoder.weigh_query(v, weights) for v in vectors]) @ vectors.T
     return EncodedSet(
         equations=tuple(kept),
         failures=tuple(failures),

@@ -50,6 +50,35 @@ def _run_export_node_projection(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_export_composite(args: argparse.Namespace) -> int:
+    import os
+
+    from eqsearch import __version__
+    from eqsearch.engine.model.bundle import make_composite_manifest, read_manifest, write_manifest
+
+    parts = []
+    for spec in args.part:
+        name, _, rest = spec.partition("=")
+        path, _, weight = rest.rpartition(":")
+        try:
+            parts.append((name, os.path.relpath(Path(path).resolve(), Path(args.out).resolve()), float(weight)))
+        except ValueError:
+            args.parser.error(
+                f"--part {spec!r}: give NAME=BUNDLE_DIR:WEIGHT, e.g. graph=engine/model/default-bundle:0.5"
+            )
+        if not name or not path:
+            args.parser.error(
+                f"--part {spec!r}: give NAME=BUNDLE_DIR:WEIGHT, e.g. graph=engine/model/default-bundle:0.5"
+            )
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    manifest = make_composite_manifest(args.out, parts, eqsearch_version=__version__)
+    write_manifest(args.out, manifest)
+    checked = read_manifest(args.out)
+    print(f"composite bundle written to {args.out}: {checked.identity}, {checked.embedding_dim}-d, parts "
+          + ", ".join(f"{p['name']} ({p['identity']}, weight {p['weight']})" for p in manifest["parts"]))  # fmt: skip
+    return 0
+
+
 def _run_export_bitmap_cnn(args: argparse.Namespace) -> int:
     if (args.checkpoint is None) == (args.corpus is None):
         args.parser.error("give --corpus (train, then export) or --checkpoint (export a trained run)")
@@ -178,6 +207,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     projection.add_argument("--formulas", type=int, default=3000, help="formulas fitted on (default 3000)")
     projection.add_argument("--seed", type=int, default=26, help="which formulas (default 26)")
     projection.set_defaults(handler=_run_export_node_projection)
+    composite = artifacts.add_parser(
+        "composite",
+        help="write a composite bundle: other bundles' vectors side by side, each weighted",
+        description="Write the manifest of a composite bundle (engine/model/composite.py): each part's unit vector "
+        "times the square root of its weight, side by side, so that the stored vectors' cosine is the weighted sum of "
+        "the parts' cosines and a ranker may weigh the parts otherwise at query time. Every part is read and "
+        "checked; its identity and width are recorded, so a changed part is refused until this runs again. "
+        "The shipped one: --out engine/model/search-bundle --part graph=engine/model/default-bundle:0.5 "
+        "--part structure=engine/model/structure-bundle:0.5",
+    )
+    composite.add_argument("--out", required=True, help="the composite's directory (parts are recorded relative to it)")
+    composite.add_argument(
+        "--part",
+        action="append",
+        required=True,
+        help="NAME=BUNDLE_DIR:WEIGHT, in the order of the vector's slices; the weights add up to 1",
+    )
+    composite.set_defaults(handler=_run_export_composite, parser=composite)
     bitmap = artifacts.add_parser(
         "bitmap-cnn",
         help="train (or take a trained run of) the ECML'19 bitmap CNN and write its ecml19-cnn bundle",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the engine loads inside the handlers
     from eqsearch.engine.index import IndexOptions
@@ -78,8 +78,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     migrate.add_argument(
         "--if-stale",
         action="store_true",
-        help="only when the index was made by an older mapping of this eqsearch (nothing to do otherwise, nor when "
-        "there is no index yet); `make run` does this before ingesting",
+        help="only when the index was made by an older mapping of this eqsearch, or (equations) holds the vectors "
+        "of another encoder than the installed one (or --bundle's), which it then re-encodes; nothing to do "
+        "otherwise, nor when there is no index yet; `make run` does this before ingesting",
     )
     migrate.add_argument(
         "--reencode", action="store_true",
@@ -215,6 +216,19 @@ def _describe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _holds_other_vectors(admin: Any, bundle: str | None) -> str | None:
+    """What the equations index's vectors are, where another encoder than ``bundle``'s (the installed one) made them;
+    None where the same one did, or the index does not say."""
+    from eqsearch.engine.model.bundle import read_manifest, search_bundle_path
+
+    options = admin.options_of("equations")
+    recorded = None if options is None else options.encoder
+    wanted = read_manifest(bundle if bundle is not None else search_bundle_path()).identity
+    if recorded is None or recorded == wanted:
+        return None
+    return f"the vectors of {recorded}, the installed encoder is {wanted}"
+
+
 def _migrate(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
@@ -230,9 +244,17 @@ def _migrate(args: argparse.Namespace) -> int:
         args.parser.error("--no-node-vectors applies to the equations index only")
     admin = _admin()
     if args.if_stale:
-        if admin.current(args.kind) is None or not admin.describe(args.kind).get("stale"):
+        if admin.current(args.kind) is None:
             return 0
-        print(f"the {args.kind} index was made by an older mapping: migrating it to the current one", file=sys.stderr)
+        other_vectors = args.kind == "equations" and _holds_other_vectors(admin, args.bundle)
+        if other_vectors:
+            print(f"the equations index holds {other_vectors}: re-encoding every equation", file=sys.stderr)
+            args.reencode = True
+        elif not admin.describe(args.kind).get("stale"):
+            return 0
+        else:
+            print(f"the {args.kind} index was made by an older mapping: migrating it to the current one",
+                  file=sys.stderr)  # fmt: skip
     options = admin.options_of(args.kind)
     if options is not None and args.index_type:
         options = replace(options, index_type=args.index_type)

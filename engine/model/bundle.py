@@ -14,6 +14,7 @@ This module reads JSON and hashes files only: no onnxruntime, no torch.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,14 +38,20 @@ GRAPH_INPUTS = ("tag", "attr", "char", "pos", "edge_index", "graph", "graph_size
 BITMAP_INPUTS = ("bitmaps",)
 #: The structure-bag encoder (`engine.model.structure_bag`): hashed structural terms of a batch of formulas.
 STRUCTURE_BAG_INPUTS = ("ids", "weights", "graph", "graph_sizes")
-ENCODER_KINDS = {"kdd20-gcn": GRAPH_INPUTS, "ecml19-cnn": BITMAP_INPUTS, "structure-bag": STRUCTURE_BAG_INPUTS}
+#: A composite (`engine.model.composite`) runs no model of its own: its parts, bundles of the kinds above, do.
+ENCODER_KINDS = {
+    "kdd20-gcn": GRAPH_INPUTS,
+    "ecml19-cnn": BITMAP_INPUTS,
+    "structure-bag": STRUCTURE_BAG_INPUTS,
+    "composite": (),
+}
 #: Similarities a bundle may declare: the model's training similarity (inner product of soft-normalised
 #: vectors, KDD'20 eq. 1-3) or cosine. Names follow Elasticsearch's dense_vector ``similarity`` values.
 SIMILARITIES = ("max_inner_product", "cosine")
 #: The files a graph-network manifest lists (with path and SHA-256), besides itself.
 BUNDLE_FILES = (MODEL_NAME, VOCABULARY_NAME)
 #: The files each encoder kind's manifest lists.
-KIND_FILES = {"kdd20-gcn": BUNDLE_FILES, "ecml19-cnn": (MODEL_NAME,), "structure-bag": (MODEL_NAME,)}
+KIND_FILES = {"kdd20-gcn": BUNDLE_FILES, "ecml19-cnn": (MODEL_NAME,), "structure-bag": (MODEL_NAME,), "composite": ()}
 #: Keys every graph-network manifest has, with their JSON types: `make_manifest` writes them, `read_manifest` refuses
 #: a manifest without one. Anything else in a manifest is provenance (training config, data summary, evaluation,
 #: parity). Other kinds: `KIND_KEYS`.
@@ -65,6 +72,7 @@ KIND_KEYS: dict[str, dict[str, type]] = {
     "kdd20-gcn": REQUIRED_KEYS,
     "ecml19-cnn": {**{k: v for k, v in REQUIRED_KEYS.items() if k != "vocabulary_sizes"}, "renderer": dict},
     "structure-bag": {**{k: v for k, v in REQUIRED_KEYS.items() if k != "vocabulary_sizes"}, "features": dict},
+    "composite": {**{k: v for k, v in REQUIRED_KEYS.items() if k != "vocabulary_sizes"}, "parts": list},
 }
 #: What a ``renderer`` entry gives: the render settings the model was trained with.
 RENDERER_KEYS = ("em_px", "height", "width", "mathjax", "resvg")
@@ -76,8 +84,16 @@ class BundleError(EqsearchError):
 
 
 def default_bundle_path() -> Path:
-    """The bundle shipped with eqsearch (trained by ``training/configs/default.toml``)."""
+    """The graph network shipped with eqsearch (a ``kdd20-gcn`` bundle, first trained by
+    ``training/configs/default.toml``): the ``graph`` part of the search bundle, with the node-states sidecar of the
+    MaxSim rerank; training and the node exports start from it."""
     return Path(__file__).resolve().parent / "default-bundle"
+
+
+def search_bundle_path() -> Path:
+    """The encoder that ingest and search load when none is named: the composite (`engine.model.composite`) of the
+    graph network (`default_bundle_path`) and the structure-bag student (``structure-bundle``)."""
+    return Path(__file__).resolve().parent / "search-bundle"
 
 
 def shipped_bundle_path(name: str) -> Path:
@@ -134,8 +150,12 @@ class BundleManifest:
 
     @property
     def identity(self) -> str:
-        """What makes the bundle's vectors: ``<encoder kind>:<first 16 hex of model.onnx's SHA-256>``. Vectors of two
-        identities are not comparable, whatever their width (an index records the identity it was filled with)."""
+        """What makes the bundle's vectors: ``<encoder kind>:<first 16 hex of model.onnx's SHA-256>``; a composite's,
+        the first 16 hex of the SHA-256 of its parts' identities and weights, in order. Vectors of two identities are
+        not comparable, whatever their width (an index records the identity it was filled with)."""
+        if self.encoder == "composite":
+            parts = "\n".join(f"{p['name']}={p['identity']}*{p['weight']!r}" for p in self.raw["parts"])
+            return f"composite:{hashlib.sha256(parts.encode('utf-8')).hexdigest()[:16]}"
         return f"{self.encoder}:{self.raw['files'][MODEL_NAME]['sha256'][:16]}"
 
 
@@ -247,6 +267,56 @@ def make_manifest(
     return manifest
 
 
+def make_composite_manifest(
+    bundle: str | Path,
+    parts: list[tuple[str, str, float]],
+    *,
+    eqsearch_version: str,
+    provenance: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The manifest of a composite bundle (`engine.model.composite`) whose parts already exist.
+
+    Args:
+        bundle: the composite's directory.
+        parts: ``(name, path relative to bundle, weight)`` per part, in the order of the vector's slices; each part's
+            bundle is read and checked, and its identity and width recorded.
+        eqsearch_version: the eqsearch version writing the bundle.
+        provenance: further top-level entries (what each part is, the figures that chose the weights).
+
+    Raises:
+        BundleError: a part is not a checked bundle of a kind with a model, or the entries are not valid parts.
+    """
+    path = Path(bundle)
+    entries = []
+    for name, relative, weight in parts:
+        part = read_manifest(path / relative, eqsearch_version=eqsearch_version)
+        if part.encoder == "composite":
+            raise BundleError(f"{path / relative}: a composite's part cannot be a composite")
+        if part.similarity != "cosine":
+            raise BundleError(f"{path / relative}: a composite's parts must compare by cosine")
+        entries.append({"name": name, "path": relative, "identity": part.identity, "dim": part.embedding_dim,
+                        "weight": weight})  # fmt: skip
+    checked = composite_parts(entries, path)
+    manifest: dict[str, Any] = {
+        "format": BUNDLE_FORMAT,
+        "format_version": BUNDLE_VERSION,
+        "encoder": "composite",
+        "eqsearch_version": eqsearch_version,
+        "opset": 0,  # no model of its own
+        "inputs": [],
+        "output": "embedding",
+        "embedding_dim": sum(p.dim for p in checked),
+        "similarity": "cosine",
+        "files": {},
+        "parts": entries,
+    }
+    clashes = sorted(set(provenance or {}) & set(manifest))
+    if clashes:
+        raise BundleError(f"provenance entries {clashes} would replace keys of the manifest schema")
+    manifest.update(provenance or {})
+    return manifest
+
+
 def write_manifest(bundle: str | Path, manifest: Mapping[str, Any]) -> Path:
     """Write ``manifest.json`` into the bundle directory (sorted keys, fixed indentation); returns its path."""
     path = Path(bundle) / MANIFEST_NAME
@@ -350,6 +420,10 @@ def read_manifest(
             raise BundleError(f"{path}: the manifest's renderer lacks {sorted(missing)}", hint="re-export the bundle")
     if "features" in KIND_KEYS[encoder]:
         _require(manifest, "features", path)
+    if "parts" in KIND_KEYS[encoder]:
+        parts = composite_parts(_require(manifest, "parts", path), path)
+        if sum(part.dim for part in parts) != manifest.get("embedding_dim"):
+            raise BundleError(f"{path}: the parts' widths add up to {sum(p.dim for p in parts)}, not embedding_dim")
     written_by = str(manifest.get("eqsearch_version", ""))
     if eqsearch_version is None:
         from eqsearch import __version__ as eqsearch_version
@@ -372,6 +446,57 @@ def read_manifest(
         eqsearch_version=written_by,
         raw=manifest,
     )
+
+
+@dataclass(frozen=True)
+class CompositePart:
+    """One bundle of a composite (`engine.model.composite`), as its manifest names it.
+
+    Attributes:
+        name: what rankers call the part (``graph``, ``structure``).
+        path: the part's bundle directory (the manifest gives it relative to the composite's).
+        identity: the identity the part's bundle must have (`BundleManifest.identity`): the composite's own identity is
+            made of these, so a changed part is refused instead of filling an index with other vectors.
+        dim: the part's vector width.
+        weight: the part's share of the stored vector's cosine (the parts' weights add up to 1).
+    """
+
+    name: str
+    path: Path
+    identity: str
+    dim: int
+    weight: float
+
+
+def composite_parts(entries: list[Any], where: Path) -> list[CompositePart]:
+    """The checked ``parts`` of a composite manifest.
+
+    Raises:
+        BundleError: an entry lacks a key or has a bad value, names repeat, or the weights do not add up to 1.
+    """
+    parts: list[CompositePart] = []
+    for number, entry in enumerate(entries):
+        if not isinstance(entry, dict) or set(entry) != {"name", "path", "identity", "dim", "weight"}:
+            raise BundleError(
+                f"{where}: part {number} of the manifest must give exactly name, path, identity, dim and weight"
+            )
+        name, relative, identity, dim, weight = (entry[k] for k in ("name", "path", "identity", "dim", "weight"))
+        if not (
+            isinstance(name, str) and name and isinstance(relative, str) and relative and isinstance(identity, str)
+        ):
+            raise BundleError(f"{where}: part {number}'s name, path and identity must be non-empty text")
+        if Path(relative).is_absolute():
+            raise BundleError(f"{where}: part '{name}' must give its path relative to the composite bundle")
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
+            raise BundleError(f"{where}: part '{name}' must have a positive integer dim, got {dim!r}")
+        if not isinstance(weight, (int, float)) or isinstance(weight, bool) or not 0 < weight <= 1:
+            raise BundleError(f"{where}: part '{name}' must have a weight in (0, 1], got {weight!r}")
+        parts.append(CompositePart(name, where / relative, identity, dim, float(weight)))
+    if not parts or len({p.name for p in parts}) != len(parts):
+        raise BundleError(f"{where}: a composite needs parts with distinct names")
+    if abs(sum(p.weight for p in parts) - 1.0) > 1e-6:
+        raise BundleError(f"{where}: the parts' weights add up to {sum(p.weight for p in parts)}, not 1")
+    return parts
 
 
 def load_bundle_vocabulary(manifest: BundleManifest) -> Vocabulary:

@@ -16,9 +16,9 @@ from eqsearch.engine.model.bundle import (
     BundleError,
     BundleManifest,
     ManifestEncoder,
-    default_bundle_path,
     load_bundle_vocabulary,
     read_manifest,
+    search_bundle_path,
 )
 from eqsearch.engine.model.graph import GraphArrays, concatenate_graphs
 
@@ -190,11 +190,19 @@ def _structure_bag_encoder(manifest: BundleManifest, **options: Any) -> Encoder:
     return StructureBagEncoder(manifest, **options)
 
 
+def _composite_encoder(manifest: BundleManifest, **options: Any) -> Encoder:
+    """Other bundles' vectors side by side, weighted (`engine.model.composite`)."""
+    from eqsearch.engine.model.composite import CompositeEncoder
+
+    return CompositeEncoder(manifest, **options)
+
+
 #: encoder kind -> loader(manifest, **options). Add new encoders here.
 ENCODER_LOADERS: dict[str, Callable[..., Encoder]] = {
     "kdd20-gcn": GraphEncoder,
     "ecml19-cnn": _bitmap_encoder,
     "structure-bag": _structure_bag_encoder,
+    "composite": _composite_encoder,
 }
 
 
@@ -202,13 +210,13 @@ def load_encoder(bundle: str | Path | None = None, **options: Any) -> Encoder:
     """Load and check a model bundle and return its encoder.
 
     Args:
-        bundle: the bundle directory (None: the bundle shipped with eqsearch).
+        bundle: the bundle directory (None: the search bundle shipped with eqsearch, `search_bundle_path`).
         **options: passed to the encoder (``batch_size``, ``prefer_gpu`` for the graph encoder).
 
     Raises:
         BundleError: the bundle is missing, corrupted, or does not match this eqsearch (the message says which).
     """
-    path = Path(bundle) if bundle is not None else default_bundle_path()
+    path = Path(bundle) if bundle is not None else search_bundle_path()
     manifest = read_manifest(path)
     loader = ENCODER_LOADERS.get(manifest.encoder)
     if loader is None:  # read_manifest knows the kind but no loader is registered

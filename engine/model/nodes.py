@@ -301,6 +301,11 @@ def load_node_encoder(bundle: str | Path | None = None, **options: Any) -> NodeE
 
 
 def node_encoder_for(encoder: Any, output: str) -> NodeEncoder:
-    """The node encoder (``output`` of its sidecar) of the bundle a formula encoder was loaded from; the shipped
-    bundle's for an encoder without a bundle manifest (a test's hashing encoder)."""
+    """The node encoder (``output`` of its sidecar) of the bundle a formula encoder was loaded from: a composite's
+    graph network part's (`engine.model.composite`); the shipped network's for an encoder without a bundle manifest
+    (a test's hashing encoder)."""
+    for part in getattr(encoder, "encoders", ()):
+        manifest = getattr(part, "manifest", None)
+        if manifest is not None and manifest.encoder == "kdd20-gcn":
+            return load_node_encoder(manifest.path, output=output)
     return load_node_encoder(getattr(getattr(encoder, "manifest", None), "path", None), output=output)

@@ -177,8 +177,14 @@ class QueryFormulas:
         return vector
 
     def encode(self, mathml: str) -> np.ndarray:
-        """One formula's vector, normalised when the index compares by cosine or dot product."""
+        """One formula's vector, its parts weighed as the ranking asks where the encoder is a composite
+        (`engine.model.composite`; parts it does not have are left out), normalised when the index compares by cosine
+        or dot product."""
         vector = np.asarray(self.encoder.encode([mathml])[0], dtype=np.float32)
+        names = getattr(self.encoder, "part_names", ())
+        weights = {name: weight for name, weight in self.ranking.embedding_parts if name in names}
+        if weights:
+            vector = self.encoder.weigh_query(vector, weights)
         if self.normalise():
             norm = float(np.linalg.norm(vector))
             vector = vector / norm if norm > 0 else vector

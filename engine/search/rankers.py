@@ -60,6 +60,9 @@ class FormulaRanking:
         maxsim_formula_only: MaxSim reranks formula-only searches; with keywords the structure, the embedding and
             the words decide (on the hybrid development sets MaxSim lowered combined queries' MRR@10:
             ``benchmarks/hybrid.md``).
+        embedding_parts: the query's weight of each part of a composite encoder's vector (`engine.model.composite`),
+            as ``(part name, weight)`` pairs: the kNN then ranks by those parts' cosines so weighed; a part not named
+            keeps its stored weight, and an encoder that is no composite ignores them (empty: the vector as stored).
         bundle: the shipped encoder bundle the ranker's vectors come from (a directory name under
             ``engine/model``, e.g. ``bitmap-bundle``: `engine.model.shipped_bundle_path`); None: whichever bundle
             the caller loads (the default one). ``eqsearch evaluate`` ingests and searches with it.
@@ -85,6 +88,7 @@ class FormulaRanking:
     maxsim_symmetric: bool = False
     maxsim_in_node: bool = False
     maxsim_formula_only: bool = False
+    embedding_parts: tuple[tuple[str, float], ...] = ()
     bundle: str | None = None
 
     def __post_init__(self) -> None:
@@ -110,6 +114,9 @@ class FormulaRanking:
             raise ValueError(f"ranker {self.name!r}: a first stage needs a rerank window to restore the full BM25")
         if self.structure_knn < 0 or (self.structure_knn and not self.rerank_window):
             raise ValueError(f"ranker {self.name!r}: a kNN first stage needs a rerank window to give it BM25")
+        weights = [w for _, w in self.embedding_parts]
+        if self.embedding_parts and (min(weights) < 0 or not any(weights)):
+            raise ValueError(f"ranker {self.name!r}: the embedding's part weights are 0 or more, not all 0")
 
     @property
     def channels(self) -> tuple[str, ...]:
@@ -122,8 +129,15 @@ class FormulaRanking:
 #: structural first stage: the query's terms found in at most 5% of the equations, the other terms' BM25 added on the
 #: rerank window (the same scores there as all terms from the start, for a third less node CPU at 1M).
 _RERANK = {"rerank_window": 300, "rerank_weight": 0.5, "rerank_symmetric": True, "first_stage_share": 0.05}
-#: The embedding's share of the formula side when fused with the structure (chosen on the development topics).
-_EMBEDDING_SHARE = 0.1
+#: The embedding's share of the formula side when fused with the structure (chosen on the development topics with
+#: the shipped network, benchmarks/encoder.md round 4; the bitmap CNN keeps the share it was measured with).
+_EMBEDDING_SHARE = 0.15
+_BITMAP_SHARE = 0.1
+#: What the shipped composite's kNN ranks by (benchmarks/encoder.md, round 6): alone, its structure-bag part's cosine
+#: weighed 0.7 and the network's 0.3; beside the structural channel, the network's alone (the student of the structure
+#: adds nothing there: it says what the structural list says).
+_ALONE_PARTS = (("graph", 0.3), ("structure", 0.7))
+_FUSED_PARTS = (("graph", 1.0), ("structure", 0.0))
 #: The MaxSim rerank (Amador and Zanibbi): alone over the kNN candidates as their system ranks, and as a share of the
 #: default's formula side (window and weight from a grid of round values on the development topics,
 #: benchmarks/formula_search.md, "Amador & Zanibbi's MaxSim rerank").
@@ -140,7 +154,13 @@ _CONTEXT_SHARE = 0.5
 RANKERS: dict[str, FormulaRanking] = {
     ranker.name: ranker
     for ranker in (
-        FormulaRanking("embedding", "kNN on the model bundle's vectors alone (the KDD'20 design)", embedding=1.0),
+        FormulaRanking(
+            "embedding",
+            "kNN on the model bundle's vectors alone (the shipped composite's parts weighed: structure-bag 0.7, "
+            "network 0.3)",
+            embedding=1.0,
+            embedding_parts=_ALONE_PARTS,
+        ),
         FormulaRanking(
             "structure", "BM25 over structural terms (symbols and symbol pairs with relations)", structure=1.0
         ),
@@ -152,17 +172,20 @@ RANKERS: dict[str, FormulaRanking] = {
         ),
         FormulaRanking(
             "structure+embedding",
-            "structural BM25 and kNN, linear blend (embedding 0.1)",
+            "structural BM25 and kNN, linear blend (embedding 0.15)",
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
+            embedding_parts=_FUSED_PARTS,
         ),
         FormulaRanking(
             "structure+embedding+rerank",
-            "reranked structural BM25 and kNN, linear blend (embedding 0.1); the rerank matches sub-expressions "
+            "reranked structural BM25 and kNN on the network's part, linear blend (embedding 0.15); the rerank matches "
+            "sub-expressions "
             "(runs of up to 64 symbols) up to renamed variables, weighed by the larger formula; the structural list "
             "starts from the query's terms in at most 5% of the equations",
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
+            embedding_parts=_FUSED_PARTS,
             **_RERANK,
         ),
         FormulaRanking(
@@ -170,6 +193,7 @@ RANKERS: dict[str, FormulaRanking] = {
             "the same with shared sub-expressions weighed by the query's size alone (as before the larger formula)",
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
+            embedding_parts=_FUSED_PARTS,
             **{**_RERANK, "rerank_symmetric": False},
         ),
         FormulaRanking(
@@ -177,12 +201,14 @@ RANKERS: dict[str, FormulaRanking] = {
             "the same with every structural term matched from the start (the first stage's reference)",
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
+            embedding_parts=_FUSED_PARTS,
             **{**_RERANK, "first_stage_share": 0.0},
         ),
         FormulaRanking(
             "maxsim",
-            "kNN top 300 reranked by MaxSim over the network's node states (Amador & Zanibbi's scoring)",
+            "kNN on the network's part, top 300 reranked by MaxSim over its node states (Amador & Zanibbi's scoring)",
             embedding=1.0,
+            embedding_parts=_FUSED_PARTS,
             **_MAXSIM_ALONE,
         ),
         FormulaRanking(
@@ -191,6 +217,7 @@ RANKERS: dict[str, FormulaRanking] = {
             "states (share 0.3), computed by the search service where the node cannot score them",
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
+            embedding_parts=_FUSED_PARTS,
             **_RERANK,
             **_MAXSIM_SHARE,
         ),
@@ -202,6 +229,7 @@ RANKERS: dict[str, FormulaRanking] = {
             "labelled set's figures, benchmarks/formula_search.md)",
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
+            embedding_parts=_FUSED_PARTS,
             **_RERANK,
             **_MAXSIM_SHARE,
             maxsim_in_node=True,
@@ -216,8 +244,8 @@ RANKERS: dict[str, FormulaRanking] = {
         FormulaRanking(
             "structure+ecml19-cnn+rerank",
             "the default with the bitmap CNN's kNN in place of the graph network's (embedding 0.1, bitmap-bundle)",
-            structure=1.0 - _EMBEDDING_SHARE,
-            embedding=_EMBEDDING_SHARE,
+            structure=1.0 - _BITMAP_SHARE,
+            embedding=_BITMAP_SHARE,
             bundle=_BITMAP_BUNDLE,
             **_RERANK,
         ),
@@ -226,6 +254,7 @@ RANKERS: dict[str, FormulaRanking] = {
             "the default, and the keywords also by kNN on the equations' context embeddings (context 0.5)",
             structure=1.0 - _EMBEDDING_SHARE,
             embedding=_EMBEDDING_SHARE,
+            embedding_parts=_FUSED_PARTS,
             context=_CONTEXT_SHARE,
             **_RERANK,
         ),

@@ -93,3 +93,25 @@ def test_bad_node_vector_flags_are_usage_errors(args, says, capsys):
     with pytest.raises(SystemExit) as stopped:
         main(args)
     assert stopped.value.code == 2 and says in capsys.readouterr().err
+
+
+@pytest.mark.es
+def test_if_stale_reencodes_an_index_of_another_encoders_vectors(es_client, index_name, monkeypatch, capsys):
+    from eqsearch.engine.model.encoder import load_encoder
+
+    monkeypatch.setenv("EQSEARCH_INDEX_PREFIX", index_name)
+    admin = IndexAdmin(es_client, index_name)
+    admin.ensure(IndexOptions(dims=64, similarity="cosine", encoder="kdd20-gcn:0123456789abcdef"))  # an older model's
+    mathml = "<math><msup><mi>x</mi><mn>2</mn></msup></math>"
+    es_client.index(index=f"{index_name}-equations", id="p:0", refresh=True,
+                    document={"eq_id": "p:0", "paper_id": "p", "mathml": mathml, "vector": [0.125] * 64})  # fmt: skip
+    args = ["index", "migrate", "equations", "--if-stale", "--quiet"]
+    assert main(args) == 0
+    assert "holds the vectors of kdd20-gcn:0123456789abcdef" in capsys.readouterr().err
+    encoder = load_encoder()
+    moved = admin.options_of("equations")
+    assert (moved.encoder, moved.dims) == (encoder.identity, encoder.dim) and admin.current("equations").endswith("-v2")
+    body = {"query": {"ids": {"values": ["p:0"]}}, "_source": {"exclude_vectors": False, "includes": ["vector"]}}
+    (hit,) = es_client.search(index=f"{index_name}-equations", body=body)["hits"]["hits"]
+    assert len(hit["_source"]["vector"]) == encoder.dim
+    assert main(args) == 0 and admin.current("equations").endswith("-v2")  # the installed encoder's: nothing to do

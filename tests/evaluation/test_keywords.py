@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from eqsearch.engine.latex.converter import KatexConverter
+from eqsearch.engine.model.bundle import default_bundle_path
 from eqsearch.engine.model.encoder import load_encoder
 from eqsearch.engine.model.featurize import featurize_mathml
 from eqsearch.evaluation.keywords import (
@@ -94,7 +95,7 @@ def test_study_figures_on_a_corpus_where_every_ranking_scores_the_same(tmp_path:
     ]
     papers[2]["sections"][0]["equations"].append({"id": "c:9", "display": False, "mathml": "<math/>"})
     papers[2]["sections"][0]["equations"].append({"id": "c:10", "display": True, "mathml": None})
-    encoder = load_encoder()
+    encoder = load_encoder(default_bundle_path())  # the graph network: the study featurizes for it
     collection = build_collection(papers, partial(featurize_mathml, vocab=encoder.vocabulary))
     assert collection.ids == ["a:0", "a:1", "b:0", "c:0"]
     assert collection.skipped == {"inline": 1, "no_mathml": 1}

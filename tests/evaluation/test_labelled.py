@@ -93,6 +93,7 @@ def test_retrieval_figures_by_hand() -> None:
 
 def test_shipped_bundle_on_a_small_set_reports_failures_and_writes_trec_files(tmp_path: Path) -> None:
     from eqsearch.engine.model.encoder import load_encoder
+    from eqsearch.engine.search import get_ranker
 
     path = _write(
         tmp_path / "set.tsv",
@@ -115,8 +116,11 @@ def test_shipped_bundle_on_a_small_set_reports_failures_and_writes_trec_files(tm
     assert report.per_category["euler"]["equations"] == 2.0
     vectors = encoder.encode(_mathml(encoded.equations))  # the runtime path, MathML in
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    served = vectors @ vectors.T if encoder.similarity == "max_inner_product" else unit @ unit.T
+    # the shipped composite serves kNN alone with its parts weighed as the embedding ranker weighs them
+    weights = dict(get_ranker("embedding").embedding_parts)
+    served = np.stack([encoder.weigh_query(v, weights) for v in vectors]) @ vectors.T
     np.testing.assert_allclose(encoded.similarity["model"], served, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(served, unit @ unit.T)  # not the stored vectors' cosine
     np.testing.assert_allclose(encoded.similarity["model_cosine"], unit @ unit.T, rtol=1e-5, atol=1e-6)
 
     written = write_trec_files(encoded, tmp_path / "trec")

@@ -243,7 +243,7 @@ def test_cli_create_takes_the_bundles_vectors_and_migrate_reencode_re_embeds(
     assert main(["index", "create", "equations"]) == 0
     admin = IndexAdmin(es_client, index_name)
     options = admin.options_of("equations")
-    assert (options.encoder, options.dims, options.similarity) == (shipped.identity, 64, shipped.similarity)
+    assert (options.encoder, options.dims, options.similarity) == (shipped.identity, shipped.dim, shipped.similarity)
     with pytest.raises(SystemExit) as usage:
         main(["index", "migrate", "papers", "--reencode"])
     assert usage.value.code == 2 and "--reencode applies to the equations index only" in capsys.readouterr().err

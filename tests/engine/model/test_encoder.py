@@ -1,4 +1,5 @@
-"""The runtime encoder: no torch in the process, the shipped bundle loads and encodes MathML to float32 [n, 64]."""
+"""The runtime encoder: no torch in the process, the shipped bundles load and encode MathML to float32 [n, dim] (the
+search bundle, a composite, 128-d; its graph network 64-d)."""
 
 from __future__ import annotations
 
@@ -30,13 +31,15 @@ def test_shipped_bundle_encodes_without_torch() -> None:
     code = (
         "import sys, numpy as np\n"
         "from eqsearch.engine.model.encoder import load_encoder, Encoder\n"
-        "enc = load_encoder()\n"
-        f"v = enc.encode([{BAYES!r}, '<math><mi>x</mi></math>'])\n"
-        "assert isinstance(enc, Encoder) and v.dtype == np.float32 and v.shape == (2, enc.dim), v.shape\n"
-        "print('torch' in sys.modules, enc.dim)"
+        "from eqsearch.engine.model.bundle import default_bundle_path\n"
+        "for enc in (load_encoder(), load_encoder(default_bundle_path())):\n"
+        f"    v = enc.encode([{BAYES!r}, '<math><mi>x</mi></math>'])\n"
+        "    assert isinstance(enc, Encoder) and v.dtype == np.float32 and v.shape == (2, enc.dim), v.shape\n"
+        "    print(enc.kind, enc.dim)\n"
+        "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "64"]
+    assert out.stdout.split() == ["composite", "128", "kdd20-gcn", "64", "False"]
 
 
 @needs_bundle

@@ -39,9 +39,10 @@ def test_the_node_module_never_imports_torch_or_onnx():
 
 @needs_sidecar
 def test_the_mean_of_the_node_vectors_is_the_bundles_formula_vector():
+    from eqsearch.engine.model.bundle import default_bundle_path
     from eqsearch.engine.model.encoder import load_encoder
 
-    formula = load_encoder(batch_size=2).encode(MATHML)
+    formula = load_encoder(default_bundle_path(), batch_size=2).encode(MATHML)  # the graph network's own vector
     nodes = load_node_encoder(batch_size=2).encode(MATHML)
     states = load_node_encoder(output="node_states").encode(MATHML)
     assert [len(n) for n in nodes] == [len(s) for s in states] and len(nodes[1]) == 2  # <math> and <mi>
