@@ -131,9 +131,13 @@ def _node_encoder(args: argparse.Namespace) -> object | None:
     kinds = args.kinds if hasattr(args, "kinds") else [args.kind]
     if kinds and "equations" not in kinds:
         args.parser.error("--node-vectors applies to the equations index only")
-    from eqsearch.engine.model.nodes import load_node_encoder
+    from eqsearch.engine.model.nodes import load_node_encoder, node_encoder_for
 
-    return load_node_encoder(args.bundle, output=args.node_output)
+    if args.bundle is None:
+        return load_node_encoder(None, output=args.node_output)
+    from eqsearch.engine.model.encoder import load_encoder
+
+    return node_encoder_for(load_encoder(args.bundle), args.node_output)  # a composite's: its graph network's
 
 
 def _layout_arguments(parser: argparse.ArgumentParser, shards_help: str) -> None:
@@ -272,9 +276,9 @@ def _migrate(args: argparse.Namespace) -> int:
         print(f"re-encoding with {encoder.identity} ({encoder.dim}-d, {encoder.similarity})", file=sys.stderr)
     node_encoder = _node_encoder(args)
     if node_encoder is None and args.reencode and options is not None and options.node_vectors:
-        from eqsearch.engine.model.nodes import load_node_encoder  # the new bundle's node vectors, same output
+        from eqsearch.engine.model.nodes import node_encoder_for, node_output_of  # the new bundle's, same output
 
-        node_encoder = load_node_encoder(args.bundle, output=options.node_vectors.rsplit("/", 1)[-1])
+        node_encoder = node_encoder_for(encoder, node_output_of(options.node_vectors))
     if args.no_node_vectors and options is not None:
         options = replace(options, node_vectors=None, node_dims=None)
     if node_encoder is not None:

@@ -115,3 +115,22 @@ def test_if_stale_reencodes_an_index_of_another_encoders_vectors(es_client, inde
     (hit,) = es_client.search(index=f"{index_name}-equations", body=body)["hits"]["hits"]
     assert len(hit["_source"]["vector"]) == encoder.dim
     assert main(args) == 0 and admin.current("equations").endswith("-v2")  # the installed encoder's: nothing to do
+
+
+@pytest.mark.es
+def test_reencode_keeps_node_vectors_and_makes_them_with_the_new_network(es_client, index_name, monkeypatch):
+    from eqsearch.engine.model.bundle import default_bundle_path, read_manifest, search_bundle_path
+
+    monkeypatch.setenv("EQSEARCH_INDEX_PREFIX", index_name)
+    assert main(["index", "create", "equations", "--node-vectors"]) == 0
+    admin = IndexAdmin(es_client, index_name)
+    chosen = admin.options_of("equations").node_vectors
+    # an index whose node vectors an older network made (the identity the index records: bundle/output:projection)
+    older = "kdd20-gcn:0123456789abcdef/" + chosen.split("/", 1)[1]
+    current = admin.current("equations")
+    meta = es_client.indices.get_mapping(index=current)[current]["mappings"]["_meta"]
+    es_client.indices.put_mapping(index=current, meta={**meta, "node_vectors": older, "encoder": "kdd20-gcn:0"})
+    assert main(["index", "migrate", "equations", "--reencode", "--quiet", "--bundle", str(search_bundle_path())]) == 0
+    moved = admin.options_of("equations")
+    assert moved.node_vectors == chosen  # the composite's graph network's, as 'index create' chose them
+    assert chosen.startswith(read_manifest(default_bundle_path()).identity + "/")
