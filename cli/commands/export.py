@@ -54,22 +54,22 @@ def _run_export_composite(args: argparse.Namespace) -> int:
     import os
 
     from eqsearch import __version__
-    from eqsearch.engine.model.bundle import make_composite_manifest, read_manifest, write_manifest
+    from eqsearch.engine.model.bundle import read_manifest, write_manifest
+    from eqsearch.engine.model.composite import make_composite_manifest
 
     parts = []
     for spec in args.part:
         name, _, rest = spec.partition("=")
         path, _, weight = rest.rpartition(":")
         try:
-            parts.append((name, os.path.relpath(Path(path).resolve(), Path(args.out).resolve()), float(weight)))
+            value = float(weight)
         except ValueError:
+            value = None
+        if not name or not path or value is None:
             args.parser.error(
                 f"--part {spec!r}: give NAME=BUNDLE_DIR:WEIGHT, e.g. graph=engine/model/default-bundle:0.5"
             )
-        if not name or not path:
-            args.parser.error(
-                f"--part {spec!r}: give NAME=BUNDLE_DIR:WEIGHT, e.g. graph=engine/model/default-bundle:0.5"
-            )
+        parts.append((name, os.path.relpath(Path(path).resolve(), Path(args.out).resolve()), value))
     Path(args.out).mkdir(parents=True, exist_ok=True)
     manifest = make_composite_manifest(args.out, parts, eqsearch_version=__version__)
     write_manifest(args.out, manifest)

@@ -5,18 +5,129 @@ graph network adds to the default ranker but is weak alone (``benchmarks/encoder
 ``sqrt(w_1) u_1 ++ ... ++ sqrt(w_k) u_k`` of its parts' unit vectors ``u_i`` (the weights ``w_i`` add up to 1), so
 the cosine of two stored vectors is ``sum_i w_i cos_i``. A query may weigh the parts otherwise (`weigh_query`): kNN
 then ranks by ``sum_i q_i cos_i``, any mix of the parts' cosines over the same index, so each ranker asks the one
-vector for what it needs.
+vector for what it needs. The manifest's ``parts`` are read and written here (`composite_parts`,
+`make_composite_manifest`); `engine.model.bundle.read_manifest` checks them with the rest of the schema.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from eqsearch.engine.model.bundle import BundleError, BundleManifest, ManifestEncoder, composite_parts
+from eqsearch.engine.model.bundle import (
+    BUNDLE_FORMAT,
+    BUNDLE_VERSION,
+    BundleError,
+    BundleManifest,
+    ManifestEncoder,
+    read_manifest,
+)
 
 KIND = "composite"
+
+
+@dataclass(frozen=True)
+class CompositePart:
+    """One bundle of a composite (`engine.model.composite`), as its manifest names it.
+
+    Attributes:
+        name: what rankers call the part (``graph``, ``structure``).
+        path: the part's bundle directory (the manifest gives it relative to the composite's).
+        identity: the identity the part's bundle must have (`BundleManifest.identity`): the composite's own identity is
+            made of these, so a changed part is refused instead of filling an index with other vectors.
+        dim: the part's vector width.
+        weight: the part's share of the stored vector's cosine (the parts' weights add up to 1).
+    """
+
+    name: str
+    path: Path
+    identity: str
+    dim: int
+    weight: float
+
+
+def composite_parts(entries: list[Any], where: Path) -> list[CompositePart]:
+    """The checked ``parts`` of a composite manifest.
+
+    Raises:
+        BundleError: an entry lacks a key or has a bad value, names repeat, or the weights do not add up to 1.
+    """
+    parts: list[CompositePart] = []
+    for number, entry in enumerate(entries):
+        if not isinstance(entry, dict) or set(entry) != {"name", "path", "identity", "dim", "weight"}:
+            raise BundleError(
+                f"{where}: part {number} of the manifest must give exactly name, path, identity, dim and weight"
+            )
+        name, relative, identity, dim, weight = (entry[k] for k in ("name", "path", "identity", "dim", "weight"))
+        if not (
+            isinstance(name, str) and name and isinstance(relative, str) and relative and isinstance(identity, str)
+        ):
+            raise BundleError(f"{where}: part {number}'s name, path and identity must be non-empty text")
+        if Path(relative).is_absolute():
+            raise BundleError(f"{where}: part '{name}' must give its path relative to the composite bundle")
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
+            raise BundleError(f"{where}: part '{name}' must have a positive integer dim, got {dim!r}")
+        if not isinstance(weight, (int, float)) or isinstance(weight, bool) or not 0 < weight <= 1:
+            raise BundleError(f"{where}: part '{name}' must have a weight in (0, 1], got {weight!r}")
+        parts.append(CompositePart(name, where / relative, identity, dim, float(weight)))
+    if not parts or len({p.name for p in parts}) != len(parts):
+        raise BundleError(f"{where}: a composite needs parts with distinct names")
+    if abs(sum(p.weight for p in parts) - 1.0) > 1e-6:
+        raise BundleError(f"{where}: the parts' weights add up to {sum(p.weight for p in parts)}, not 1")
+    return parts
+
+
+def make_composite_manifest(
+    bundle: str | Path,
+    parts: list[tuple[str, str, float]],
+    *,
+    eqsearch_version: str,
+    provenance: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The manifest of a composite bundle (`engine.model.composite`) whose parts already exist.
+
+    Args:
+        bundle: the composite's directory.
+        parts: ``(name, path relative to bundle, weight)`` per part, in the order of the vector's slices; each part's
+            bundle is read and checked, and its identity and width recorded.
+        eqsearch_version: the eqsearch version writing the bundle.
+        provenance: further top-level entries (what each part is, the figures that chose the weights).
+
+    Raises:
+        BundleError: a part is not a checked bundle of a kind with a model, or the entries are not valid parts.
+    """
+    path = Path(bundle)
+    entries = []
+    for name, relative, weight in parts:
+        part = read_manifest(path / relative, eqsearch_version=eqsearch_version)
+        if part.encoder == "composite":
+            raise BundleError(f"{path / relative}: a composite's part cannot be a composite")
+        if part.similarity != "cosine":
+            raise BundleError(f"{path / relative}: a composite's parts must compare by cosine")
+        entries.append({"name": name, "path": relative, "identity": part.identity, "dim": part.embedding_dim,
+                        "weight": weight})  # fmt: skip
+    checked = composite_parts(entries, path)
+    manifest: dict[str, Any] = {
+        "format": BUNDLE_FORMAT,
+        "format_version": BUNDLE_VERSION,
+        "encoder": "composite",
+        "eqsearch_version": eqsearch_version,
+        "opset": 0,  # no model of its own
+        "inputs": [],
+        "output": "embedding",
+        "embedding_dim": sum(p.dim for p in checked),
+        "similarity": "cosine",
+        "files": {},
+        "parts": entries,
+    }
+    clashes = sorted(set(provenance or {}) & set(manifest))
+    if clashes:
+        raise BundleError(f"provenance entries {clashes} would replace keys of the manifest schema")
+    manifest.update(provenance or {})
+    return manifest
 
 
 class CompositeEncoder(ManifestEncoder):

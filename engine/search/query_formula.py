@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -180,15 +180,23 @@ class QueryFormulas:
         """One formula's vector, its parts weighed as the ranking asks where the encoder is a composite
         (`engine.model.composite`; parts it does not have are left out), normalised when the index compares by cosine
         or dot product."""
-        vector = np.asarray(self.encoder.encode([mathml])[0], dtype=np.float32)
-        names = getattr(self.encoder, "part_names", ())
-        weights = {name: weight for name, weight in self.ranking.embedding_parts if name in names}
-        if weights:
-            vector = self.encoder.weigh_query(vector, weights)
+        vector = weigh_parts(self.encoder, self.encoder.encode([mathml])[0], self.ranking.embedding_parts)
         if self.normalise():
             norm = float(np.linalg.norm(vector))
             vector = vector / norm if norm > 0 else vector
         return vector
+
+
+def weigh_parts(encoder: Encoder, vector: np.ndarray, parts: Sequence[tuple[str, float]]) -> np.ndarray:
+    """A vector in the encoder's stored form with a composite's parts weighed as ``parts`` asks
+    (`engine.model.composite`; parts the encoder does not have are left out); the vector as it is for an encoder that
+    is no composite, or where no part is named."""
+    vector = np.asarray(vector, dtype=np.float32)
+    names = getattr(encoder, "part_names", ())
+    weights = {name: weight for name, weight in parts if name in names}
+    if not weights or len(vector) != encoder.dim:
+        return vector
+    return encoder.weigh_query(vector, weights)  # type: ignore[attr-defined]
 
 
 def layout_of(mathml: str | None, latex: str | None, *, positions: bool = False) -> list[LayoutNode]:

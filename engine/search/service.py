@@ -43,7 +43,7 @@ from eqsearch.engine.search.query import (
     ranking_searches,
     structure_rerank_window,
 )
-from eqsearch.engine.search.query_formula import QueryFormula, QueryFormulas
+from eqsearch.engine.search.query_formula import QueryFormula, QueryFormulas, weigh_parts
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, FormulaRanking, get_ranker
 from eqsearch.engine.search.requests import RankedLists, fetch_page, ranked_lists
 from eqsearch.engine.search.results import EquationHit, PaperGroup, SearchResults, equation_hit, group_hits, select_page
@@ -425,6 +425,8 @@ class SearchService:
         if vector is None:
             why = "no equation has that id" if not found else "it has no vector (its LaTeX did not convert)"
             raise EquationNotFoundError(f"cannot find equations like {eq_id!r}: {why}")
+        if self.meta.encoder_mismatch(getattr(self.encoder, "identity", None)) is None:  # weighed as kNN alone ranks
+            vector = weigh_parts(self.encoder, vector, get_ranker("embedding").embedding_parts)
         body = knn_body(
             np.asarray(vector, dtype=np.float32),
             size,

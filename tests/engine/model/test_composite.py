@@ -14,12 +14,11 @@ import pytest
 from eqsearch.engine.model.bundle import (
     BundleError,
     default_bundle_path,
-    make_composite_manifest,
     read_manifest,
     search_bundle_path,
     write_manifest,
 )
-from eqsearch.engine.model.composite import CompositeEncoder
+from eqsearch.engine.model.composite import CompositeEncoder, make_composite_manifest
 from eqsearch.engine.model.encoder import load_encoder
 
 STRUCTURE = default_bundle_path().parent / "structure-bundle"
@@ -122,3 +121,12 @@ def test_maxsim_node_vectors_come_from_the_composites_graph_network() -> None:
     nodes = node_encoder_for(load_encoder(), "node_states@p64")
     assert nodes.identity == load_node_encoder(default_bundle_path(), output="node_states@p64").identity
     assert nodes.identity.startswith(read_manifest(default_bundle_path()).identity + "/")
+
+
+def test_the_shipped_search_bundle_gives_the_vectors_recorded_when_it_was_made() -> None:
+    """Indices hold these vectors: a change in featurization, hashing or onnxruntime that moves them would make
+    every index's kNN compare the incomparable, so it has to show here (and the bundle's identity change with it)."""
+    recorded = json.loads((Path(__file__).parent / "composite_parity.json").read_text())
+    encoder = load_encoder()
+    assert encoder.identity == recorded["identity"]
+    np.testing.assert_allclose(encoder.encode(recorded["mathml"]), np.array(recorded["vectors"]), atol=1e-5)

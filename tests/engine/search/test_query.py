@@ -305,7 +305,7 @@ def test_each_ranker_weighs_the_composites_parts_in_its_query_vector():
     0.3; an encoder that is no composite takes the vector as it is."""
     from eqsearch.engine.model.encoder import load_encoder
     from eqsearch.engine.search import DEFAULT_RANKER, get_ranker
-    from eqsearch.engine.search.query_formula import QueryFormulas
+    from eqsearch.engine.search.query_formula import QueryFormulas, weigh_parts
 
     encoder = load_encoder()
     mathml = "<math><mrow><msup><mi>x</mi><mn>2</mn></msup><mo>+</mo><mn>1</mn></mrow></math>"
@@ -324,6 +324,11 @@ def test_each_ranker_weighs_the_composites_parts_in_its_query_vector():
     np.testing.assert_allclose(alone, expected / np.linalg.norm(expected), atol=1e-6)
     network = load_encoder(default_bundle_path())
     assert np.allclose(query_vector("embedding", network), query_vector(DEFAULT_RANKER, network))
+    # what 'equations like this' sends: a stored vector weighed as the embedding ranker weighs a query
+    parts = get_ranker("embedding").embedding_parts
+    np.testing.assert_allclose(weigh_parts(encoder, stored, parts), np.concatenate([0.6 * graph, 1.4 * structure]))
+    assert np.array_equal(weigh_parts(encoder, stored[:64], parts), stored[:64])  # another width: as it is
+    assert np.array_equal(weigh_parts(network, stored[:64], parts), stored[:64])  # no composite: as it is
 
 
 def test_formula_lists_fetch_papers_only_where_the_fusion_reads_them():
