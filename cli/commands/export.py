@@ -70,8 +70,8 @@ def _run_export_composite(args: argparse.Namespace) -> int:
                 f"--part {spec!r}: give NAME=BUNDLE_DIR:WEIGHT, e.g. graph=engine/model/default-bundle:0.5"
             )
         parts.append((name, os.path.relpath(Path(path).resolve(), Path(args.out).resolve()), value))
+    manifest = make_composite_manifest(args.out, parts, eqsearch_version=__version__)  # parts checked first
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    manifest = make_composite_manifest(args.out, parts, eqsearch_version=__version__)
     write_manifest(args.out, manifest)
     checked = read_manifest(args.out)
     print(f"composite bundle written to {args.out}: {checked.identity}, {checked.embedding_dim}-d, parts "

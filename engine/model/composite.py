@@ -11,6 +11,7 @@ vector for what it needs. The manifest's ``parts`` are read and written here (`c
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +73,7 @@ def composite_parts(entries: list[Any], where: Path) -> list[CompositePart]:
             raise BundleError(f"{where}: part '{name}' must have a positive integer dim, got {dim!r}")
         if not isinstance(weight, (int, float)) or isinstance(weight, bool) or not 0 < weight <= 1:
             raise BundleError(f"{where}: part '{name}' must have a weight in (0, 1], got {weight!r}")
-        parts.append(CompositePart(name, where / relative, identity, dim, float(weight)))
+        parts.append(CompositePart(name, Path(os.path.normpath(where / relative)), identity, dim, float(weight)))
     if not parts or len({p.name for p in parts}) != len(parts):
         raise BundleError(f"{where}: a composite needs parts with distinct names")
     if abs(sum(p.weight for p in parts) - 1.0) > 1e-6:
@@ -102,11 +103,12 @@ def make_composite_manifest(
     path = Path(bundle)
     entries = []
     for name, relative, weight in parts:
-        part = read_manifest(path / relative, eqsearch_version=eqsearch_version)
+        where = Path(os.path.normpath(path / relative))  # lexically: the composite's directory may not exist yet
+        part = read_manifest(where, eqsearch_version=eqsearch_version)
         if part.encoder == "composite":
-            raise BundleError(f"{path / relative}: a composite's part cannot be a composite")
+            raise BundleError(f"{where}: a composite's part cannot be a composite")
         if part.similarity != "cosine":
-            raise BundleError(f"{path / relative}: a composite's parts must compare by cosine")
+            raise BundleError(f"{where}: a composite's parts must compare by cosine")
         entries.append({"name": name, "path": relative, "identity": part.identity, "dim": part.embedding_dim,
                         "weight": weight})  # fmt: skip
     checked = composite_parts(entries, path)

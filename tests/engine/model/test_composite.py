@@ -113,6 +113,10 @@ def test_export_composite_writes_a_bundle_that_loads(tmp_path: Path) -> None:
     assert read_manifest(out).identity == read_manifest(search_bundle_path()).identity  # the shipped one, again
     bad = subprocess.run([*run, "--part", "graph"], capture_output=True, text=True)
     assert bad.returncode == 2 and "NAME=BUNDLE_DIR:WEIGHT" in bad.stderr
+    elsewhere = tmp_path / "nothing"
+    missing = [sys.executable, "-m", "eqsearch", "export", "composite", "--out", str(elsewhere), "--part", "g=/no:1"]
+    refused = subprocess.run(missing, capture_output=True, text=True)
+    assert refused.returncode != 0 and "/no is not a directory" in refused.stderr and not elsewhere.exists()
 
 
 def test_maxsim_node_vectors_come_from_the_composites_graph_network() -> None:
