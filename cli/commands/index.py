@@ -275,7 +275,13 @@ def _migrate(args: argparse.Namespace) -> int:
         rewrite = reencode_vectors(encoder)
         print(f"re-encoding with {encoder.identity} ({encoder.dim}-d, {encoder.similarity})", file=sys.stderr)
     node_encoder = _node_encoder(args)
-    if node_encoder is None and args.reencode and options is not None and options.node_vectors:
+    if (
+        node_encoder is None
+        and args.reencode
+        and options is not None
+        and options.node_vectors
+        and not args.no_node_vectors
+    ):
         from eqsearch.engine.model.nodes import node_encoder_for, node_output_of  # the new bundle's, same output
 
         node_encoder = node_encoder_for(encoder, node_output_of(options.node_vectors))

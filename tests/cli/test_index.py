@@ -134,3 +134,10 @@ def test_reencode_keeps_node_vectors_and_makes_them_with_the_new_network(es_clie
     moved = admin.options_of("equations")
     assert moved.node_vectors == chosen  # the composite's graph network's, as 'index create' chose them
     assert chosen.startswith(read_manifest(default_bundle_path()).identity + "/")
+    # re-encoded without node vectors: none made (a mapping without them would refuse every document that had some)
+    mathml = "<math><msup><mi>x</mi><mn>2</mn></msup></math>"
+    es_client.index(index=f"{index_name}-equations", id="p:0", refresh=True,
+                    document={"eq_id": "p:0", "paper_id": "p", "mathml": mathml})  # fmt: skip
+    assert main(["index", "migrate", "equations", "--reencode", "--no-node-vectors", "--quiet"]) == 0
+    assert admin.options_of("equations").node_vectors is None
+    assert es_client.count(index=f"{index_name}-equations")["count"] == 1
