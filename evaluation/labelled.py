@@ -200,15 +200,12 @@ def encode_labelled_set(
     vectors = encoder.encode_graphs(graphs) if hasattr(encoder, "encode_graphs") else encoder.encode(converted.mathml)
     bow = bag_of_words(graphs, vocab.n_tags, vocab.n_attrs, vocab.n_chars)
     served = vectors @ vectors.T if encoder.similarity == "max_inner_product" else cosine_matrix(vectors, vectors)
-    names = getattr(encoder, "part_names", ())
-    if names:
-        if parts is None:
-            from eqsearch.engine.search.rankers import get_ranker
+    if getattr(encoder, "part_names", ()):  # a composite: sum_i q_i cos_i, as kNN ranks a query so weighed
+        from eqsearch.engine.search.query_formula import weigh_parts
+        from eqsearch.engine.search.rankers import get_ranker
 
-            parts = get_ranker("embedding").embedding_parts
-        weights = {name: weight for name, weight in parts if name in names}
-        if weights:  # sum_i q_i cos_i: the ranking kNN gives a query so weighed (symmetric, as each cos_i is)
-            served = np.stack([encoder.weigh_query(v, weights) for v in vectors]) @ vectors.T
+        weights = get_ranker("embedding").embedding_parts if parts is None else parts
+        served = np.stack([weigh_parts(encoder, v, weights) for v in vectors]) @ vectors.T
     return EncodedSet(
         equations=tuple(kept),
         failures=tuple(failures),

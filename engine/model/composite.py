@@ -105,7 +105,7 @@ def make_composite_manifest(
     for name, relative, weight in parts:
         where = Path(os.path.normpath(path / relative))  # lexically: the composite's directory may not exist yet
         part = read_manifest(where, eqsearch_version=eqsearch_version)
-        if part.encoder == "composite":
+        if part.encoder == KIND:
             raise BundleError(f"{where}: a composite's part cannot be a composite")
         if part.similarity != "cosine":
             raise BundleError(f"{where}: a composite's parts must compare by cosine")
@@ -115,7 +115,7 @@ def make_composite_manifest(
     manifest: dict[str, Any] = {
         "format": BUNDLE_FORMAT,
         "format_version": BUNDLE_VERSION,
-        "encoder": "composite",
+        "encoder": KIND,
         "eqsearch_version": eqsearch_version,
         "opset": 0,  # no model of its own
         "inputs": [],
