@@ -54,7 +54,7 @@ from plugin_maxsim import candidatevectors, maxsimcost, maxsimreplay, nodevector
 from plugin_measure import create_equations_copy, equations_mapping, interleaved_cpu, node_cpu_ms
 
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "arqmath1-dev"
-MODES = ("plain", "plugin", "forward", "shard-rare", "maxsim-second", "knn")
+MODES = ("plain", "plugin", "forward", "shard-rare", "taat", "maxsim-second", "knn")
 
 
 def _services(
@@ -67,6 +67,7 @@ def _services(
         "plugin": SearchService(client, encoder, converter, index_prefix=prefix, ranking=default, **extra),
         "forward": SearchService(client, encoder, converter, index_prefix=prefix, ranking=default, **extra),
         "shard-rare": SearchService(client, encoder, converter, index_prefix=prefix, ranking=default, **extra),
+        "taat": SearchService(client, encoder, converter, index_prefix=prefix, ranking=default, **extra),
         "knn": SearchService(
             client, encoder, converter, index_prefix=prefix, ranking=get_ranker("embedding"), plugin=False, **extra
         ),
@@ -82,6 +83,9 @@ def _services(
     if not services["forward"].plugin.forward_index(alias_name(prefix, "equations")):
         del services["forward"]  # an older plugin, or an index without the forward index
     services["shard-rare"].plugin.use_maxsim_in_lists = True  # a MaxSim ranker's lists bring the scores (1.4)
+    services["shard-rare"].plugin.use_term_at_a_time = False  # the first stage by Lucene's MaxScore (1.3 to 1.5)
+    if not services["taat"].plugin.term_at_a_time(alias_name(prefix, "equations")):
+        del services["taat"]  # a plugin before 1.6 (what the engine sends by default where every node has 1.6)
     if not services["shard-rare"].plugin.shard_rare_terms(alias_name(prefix, "equations")):
         del services["shard-rare"]  # a plugin before 1.3, or an index without the forward index
     elif services["shard-rare"].plugin.maxsim_in_lists(alias_name(prefix, "equations")) and default.maxsim_window:
@@ -99,7 +103,7 @@ def quality(args: argparse.Namespace) -> None:
     qrels = read_qrels(args.qrels)
     with KatexConverter() as converter:
         services = _services(client, load_encoder(None), converter, args.prefix, 1000, args.ranker)
-        modes = [mode for mode in MODES[:5] if mode in services]
+        modes = [mode for mode in MODES if mode in services and mode != "knn"]
         runs = {mode: {t: formula_ranking(services[mode], latex, 1000) for t, latex in topics} for mode in modes}
     for mode, run in runs.items():
         report = evaluate_run({t: [d for d, _ in r] for t, r in run.items()}, qrels, topics=[t for t, _ in topics])

@@ -25,6 +25,11 @@ serves every other case. Plugin 1.5's ``eqsearch_maxsim_window`` rescore (`maxsi
 rescores, limits that scoring to each list's top hits (`engine.search.maxsim.list_window`), the candidates the fused
 window mostly holds; where every node has 1.5 the lists bring the scores by default.
 
+Plugin 1.6 scores that first stage term at a time (``top`` of ``eqsearch_terms``, `PluginUse.term_at_a_time`): the
+shard reads each rare term's postings once into an accumulator and keeps its best ``top`` hits, the same hits and
+scores as Lucene's document-at-a-time MaxScore, which the many clauses of a long formula keep from skipping anything.
+It is sent only where every node has 1.6 and the search has no filter (a filter would drop some of those hits).
+
 A cluster may lack the plugin (a hosted cluster, another version, a node added later): `detect_plugin` asks
 ``_nodes/plugins`` once, and the engine uses the plugin only when every node has a compatible version of it; otherwise
 it sends the plain requests, and `PluginSupport.note` says why in one line (``eqsearch es check``, the admin page).
@@ -86,6 +91,8 @@ BM25_SINCE = (1, 2)
 #: The first-stage query whose shard chooses the rare terms (plugin 1.3 and later).
 TERMS_QUERY = "eqsearch_terms"
 TERMS_SINCE = (1, 3)
+#: The same query answering with its top hits, scored term at a time (plugin 1.6 and later).
+TERMS_TOP_SINCE = (1, 6)
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,7 @@ class PluginSupport:
             (`MAXSIM_FETCH_SINCE`).
         maxsim_window: every node's plugin also has the rescore that limits it to a list's top hits
             (`MAXSIM_WINDOW_SINCE`).
+        terms_top: every node's plugin also scores the first-stage query term at a time (`TERMS_TOP_SINCE`).
     """
 
     available: bool
@@ -115,6 +123,7 @@ class PluginSupport:
     terms: bool = False
     maxsim_fetch: bool = False
     maxsim_window: bool = False
+    terms_top: bool = False
 
 
 def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
@@ -130,6 +139,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
     with_terms = 0
     with_maxsim_fetch = 0
     with_maxsim_window = 0
+    with_terms_top = 0
     versions: set[str] = set()
     for node in nodes.values():
         for plugin in node.get("plugins") or []:
@@ -144,6 +154,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
                 with_terms += _version_tuple(version) >= TERMS_SINCE
                 with_maxsim_fetch += _version_tuple(version) >= MAXSIM_FETCH_SINCE
                 with_maxsim_window += _version_tuple(version) >= MAXSIM_WINDOW_SINCE
+                with_terms_top += _version_tuple(version) >= TERMS_TOP_SINCE
     total = len(nodes)
     if total and compatible == total:
         return PluginSupport(
@@ -156,6 +167,7 @@ def plugin_support(nodes_info: dict[str, Any]) -> PluginSupport:
             terms=with_terms == total,
             maxsim_fetch=with_maxsim_fetch == total,
             maxsim_window=with_maxsim_window == total,
+            terms_top=with_terms_top == total,
         )
     if compatible or versions:
         return PluginSupport(
@@ -221,6 +233,8 @@ class PluginUse:
             the scoring to each list's top hits (as cheap as the rescorer's second request on 9k equations, cheaper
             at 1M: ``benchmarks/search.md`` update 17); True: with 1.4 too (every returned hit scored, costlier);
             False: never (the second request).
+        term_at_a_time: whether the first stage may be scored term at a time where the shard chooses the rare
+            terms and every node has plugin 1.6 (`term_at_a_time`); False keeps Lucene's MaxScore (a side-by-side).
     """
 
     def __init__(
@@ -231,12 +245,14 @@ class PluginUse:
         forward_index: bool = True,
         shard_rare_terms: bool = True,
         maxsim_in_lists: bool | None = None,
+        term_at_a_time: bool = True,
     ) -> None:
         self.client = client
         self.wanted = wanted
         self.use_forward_index = forward_index
         self.use_shard_rare_terms = shard_rare_terms
         self.use_maxsim_in_lists = maxsim_in_lists
+        self.use_term_at_a_time = term_at_a_time
         self._support: PluginSupport | None = None
         self._mapped: dict[tuple[str, str], bool] = {}
 
@@ -262,6 +278,12 @@ class PluginUse:
         node has the ``eqsearch_terms`` query (`TERMS_SINCE`) and the window's BM25 comes from the forward index
         (`forward_index`), whose rescorer then adds the other terms."""
         return self.use_shard_rare_terms and self.forward_index(alias) and self.support.terms
+
+    def term_at_a_time(self, alias: str) -> bool:
+        """Whether the shard-chosen first stage (`shard_rare_terms`) may answer with its top hits scored term at a
+        time (``top`` of ``eqsearch_terms``, plugin 1.6): the same hits and scores as Lucene's MaxScore, for less
+        CPU on long formulas (``benchmarks/search.md`` update 19)."""
+        return self.use_term_at_a_time and self.shard_rare_terms(alias) and self.support.terms_top
 
     def _maps(self, alias: str, field: str) -> bool:
         """Whether every index behind ``alias`` maps ``field`` (False when the cluster cannot say)."""
@@ -366,10 +388,12 @@ def bm25_rescore(
     return {"window_size": window, BM25_RESCORER: body}
 
 
-def terms_query(counts: Mapping[str, int], rare: RareRule | None = None) -> dict[str, Any]:
+def terms_query(counts: Mapping[str, int], rare: RareRule | None = None, top: int = 0) -> dict[str, Any]:
     """The plugin's query of the structural terms ``counts`` (term -> its count, in the query's order): the BM25 of
     a ``bool`` of one ``term`` clause per term, its count as boost, as the same Lucene query; with ``rare``, of the
-    terms the shard finds rare by that rule (`engine.search.termstats.rarest_terms`'s, on the shard's frequencies)."""
+    terms the shard finds rare by that rule (`engine.search.termstats.rarest_terms`'s, on the shard's frequencies).
+    With ``top`` (plugin 1.6), the shard scores it term at a time and matches its best ``top`` hits alone, with the
+    same scores: valid only where the search reads no deeper than ``top`` and filters nothing out."""
     body: dict[str, Any] = {
         "terms": list(counts),
         "boosts": [float(count) for count in counts.values()],
@@ -377,6 +401,8 @@ def terms_query(counts: Mapping[str, int], rare: RareRule | None = None) -> dict
     }
     if rare is not None:
         body["rare"] = rare.request()
+    if top:
+        body["top"] = top
     return {TERMS_QUERY: body}
 
 

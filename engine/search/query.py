@@ -302,6 +302,7 @@ def ranking_searches(
     structure_vector: np.ndarray | None = None,
     forward_index: bool = False,
     rare_rule: RareRule | None = None,
+    term_at_a_time: bool = False,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The ranked lists a query needs, as ``(name, body)``: ``structure`` (BM25 over structural terms),
     ``embedding`` (kNN on the formula vectors), ``text`` (BM25 over the words), ``papers`` (the same, one hit per
@@ -333,6 +334,7 @@ def ranking_searches(
         forward_index: the plugin also scores the window's BM25 from the index's forward index (`structure_body`).
         rare_rule: the shard chooses the first stage's rare terms by this rule (`structure_body`; in place of
             ``first_stage``).
+        term_at_a_time: the shard scores that first stage term at a time (`structure_body`).
     """
     filters = query_filters(query)
     searches: list[tuple[str, dict[str, Any]]] = []
@@ -355,6 +357,7 @@ def ranking_searches(
             knn_window=ranking.structure_knn,
             knn_candidates=num_candidates(max(ranking.structure_knn, depth), STRUCTURE_KNN_CANDIDATES_FACTOR),
             rare_rule=rare_rule,
+            term_at_a_time=term_at_a_time,
         )
         if query.formula_weight > 0:
             searches.append(("structure", ranking_only(body, formula_fields)))

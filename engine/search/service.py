@@ -282,6 +282,7 @@ class SearchService:
             structure_vector=structure_vector,
             forward_index=forward_index,
             rare_rule=rare_rule,
+            term_at_a_time=rare_rule is not None and self.plugin.term_at_a_time(self.equations_alias),
         )
 
     def _structure_vector(self, formula: QueryFormula | None) -> np.ndarray | None:

@@ -139,6 +139,7 @@ def structure_body(
     knn_window: int = 0,
     knn_candidates: int = 0,
     rare_rule: RareRule | None = None,
+    term_at_a_time: bool = False,
 ) -> dict[str, Any]:
     """BM25 over the structural terms of the equations (`engine.model.structure`), optionally reranked.
 
@@ -186,6 +187,9 @@ def structure_body(
             ``first_stage``: the plugin's ``eqsearch_terms`` query of every term, then its BM25 rescorer of the terms
             the rule does not keep; the same scores and windows as ``first_stage`` chosen by the client from the same
             frequencies. Ignored without a ``rerank_window`` or with a ``structure_vector``.
+        term_at_a_time: with ``rare_rule`` (and plugin 1.6 on every node), the shard scores that first stage term at
+            a time and keeps its best ``max(k, rerank_window)`` hits, the only ones the search reads: the same hits
+            and scores. Not with ``filters``, which would remove some of them afterwards.
 
     Returns:
         The search body.
@@ -198,7 +202,10 @@ def structure_body(
         rare_rule is not None and native_bm25 and rerank_window > 0 and not knn_stage and len(counts) <= MAX_BM25_TERMS
     )
     staged = first_stage is not None and rerank_window > 0 and not knn_stage and not shard_rare
-    match = terms_query(counts, rare_rule) if shard_rare else _terms_match(structure, first_stage if staged else None)
+    top = max(k, rerank_window) if term_at_a_time and not filters else 0
+    match = (
+        terms_query(counts, rare_rule, top) if shard_rare else _terms_match(structure, first_stage if staged else None)
+    )
     body: dict[str, Any] = {
         "query": {"bool": {"must": [match], "filter": filters}},
         "size": k,

@@ -40,9 +40,9 @@ def _started_before_install(es_client, es_config) -> bool:
 @pytest.fixture(scope="module")
 def require_plugin(es_client, es_config):
     """Returns a check: ``require_plugin(maxsim=False, bm25=False, terms=False, maxsim_fetch=False,
-    maxsim_window=False)`` skips or fails the test when the node lacks the plugin (or its MaxSim or BM25 rescorer, or
-    its first-stage query of plugin 1.3, or its MaxSim search extension of plugin 1.4, or that extension's window of
-    plugin 1.5)."""
+    maxsim_window=False, terms_top=False)`` skips or fails the test when the node lacks the plugin (or its MaxSim or
+    BM25 rescorer, or its first-stage query of plugin 1.3, or its MaxSim search extension of plugin 1.4, or that
+    extension's window of plugin 1.5, or the first stage scored term at a time of plugin 1.6)."""
     on_ci = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
     def check(
@@ -52,6 +52,7 @@ def require_plugin(es_client, es_config):
         terms: bool = False,
         maxsim_fetch: bool = False,
         maxsim_window: bool = False,
+        terms_top: bool = False,
     ) -> None:
         support = detect_plugin(es_client)
         if (
@@ -61,6 +62,7 @@ def require_plugin(es_client, es_config):
             and (support.terms or not terms)
             and (support.maxsim_fetch or not maxsim_fetch)
             and (support.maxsim_window or not maxsim_window)
+            and (support.terms_top or not terms_top)
         ):
             return
         wanted = (
@@ -74,6 +76,8 @@ def require_plugin(es_client, es_config):
             if maxsim_fetch
             else " with the eqsearch_maxsim_window rescore (1.5)"
             if maxsim_window
+            else " with the term-at-a-time eqsearch_terms query (1.6)"
+            if terms_top
             else ""
         )
         message = f"the node has no eqsearch plugin{wanted}: {support.note}"

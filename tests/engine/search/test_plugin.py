@@ -164,3 +164,26 @@ def test_a_rare_rule_sends_every_term_once_to_the_query_and_to_the_bm25_rescorer
     assert terms_query(counts) == {TERMS_QUERY: {k: v for k, v in query.items() if k != "rare"}}
     for off in ({"forward_index": False}, {"plugin": False}, {"structure_vector": [1.0] * 4, "knn_window": 300}):
         assert TERMS_QUERY not in str(structure_body(structure, 100, [], rare_rule=rule, **{**kwargs, **off}))
+
+
+def test_the_term_at_a_time_first_stage_needs_version_1_6_on_every_node():
+    assert plugin_support(_nodes([(PLUGIN_NAME, "1.6.0")], [(PLUGIN_NAME, "1.6.1")])).terms_top
+    older = plugin_support(_nodes([(PLUGIN_NAME, "1.6.0")], [(PLUGIN_NAME, "1.5.0")]))
+    assert older.available and older.terms and not older.terms_top
+
+
+def test_term_at_a_time_asks_for_the_deepest_hit_read_and_never_under_a_filter():
+    """``top`` covers what the search reads of the first stage, the page and the rescore window, whichever is
+    deeper; a filter would drop some of those top hits afterwards, so a filtered search keeps Lucene's query."""
+    structure = formula_structure(None, "x^2 + x^2 + y = z")
+    kwargs = {"rerank_window": 300, "rerank_weight": 0.5, "plugin": True, "forward_index": True}
+    kwargs["rare_rule"] = RareRule(0.05, 300)
+
+    def first_stage(k: int, filters: list, **extra) -> dict:
+        return structure_body(structure, k, filters, **{**kwargs, **extra})["query"]["bool"]["must"][0][TERMS_QUERY]
+
+    assert first_stage(100, [], term_at_a_time=True)["top"] == 300
+    assert first_stage(1000, [], term_at_a_time=True)["top"] == 1000
+    assert "top" not in first_stage(100, [])
+    assert "top" not in first_stage(100, [{"term": {"inline": False}}], term_at_a_time=True)
+    assert "top" not in terms_query({"V:x": 1}, RareRule(0.05, 300))

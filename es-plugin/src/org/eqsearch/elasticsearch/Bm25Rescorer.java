@@ -74,10 +74,9 @@ final class Bm25Rescorer implements Rescorer {
             return new Prepared(new long[0], new BytesRef[0], new Similarity.SimScorer[0]);
         }
         CollectionStatistics collection = searcher.collectionStatistics(context.field);
-        TermStates[] allStates = new TermStates[context.terms.length];
+        TermStates[] allStates = collection == null ? null : TermLookup.build(searcher, context.field, context.terms);
         long[] docFreqs = new long[context.terms.length];
         for (int i = 0; i < context.terms.length && collection != null; i++) {
-            allStates[i] = TermStates.build(searcher, new Term(context.field, context.terms[i]), true);
             docFreqs[i] = allStates[i].docFreq();
         }
         boolean[] rare = context.exceptRare == null ? null : context.exceptRare.choose(docFreqs, collection == null ? 0 : collection.docCount());

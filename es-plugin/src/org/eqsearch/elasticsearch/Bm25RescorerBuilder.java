@@ -10,15 +10,11 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 
-import org.elasticsearch.TransportVersion;
-import org.elasticsearch.TransportVersions;
 import org.elasticsearch.common.io.stream.StreamInput;
 import org.elasticsearch.common.io.stream.StreamOutput;
 import org.elasticsearch.index.mapper.MappedFieldType;
-import org.elasticsearch.index.query.QueryRewriteContext;
 import org.elasticsearch.index.query.SearchExecutionContext;
 import org.elasticsearch.search.rescore.RescoreContext;
-import org.elasticsearch.search.rescore.RescorerBuilder;
 import org.elasticsearch.xcontent.ObjectParser;
 import org.elasticsearch.xcontent.ParseField;
 import org.elasticsearch.xcontent.ToXContent;
@@ -41,7 +37,7 @@ import org.elasticsearch.xcontent.XContentParser;
  * shard: 1 to {@link #MAX_TERMS} distinct terms of 1 to {@link #MAX_TERM_LENGTH} characters, one finite boost in
  * (0, {@link #MAX_BOOST}] per term (all 1 when left out), a known mode, field names, the rule's bounds.
  */
-public final class Bm25RescorerBuilder extends RescorerBuilder<Bm25RescorerBuilder> {
+public final class Bm25RescorerBuilder extends EqsearchRescorerBuilder<Bm25RescorerBuilder> {
     public static final String NAME = "eqsearch_bm25";
     /**
      * The name a request with {@code except_rare} travels under between nodes (plugin 1.3): without a rule the request
@@ -198,16 +194,6 @@ public final class Bm25RescorerBuilder extends RescorerBuilder<Bm25RescorerBuild
     @Override
     public String getWriteableName() {
         return exceptRare == null ? NAME : EXCEPT_RARE_WIRE_NAME;
-    }
-
-    @Override
-    public TransportVersion getMinimalSupportedVersion() {
-        return TransportVersions.V_8_0_0;
-    }
-
-    @Override
-    public RescorerBuilder<Bm25RescorerBuilder> rewrite(QueryRewriteContext ctx) {
-        return this;
     }
 
     @Override

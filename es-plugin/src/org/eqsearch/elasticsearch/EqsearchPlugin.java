@@ -21,12 +21,16 @@ import org.elasticsearch.plugins.SearchPlugin;
  * instead of by the client from a {@code _termvectors} request; and the {@code eqsearch_maxsim} search extension
  * ({@link MaxSimFetchBuilder}, 1.4): each returned hit's MaxSim score in its fields, computed in the fetch phase
  * ({@link MaxSimFetchSubPhase}), so that the ranked lists bring it with them; and the {@code eqsearch_maxsim_window}
- * rescorer ({@link MaxSimWindowRescorerBuilder}, 1.5), which limits that to each list's top hits.
+ * rescorer ({@link MaxSimWindowRescorerBuilder}, 1.5), which limits that to each list's top hits; and, under the
+ * {@code eqsearch_terms_top} wire name, the first-stage query scored term at a time (1.6, {@link TermAtATime}).
  */
 public class EqsearchPlugin extends Plugin implements SearchPlugin {
     @Override
     public List<QuerySpec<?>> getQueries() {
-        return List.of(new QuerySpec<>(TermsQueryBuilder.NAME, TermsQueryBuilder::new, TermsQueryBuilder::fromXContent));
+        return List.of(
+            new QuerySpec<>(TermsQueryBuilder.NAME, TermsQueryBuilder::new, TermsQueryBuilder::fromXContent),
+            new QuerySpec<>(TermsQueryBuilder.TOP_WIRE_NAME, TermsQueryBuilder::readWithTop, TermsQueryBuilder::fromXContent)
+        );
     }
 
     @Override

@@ -6,14 +6,10 @@ package org.eqsearch.elasticsearch;
 import java.io.IOException;
 import java.util.Objects;
 
-import org.elasticsearch.TransportVersion;
-import org.elasticsearch.TransportVersions;
 import org.elasticsearch.common.io.stream.StreamInput;
 import org.elasticsearch.common.io.stream.StreamOutput;
-import org.elasticsearch.index.query.QueryRewriteContext;
 import org.elasticsearch.index.query.SearchExecutionContext;
 import org.elasticsearch.search.rescore.RescoreContext;
-import org.elasticsearch.search.rescore.RescorerBuilder;
 import org.elasticsearch.xcontent.ToXContent;
 import org.elasticsearch.xcontent.XContentBuilder;
 import org.elasticsearch.xcontent.XContentParser;
@@ -24,7 +20,7 @@ import org.elasticsearch.xcontent.XContentParser;
  * candidate's stored node vectors ({@link NodeVectors}); the candidate's score becomes its MaxSim score. On the wire
  * as plugin 1.1 to 1.3 wrote it.
  */
-public final class MaxSimRescorerBuilder extends RescorerBuilder<MaxSimRescorerBuilder> {
+public final class MaxSimRescorerBuilder extends EqsearchRescorerBuilder<MaxSimRescorerBuilder> {
     public static final String NAME = "eqsearch_maxsim";
 
     private final MaxSimRequest request;
@@ -50,16 +46,6 @@ public final class MaxSimRescorerBuilder extends RescorerBuilder<MaxSimRescorerB
     @Override
     public String getWriteableName() {
         return NAME;
-    }
-
-    @Override
-    public TransportVersion getMinimalSupportedVersion() {
-        return TransportVersions.V_8_0_0;
-    }
-
-    @Override
-    public RescorerBuilder<MaxSimRescorerBuilder> rewrite(QueryRewriteContext ctx) {
-        return this;
     }
 
     @Override

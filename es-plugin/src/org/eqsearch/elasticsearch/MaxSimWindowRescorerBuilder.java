@@ -10,15 +10,11 @@ import java.util.Set;
 import org.apache.lucene.search.Explanation;
 import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.TopDocs;
-import org.elasticsearch.TransportVersion;
-import org.elasticsearch.TransportVersions;
 import org.elasticsearch.common.io.stream.StreamInput;
 import org.elasticsearch.common.io.stream.StreamOutput;
-import org.elasticsearch.index.query.QueryRewriteContext;
 import org.elasticsearch.index.query.SearchExecutionContext;
 import org.elasticsearch.search.rescore.RescoreContext;
 import org.elasticsearch.search.rescore.Rescorer;
-import org.elasticsearch.search.rescore.RescorerBuilder;
 import org.elasticsearch.xcontent.ObjectParser;
 import org.elasticsearch.xcontent.ToXContent;
 import org.elasticsearch.xcontent.XContentBuilder;
@@ -31,7 +27,7 @@ import org.elasticsearch.xcontent.XContentParser;
  * hits these are from the rescored documents Elasticsearch records per rescore and hands from the query phase to the
  * fetch phase, on one shard or many. Without it the extension scores every returned hit. The body takes no fields.
  */
-public final class MaxSimWindowRescorerBuilder extends RescorerBuilder<MaxSimWindowRescorerBuilder> {
+public final class MaxSimWindowRescorerBuilder extends EqsearchRescorerBuilder<MaxSimWindowRescorerBuilder> {
     public static final String NAME = "eqsearch_maxsim_window";
 
     private static final ObjectParser<MaxSimWindowRescorerBuilder, Void> PARSER = new ObjectParser<>(
@@ -55,16 +51,6 @@ public final class MaxSimWindowRescorerBuilder extends RescorerBuilder<MaxSimWin
     @Override
     public String getWriteableName() {
         return NAME;
-    }
-
-    @Override
-    public TransportVersion getMinimalSupportedVersion() {
-        return TransportVersions.V_8_0_0;
-    }
-
-    @Override
-    public RescorerBuilder<MaxSimWindowRescorerBuilder> rewrite(QueryRewriteContext ctx) {
-        return this;
     }
 
     @Override

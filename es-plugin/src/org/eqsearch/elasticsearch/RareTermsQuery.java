@@ -4,7 +4,9 @@
 package org.eqsearch.elasticsearch;
 
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Objects;
 
 import org.apache.lucene.index.Term;
@@ -29,34 +31,44 @@ final class RareTermsQuery extends Query {
     private final String[] terms;
     private final float[] boosts;
     private final RareTerms rare;
+    private final int top;
 
-    RareTermsQuery(String field, String[] terms, float[] boosts, RareTerms rare) {
+    /** With {@code top} > 0, rewrites to its best {@code top} documents, scored term at a time ({@link TermAtATime}). */
+    RareTermsQuery(String field, String[] terms, float[] boosts, RareTerms rare, int top) {
         this.field = field;
         this.terms = terms;
         this.boosts = boosts;
         this.rare = rare;
+        this.top = top;
     }
 
     @Override
     public Query rewrite(IndexSearcher searcher) throws IOException {
         boolean[] chosen = null;
-        TermStates[] states = new TermStates[terms.length]; // looked up once: the rule's frequencies, then the weights'
+        // looked up once, together: the rule's frequencies, then the weights'
+        TermStates[] states = TermLookup.build(searcher, field, terms);
         if (rare != null) {
             long[] docFreqs = new long[terms.length];
             for (int i = 0; i < terms.length; i++) {
-                states[i] = TermStates.build(searcher, new Term(field, terms[i]), true);
                 docFreqs[i] = states[i].docFreq();
             }
             CollectionStatistics collection = searcher.collectionStatistics(field);
             chosen = rare.choose(docFreqs, collection == null ? 0 : collection.docCount());
         }
-        BooleanQuery.Builder bool = new BooleanQuery.Builder();
+        List<Query> clauses = new ArrayList<>();
         for (int i = 0; i < terms.length; i++) {
             if (chosen == null || chosen[i]) {
                 Term at = new Term(field, terms[i]);
-                Query term = states[i] == null ? new TermQuery(at) : new TermQuery(at, states[i]);
-                bool.add(boosts[i] == 1f ? term : new BoostQuery(term, boosts[i]), BooleanClause.Occur.SHOULD);
+                Query term = new TermQuery(at, states[i]);
+                clauses.add(boosts[i] == 1f ? term : new BoostQuery(term, boosts[i]));
             }
+        }
+        if (top > 0) {
+            return TermAtATime.topDocs(searcher, clauses.toArray(new Query[0]), top, toString(field));
+        }
+        BooleanQuery.Builder bool = new BooleanQuery.Builder();
+        for (Query clause : clauses) {
+            bool.add(clause, BooleanClause.Occur.SHOULD);
         }
         return bool.build();
     }
@@ -71,7 +83,8 @@ final class RareTermsQuery extends Query {
     @Override
     public String toString(String defaultField) {
         String rule = rare == null ? "" : ", rare " + rare.maxShare() + "/" + rare.minMatches() + "/" + rare.atLeast();
-        return TermsQueryBuilder.NAME + "(" + field + ": " + terms.length + " terms" + rule + ")";
+        String taat = top > 0 ? ", top " + top : "";
+        return TermsQueryBuilder.NAME + "(" + field + ": " + terms.length + " terms" + rule + taat + ")";
     }
 
     @Override
@@ -80,11 +93,12 @@ final class RareTermsQuery extends Query {
             && field.equals(((RareTermsQuery) other).field)
             && Arrays.equals(terms, ((RareTermsQuery) other).terms)
             && Arrays.equals(boosts, ((RareTermsQuery) other).boosts)
-            && Objects.equals(rare, ((RareTermsQuery) other).rare);
+            && Objects.equals(rare, ((RareTermsQuery) other).rare)
+            && top == ((RareTermsQuery) other).top;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(classHash(), field, Arrays.hashCode(terms), Arrays.hashCode(boosts), rare);
+        return Objects.hash(classHash(), field, Arrays.hashCode(terms), Arrays.hashCode(boosts), rare, top);
     }
 }

@@ -8,15 +8,11 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 
-import org.elasticsearch.TransportVersion;
-import org.elasticsearch.TransportVersions;
 import org.elasticsearch.common.io.stream.StreamInput;
 import org.elasticsearch.common.io.stream.StreamOutput;
 import org.elasticsearch.index.mapper.MappedFieldType;
-import org.elasticsearch.index.query.QueryRewriteContext;
 import org.elasticsearch.index.query.SearchExecutionContext;
 import org.elasticsearch.search.rescore.RescoreContext;
-import org.elasticsearch.search.rescore.RescorerBuilder;
 import org.elasticsearch.xcontent.ObjectParser;
 import org.elasticsearch.xcontent.ParseField;
 import org.elasticsearch.xcontent.ToXContent;
@@ -32,7 +28,7 @@ import org.elasticsearch.xcontent.XContentParser;
  * and never reaches a shard: at least one span, at most {@link #MAX_SPANS}, each a non-empty string of at most
  * {@link #MAX_SPAN_LENGTH} characters, one positive size per span, a positive query size, a finite non-negative weight.
  */
-public final class StructureRescorerBuilder extends RescorerBuilder<StructureRescorerBuilder> {
+public final class StructureRescorerBuilder extends EqsearchRescorerBuilder<StructureRescorerBuilder> {
     public static final String NAME = "eqsearch_structure";
     /** Twice Elasticsearch's default {@code indices.query.bool.max_clause_count} on a small heap: two kinds of 8,192. */
     static final int MAX_SPANS = 16_384;
@@ -173,16 +169,6 @@ public final class StructureRescorerBuilder extends RescorerBuilder<StructureRes
     @Override
     public String getWriteableName() {
         return NAME;
-    }
-
-    @Override
-    public TransportVersion getMinimalSupportedVersion() {
-        return TransportVersions.V_8_0_0;
-    }
-
-    @Override
-    public RescorerBuilder<StructureRescorerBuilder> rewrite(QueryRewriteContext ctx) {
-        return this;
     }
 
     @Override

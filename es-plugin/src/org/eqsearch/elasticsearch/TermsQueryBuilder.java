@@ -32,23 +32,39 @@ import org.elasticsearch.xcontent.XContentParser;
  * few bytes instead of a clause. The choice is made when Lucene rewrites the query ({@link RareTermsQuery}), from the
  * searcher's own statistics; the {@code eqsearch_bm25} rescorer with the same {@code rare} adds the other terms' BM25.
  *
+ * <p>With {@code "top": N} (plugin 1.6) the shard scores the query term at a time ({@link TermAtATime}) and it matches
+ * its best N documents only, with their scores: the same hits as without it for a search that reads at most N of them
+ * (its {@code size} and rescore windows) and has no filter beside it, which would drop some of those N afterwards.
+ * Where the many clauses of a long formula keep Lucene's MaxScore from skipping documents, this reads each clause's
+ * postings once instead of merging them document by document.
+ *
  * <p>Checked here, where the request is read: a hostile body gets a 400 that names the field: 1 to
  * {@link Bm25RescorerBuilder#MAX_TERMS} distinct terms of 1 to {@link Bm25RescorerBuilder#MAX_TERM_LENGTH} characters,
- * one finite boost in (0, {@link Bm25RescorerBuilder#MAX_BOOST}] per term, a text field, the rule's bounds.
+ * one finite boost in (0, {@link Bm25RescorerBuilder#MAX_BOOST}] per term, a text field, the rule's bounds, a
+ * {@code top} of 1 to {@link #MAX_TOP}.
  */
 public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuilder> {
     public static final String NAME = "eqsearch_terms";
+    /**
+     * The name a request with {@code top} travels under between nodes (plugin 1.6): without it the request is written
+     * as plugin 1.3 wrote it, so that nodes of 1.3 to 1.5 still read it during an upgrade.
+     */
+    public static final String TOP_WIRE_NAME = "eqsearch_terms_top";
+    /** The most documents {@code top} may ask for: Elasticsearch's default {@code index.max_result_window}. */
+    public static final int MAX_TOP = 10_000;
 
     private static final ParseField TERMS = new ParseField("terms");
     private static final ParseField BOOSTS = new ParseField("boosts");
     private static final ParseField FIELD = new ParseField("field");
     private static final ParseField RARE = new ParseField(RareTerms.NAME);
+    private static final ParseField TOP = new ParseField("top");
 
     private static final class Parsed {
         List<String> terms;
         List<Float> boosts;
         String field = Bm25RescorerBuilder.DEFAULT_FIELD;
         RareTerms rare;
+        int top;
         float boost = DEFAULT_BOOST;
         String queryName;
     }
@@ -59,6 +75,7 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
         PARSER.declareFloatArray((p, v) -> p.boosts = v, BOOSTS);
         PARSER.declareString((p, v) -> p.field = v, FIELD);
         PARSER.declareObject((p, v) -> p.rare = v, (parser, c) -> RareTerms.PARSER.parse(parser, null), RARE);
+        PARSER.declareInt((p, v) -> p.top = v, TOP);
         PARSER.declareFloat((p, v) -> p.boost = v, BOOST_FIELD);
         PARSER.declareString((p, v) -> p.queryName = v, NAME_FIELD);
     }
@@ -67,21 +84,37 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
     private final float[] boosts;
     private final String field;
     private final RareTerms rare;
+    private final int top;
 
-    public TermsQueryBuilder(String[] terms, float[] boosts, String field, RareTerms rare) {
+    /** {@code top} 0: the {@code BooleanQuery}; 1 to {@link #MAX_TOP}: its best {@code top} hits, term at a time. */
+    public TermsQueryBuilder(String[] terms, float[] boosts, String field, RareTerms rare, int top) {
         Bm25RescorerBuilder.check(NAME, terms, boosts, field);
+        if (top < 0 || top > MAX_TOP) {
+            throw new IllegalArgumentException("[" + NAME + "] [top] must be 1 to " + MAX_TOP + " (or absent), got " + top);
+        }
         this.terms = terms;
         this.boosts = boosts;
         this.field = field;
         this.rare = rare;
+        this.top = top;
     }
 
     public TermsQueryBuilder(StreamInput in) throws IOException {
+        this(in, false);
+    }
+
+    private TermsQueryBuilder(StreamInput in, boolean withTop) throws IOException {
         super(in);
         terms = in.readStringArray();
         boosts = in.readFloatArray();
         field = in.readString();
         rare = RareTerms.read(in);
+        top = withTop ? in.readVInt() : 0;
+    }
+
+    /** Reads the request with {@code top}, which travels under its own name ({@link #TOP_WIRE_NAME}). */
+    public static TermsQueryBuilder readWithTop(StreamInput in) throws IOException {
+        return new TermsQueryBuilder(in, true);
     }
 
     public static TermsQueryBuilder fromXContent(XContentParser parser) throws IOException {
@@ -90,7 +123,7 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
             throw new IllegalArgumentException("[" + NAME + "] needs [terms]");
         }
         String[] terms = parsed.terms.toArray(new String[0]);
-        TermsQueryBuilder query = new TermsQueryBuilder(terms, Bm25RescorerBuilder.boosts(NAME, terms, parsed.boosts), parsed.field, parsed.rare);
+        TermsQueryBuilder query = new TermsQueryBuilder(terms, Bm25RescorerBuilder.boosts(NAME, terms, parsed.boosts), parsed.field, parsed.rare, parsed.top);
         query.boost(parsed.boost);
         query.queryName(parsed.queryName);
         return query;
@@ -102,6 +135,9 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
         out.writeFloatArray(boosts);
         out.writeString(field);
         RareTerms.write(out, rare);
+        if (top > 0) {
+            out.writeVInt(top);
+        }
     }
 
     @Override
@@ -112,6 +148,9 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
         builder.field(FIELD.getPreferredName(), field);
         if (rare != null) {
             rare.toXContent(builder, RARE.getPreferredName());
+        }
+        if (top > 0) {
+            builder.field(TOP.getPreferredName(), top);
         }
         boostAndQueryNameToXContent(builder);
         builder.endObject();
@@ -128,7 +167,7 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
                 "[" + NAME + "] [field] [" + field + "] is a [" + type.typeName() + "] field; it must be an indexed text field"
             );
         }
-        return new RareTermsQuery(type.name(), terms, boosts, rare);
+        return new RareTermsQuery(type.name(), terms, boosts, rare, top);
     }
 
     @Override
@@ -136,17 +175,18 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
         return Arrays.equals(terms, other.terms)
             && Arrays.equals(boosts, other.boosts)
             && field.equals(other.field)
-            && Objects.equals(rare, other.rare);
+            && Objects.equals(rare, other.rare)
+            && top == other.top;
     }
 
     @Override
     protected int doHashCode() {
-        return Objects.hash(Arrays.hashCode(terms), Arrays.hashCode(boosts), field, rare);
+        return Objects.hash(Arrays.hashCode(terms), Arrays.hashCode(boosts), field, rare, top);
     }
 
     @Override
     public String getWriteableName() {
-        return NAME;
+        return top > 0 ? TOP_WIRE_NAME : NAME;
     }
 
     @Override

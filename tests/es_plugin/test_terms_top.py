@@ -1,0 +1,160 @@
+"""The ``eqsearch_terms`` query scored term at a time (``top``, plugin 1.6) on a real node that has it: the same hits
+with the same scores, to the last bit, as Lucene's document-at-a-time query it replaces, for the first stage alone
+and for the default's whole structural request (its BM25 and sub-expression rescores after it), on an index of one
+segment and on one of several segments with deleted documents; ties in Lucene's order; explain answers for its hits;
+the service sends it exactly where every node has 1.6, with the same pages; hostile values of ``top`` get a 400.
+
+The collection is `conftest.collection`'s (the labelled equations and the development collection's first formulas).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import uuid
+
+import pytest
+from elasticsearch import ApiError
+from elasticsearch.helpers import scan
+from eqsearch.engine.index.bulk import bulk_index
+from eqsearch.engine.model.patterns import read_query_variables
+from eqsearch.engine.search.plugin import TERMS_QUERY, terms_query
+from eqsearch.engine.search.query import HybridQuery, structure_body
+from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
+from eqsearch.engine.search.service import SearchService
+from eqsearch.engine.search.termstats import RareRule
+from hashing_encoder import HashingEncoder
+
+pytestmark = pytest.mark.es
+
+
+@pytest.fixture(scope="module")
+def top_client(plugin_client, require_plugin):
+    require_plugin(bm25=True, terms=True, terms_top=True)
+    return plugin_client
+
+
+@pytest.fixture(scope="module")
+def segmented(collection, top_client):
+    """A copy of the collection written in four refreshed batches (four segments or more, never merged) with every
+    ninth equation deleted afterwards: the term-at-a-time query must add up each segment and skip deleted ones."""
+    alias, _ = collection
+    concrete = next(iter(top_client.indices.get_alias(name=alias)))
+    mappings = top_client.indices.get(index=concrete)[concrete]["mappings"]
+    target = f"eqsearch-test-{uuid.uuid4().hex[:12]}-segments"
+    top_client.indices.create(
+        index=target,
+        mappings=mappings,
+        settings={"number_of_shards": 1, "number_of_replicas": 0, "merge.policy.max_merged_segment": "1kb"},
+    )
+    docs = sorted(scan(top_client, index=alias, query={"query": {"match_all": {}}}), key=lambda d: d["_id"])
+    for part in range(4):
+        actions = [{"_index": target, "_id": d["_id"], "_source": d["_source"]} for d in docs[part::4]]
+        assert bulk_index(top_client, actions, refresh="wait_for").failed == 0
+    for doc in docs[::9]:
+        top_client.delete(index=target, id=doc["_id"], refresh="wait_for")
+    segments = top_client.indices.segments(index=target)["indices"][target]["shards"]["0"][0]["num_search_segments"]
+    assert segments >= 2
+    yield target
+    top_client.indices.delete(index=target, ignore_unavailable=True)
+
+
+def _hits(client, index: str, body: dict) -> list[tuple[str, float]]:
+    hits = client.search(index=index, **body)["hits"]["hits"]
+    return [(hit["_id"], hit["_score"]) for hit in hits]
+
+
+def _with_top(body: dict, top: int) -> dict:
+    body = copy.deepcopy(body)
+    body["query"]["bool"]["must"][0][TERMS_QUERY]["top"] = top
+    return body
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [RareRule(0.05, 30), RareRule(0.01, 300), RareRule(1.0, 40)],
+    ids=["5%-window-30", "1%-window-300", "every-term"],
+)
+@pytest.mark.parametrize("where", ["collection", "segments"])
+def test_term_at_a_time_gives_lucenes_hits_bit_for_bit(collection, segmented, top_client, rule, where):
+    alias, queries = collection
+    index = alias if where == "collection" else segmented
+    kwargs = {"rerank_window": rule.min_matches, "rerank_weight": 0.5, "candidate_sizes": True}
+    kwargs.update(plugin=True, forward_index=True, rare_rule=rule)
+    compared = 0
+    for structure in queries:
+        if not structure.tokens:
+            continue
+        whole = structure_body(structure, 100, [], **kwargs)
+        assert "top" not in str(whole["query"])
+        taat = structure_body(structure, 100, [], term_at_a_time=True, **kwargs)
+        assert taat["query"]["bool"]["must"][0][TERMS_QUERY]["top"] == max(100, rule.min_matches)
+        assert _hits(top_client, index, taat) == _hits(top_client, index, whole)  # the request as the service sends it
+        first = {"query": whole["query"], "size": rule.min_matches}
+        assert _hits(top_client, index, _with_top(first, rule.min_matches)) == _hits(top_client, index, first)
+        compared += 1
+    assert compared >= 40
+
+
+def test_top_keeps_the_best_hits_in_lucenes_order_of_ties(collection, top_client):
+    """Asked for fewer hits than the search reads, the query has only those: the first of Lucene's ranking, ties
+    broken by the lower document first, as Lucene's collector breaks them."""
+    alias, queries = collection
+    rule = RareRule(1.0, 10)
+    checked = ties = 0
+    for structure in queries[:40]:
+        if not structure.tokens:
+            continue
+        first = {"query": structure_body(structure, 50, [], plugin=True, forward_index=True, rare_rule=rule,
+                                         rerank_window=50)["query"], "size": 50}  # fmt: skip
+        full = _hits(top_client, alias, first)
+        for top in (1, 7, 20):
+            assert _hits(top_client, alias, _with_top(first, top)) == full[:top]
+        ties += any(a[1] == b[1] for a, b in itertools.pairwise(full[:21]))
+        checked += 1
+    assert checked >= 20 and ties >= 5  # the collection's near duplicates tie often: the order of ties is tested
+
+
+def test_explain_answers_for_a_term_at_a_time_hit(collection, top_client):
+    alias, queries = collection
+    structure = next(s for s in queries if s.tokens)
+    body = _with_top({"query": structure_body(structure, 5, [], plugin=True, forward_index=True,
+                                              rare_rule=RareRule(1.0, 5), rerank_window=5)["query"]}, 5)  # fmt: skip
+    hit = top_client.search(index=alias, size=1, explain=True, **body)["hits"]["hits"][0]
+    assert hit["_explanation"]["value"] == pytest.approx(hit["_score"])
+    assert "term at a time" in str(hit["_explanation"])
+
+
+def test_the_service_sends_term_at_a_time_where_every_node_has_it_with_the_same_pages(
+    collection, top_client, converter
+):
+    alias, _ = collection
+    prefix = alias.removesuffix("-equations")
+    encoder = HashingEncoder(dim=8)
+    ranking = get_ranker(DEFAULT_RANKER)
+    services = {
+        on: SearchService(top_client, encoder, converter, index_prefix=prefix, ranking=ranking, candidate_depth=100)
+        for on in (True, False)
+    }
+    services[False].plugin.use_term_at_a_time = False
+    assert services[True].plugin.term_at_a_time(alias) and not services[False].plugin.term_at_a_time(alias)
+    for latex in ["x^2 + y^2 = z^2", r"\frac{a+b}{c} = \sum_{i=1}^{n} a_i b_i", r"\int_0^1 f(x)\,dx"]:
+        query = HybridQuery(latex=latex, highlight=False)
+        formula = services[True].formulas.get(read_query_variables(latex))
+        sent = dict(services[True]._searches(query, formula, 100, []))["structure"]
+        assert sent["query"]["bool"]["must"][0][TERMS_QUERY]["top"] == 300
+        pages = [[(h.eq_id, h.score) for h in service.search(query).hits] for service in services.values()]
+        assert pages[0] == pages[1] and pages[0]
+
+
+@pytest.mark.parametrize(
+    ("top", "says"),
+    [(-1, "[top] must be 1 to 10000"), (10_001, "[top] must be 1 to 10000"), ("many", "top"), ([3], "top")],
+)
+def test_a_hostile_top_gets_a_400_that_says_what_is_wrong(collection, top_client, top, says):
+    alias, _ = collection
+    query = terms_query({"V:x": 1, "N:2": 2}, RareRule(0.05, 10))
+    query[TERMS_QUERY]["top"] = top
+    with pytest.raises(ApiError) as error:
+        top_client.search(index=alias, query=query, size=5)
+    assert error.value.status_code == 400 and says in str(error.value.body)
