@@ -1,10 +1,16 @@
-"""The search service with and without eqsearch's Elasticsearch plugin, on the configured real node: it asks the
-cluster once whether every node has the plugin, sends the plugin's rescorer when so and the plain requests when not,
-with the same page either way; a node that refuses the rescorer turns the plugin off and the search still answers."""
+"""The search service with and without eqsearch's Elasticsearch plugin, on the configured real node and on a node of
+its own started without the plugin (`bare_client`): it asks the cluster once whether every node has the plugin,
+sends the plugin's rescorer when so and the plain requests when not, with the same page either way; a node that
+refuses the rescorer turns the plugin off and the search still answers."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
+from eqsearch.engine.es.client import connect
+from eqsearch.engine.es.config import EsConfig
+from eqsearch.engine.es.local_node import LocalNode
 from eqsearch.engine.index.admin import IndexAdmin
 from eqsearch.engine.index.bulk import bulk_index
 from eqsearch.engine.index.documents import structure_fields
@@ -13,6 +19,7 @@ from eqsearch.engine.search.plugin import STRUCTURE_RESCORER, detect_plugin
 from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.service import SearchService
 from hashing_encoder import HashingEncoder
+from local_nodes import free_port, node_config
 
 pytestmark = pytest.mark.es
 
@@ -41,8 +48,25 @@ def converter():
 
 @pytest.fixture
 def filled(es_client, index_name, converter) -> str:
+    return _fill(es_client, index_name, converter)
+
+
+@pytest.fixture(scope="module")
+def bare_client():
+    """A node of its own, started without eqsearch's plugin (its own distribution, the plugin turned off): what a
+    hosted cluster, or a node of another build, looks like to the engine."""
+    node = LocalNode(node_config("no-plugin", free_port(), plugin=False))
+    try:
+        node.start()
+        client, _ = connect(EsConfig(url=node.url))
+        yield client
+    finally:
+        node.stop()
+
+
+def _fill(client, index_name: str, converter) -> str:
     encoder = HashingEncoder()
-    IndexAdmin(es_client, index_name).ensure(IndexOptions(dims=encoder.dim, similarity=encoder.similarity))
+    IndexAdmin(client, index_name).ensure(IndexOptions(dims=encoder.dim, similarity=encoder.similarity))
     alias = alias_name(index_name, "equations")
     actions = []
     for i, latex in enumerate(FORMULAS):
@@ -51,7 +75,7 @@ def filled(es_client, index_name, converter) -> str:
         source.update(structure_fields(mathml, latex))
         source["vector"] = [float(x) for x in encoder.encode([mathml])[0]]
         actions.append({"_index": alias, "_id": f"p{i}:0", "_source": source})
-    assert bulk_index(es_client, actions, refresh="wait_for").failed == 0
+    assert bulk_index(client, actions, refresh="wait_for").failed == 0
     return index_name
 
 
@@ -82,12 +106,27 @@ def _formula(service: SearchService, latex: str):
     return service.formulas.get(read_query_variables(latex))
 
 
-def test_a_cluster_that_refuses_the_rescorer_gets_the_plain_requests_and_a_warning(es_client, filled, converter):
-    if detect_plugin(es_client).available:
-        pytest.skip("the configured node has the plugin: a refusal needs a node without it (e.g. one started before)")
+def test_a_node_without_the_plugin_gets_the_plain_requests_with_a_one_line_note(bare_client, converter):
+    support = detect_plugin(bare_client)
+    assert not support.available and "no eqsearch plugin" in support.note and "\n" not in support.note
+    prefix = _fill(bare_client, f"eqsearch-test-{uuid.uuid4().hex[:12]}", converter)
     encoder = HashingEncoder()
-    forced = SearchService(es_client, encoder, converter, index_prefix=filled, plugin=True)
-    plain = SearchService(es_client, encoder, converter, index_prefix=filled, plugin=False)
+    detected = SearchService(bare_client, encoder, converter, index_prefix=prefix)
+    plain = SearchService(bare_client, encoder, converter, index_prefix=prefix, plugin=False)
+    assert detected.plugin.active is False
+    sent = str(detected._searches(HybridQuery(latex=QUERIES[0]), _formula(detected, QUERIES[0]), 50, []))
+    assert STRUCTURE_RESCORER not in sent and "eqsearch_" not in sent and "function_score" in sent
+    for latex in QUERIES:
+        assert _page(detected, latex) == _page(plain, latex) and _page(plain, latex)
+
+
+def test_a_cluster_that_refuses_the_rescorer_gets_the_plain_requests_and_a_warning(bare_client, converter):
+    """A service told the plugin is there (or that saw it on nodes since replaced) meets a node without it: the node
+    refuses the request, the service turns the plugin off, answers with the plain requests and says so."""
+    prefix = _fill(bare_client, f"eqsearch-test-{uuid.uuid4().hex[:12]}", converter)
+    encoder = HashingEncoder()
+    forced = SearchService(bare_client, encoder, converter, index_prefix=prefix, plugin=True)
+    plain = SearchService(bare_client, encoder, converter, index_prefix=prefix, plugin=False)
     results = forced.search(HybridQuery(latex=QUERIES[0], highlight=False))
     assert forced.plugin.active is False
     assert any("refused the eqsearch plugin" in warning for warning in results.warnings)

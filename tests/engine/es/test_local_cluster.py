@@ -20,15 +20,7 @@ from eqsearch.engine.es.client import ElasticsearchUnavailableError, check_clust
 from eqsearch.engine.es.config import EsConfig, LocalNodeConfig
 from eqsearch.engine.es.distribution import PINNED, LocalNodeError
 from eqsearch.engine.es.local_cluster import LocalCluster, recorded_cluster
-
-MAIN = LocalNodeConfig.from_env()
-TEST_NODES = MAIN.home.parent / "test-nodes"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from local_nodes import MAIN, TEST_NODES, free_port
 
 
 def test_a_cluster_config_names_every_node_and_halves_the_heap():
@@ -77,7 +69,7 @@ def test_several_urls_make_one_client_of_several_nodes():
 
 
 def test_none_of_several_urls_answering_names_them_all():
-    urls = [f"http://127.0.0.1:{_free_port()}" for _ in range(2)]
+    urls = [f"http://127.0.0.1:{free_port()}" for _ in range(2)]
     with pytest.raises(ElasticsearchUnavailableError) as caught:
         check_cluster(EsConfig(url=",".join(urls)))
     assert f"not reachable at {','.join(urls)}" in str(caught.value)
@@ -85,7 +77,7 @@ def test_none_of_several_urls_answering_names_them_all():
 
 @pytest.mark.es
 def test_a_dead_first_url_is_passed_over(es_config):
-    dead = f"http://127.0.0.1:{_free_port()}"
+    dead = f"http://127.0.0.1:{free_port()}"
     info = check_cluster(replace(es_config, url=f"{dead},{es_config.effective_urls[0]}"))
     assert info.major == 9
 
@@ -125,9 +117,9 @@ def test_a_cluster_formed_with_more_nodes_is_not_started_with_fewer(tmp_path):
 @pytest.mark.es
 @pytest.mark.slow
 def test_cli_starts_finds_and_stops_a_two_node_cluster():
-    port = _free_port()
+    port = free_port()
     while not all(_port_free(p) for p in (port + 1, port + 100, port + 101)):
-        port = _free_port()
+        port = free_port()
     home = TEST_NODES / "cli-cluster"
     cached = MAIN.home / "downloads" / f"elasticsearch-{PINNED.version}.zip"
     env = {**os.environ, "EQSEARCH_HOME": str(home), "EQSEARCH_ES_PORT": str(port), "EQSEARCH_ES_HEAP": "256m"}

@@ -21,34 +21,14 @@ from eqsearch.engine.es.client import (
     check_cluster,
     connect,
 )
-from eqsearch.engine.es.config import EsConfig, LocalNodeConfig
+from eqsearch.engine.es.config import EsConfig
 from eqsearch.engine.es.distribution import PINNED, Distribution
 from eqsearch.engine.es.java import JavaNotFoundError, find_java
 from eqsearch.engine.es.local_node import LocalNode, PortInUseError
+from local_nodes import MAIN, free_port, node_config
 
-MAIN = LocalNodeConfig.from_env()
-TEST_NODES = MAIN.home.parent / "test-nodes"
 # Elasticsearch 8.19.21's minimal distribution on Maven Central; SHA-256 measured when this test was written.
 ES8 = Distribution("8.19.21", "215d5f3dbf0609a149f6218a9e47b6ae2df34ebbff3c5754e35f15a5e5393c8a")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _node_config(name: str, port: int, distribution: Distribution = PINNED) -> LocalNodeConfig:
-    cached = MAIN.home / "downloads" / f"elasticsearch-{distribution.version}.zip"
-    return replace(
-        MAIN,
-        home=TEST_NODES / name,
-        port=port,
-        heap="256m",
-        archive=cached if cached.is_file() else None,
-        archive_sha256=distribution.sha256 if cached.is_file() else None,
-        startup_timeout=240,
-    )
 
 
 def _eqsearch(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -61,8 +41,8 @@ def _eqsearch(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[st
 @pytest.mark.slow
 def test_cli_start_status_stop_as_the_current_user(tmp_path):
     """`eqsearch es start && status && stop` (as root here: the node runs as the unprivileged account)."""
-    port = _free_port()
-    config = _node_config("cli", port)
+    port = free_port()
+    config = node_config("cli", port)
     env = {**os.environ, "EQSEARCH_HOME": str(config.home.parent / "cli-home"), "EQSEARCH_ES_PORT": str(port),
            "EQSEARCH_ES_HEAP": "256m"}  # fmt: skip
     if config.archive:
@@ -91,8 +71,8 @@ def test_cli_start_status_stop_as_the_current_user(tmp_path):
 @pytest.mark.es
 @pytest.mark.slow
 def test_stale_pid_file_and_taken_port(tmp_path):
-    port = _free_port()
-    node = LocalNode(_node_config("stale", port))
+    port = free_port()
+    node = LocalNode(node_config("stale", port))
     node.install()
     node.pid_file.parent.mkdir(parents=True, exist_ok=True)
     node.pid_file.write_text(str(os.getpid()))  # alive, but not Elasticsearch: a reused pid
@@ -102,7 +82,7 @@ def test_stale_pid_file_and_taken_port(tmp_path):
     try:
         node.start()
         assert node.status().running
-        other = LocalNode(replace(_node_config("stale-other", port)))
+        other = LocalNode(replace(node_config("stale-other", port)))
         with pytest.raises(PortInUseError, match=rf"port {port} is already taken by another Elasticsearch"):
             other.start()
     finally:
@@ -125,7 +105,7 @@ def test_java_too_old_is_refused_before_anything_starts(tmp_path):
     old = Path("/usr/lib/jvm/java-17-openjdk-amd64")
     with pytest.raises(JavaNotFoundError, match="has Java 17; Elasticsearch 9 needs Java 21 or newer"):
         find_java(old)
-    node = LocalNode(replace(MAIN, home=tmp_path, port=_free_port(), java_home=old))
+    node = LocalNode(replace(MAIN, home=tmp_path, port=free_port(), java_home=old))
     (tmp_path / "dist" / PINNED.version / "bin").mkdir(parents=True)  # pretend-installed: Java is checked first
     (tmp_path / "dist" / PINNED.version / "bin" / "elasticsearch").write_text("")
     (tmp_path / "dist" / PINNED.version / ".eqsearch-installed").write_text("{}")
@@ -147,7 +127,7 @@ def test_no_java_anywhere_names_what_to_install():
 
 
 def test_unreachable_node_is_a_clear_error():
-    port = _free_port()
+    port = free_port()
     with pytest.raises(ElasticsearchUnavailableError, match=rf"not reachable at http://127.0.0.1:{port}") as caught:
         check_cluster(EsConfig(url=f"http://127.0.0.1:{port}"))
     assert "EQSEARCH_ES_URL" in str(caught.value)
@@ -157,7 +137,7 @@ def test_unreachable_node_is_a_clear_error():
 
 
 def test_cli_reports_an_unreachable_node_with_its_exit_code():
-    env = {**os.environ, "EQSEARCH_ES_URL": f"http://127.0.0.1:{_free_port()}"}
+    env = {**os.environ, "EQSEARCH_ES_URL": f"http://127.0.0.1:{free_port()}"}
     result = _eqsearch("es", "check", env=env)
     assert result.returncode == 5
     assert "Elasticsearch is not reachable" in result.stderr
@@ -167,8 +147,8 @@ def test_cli_reports_an_unreachable_node_with_its_exit_code():
 @pytest.mark.es
 @pytest.mark.slow
 def test_wrong_credentials_on_a_secured_node():
-    port = _free_port()
-    node = LocalNode(_node_config("secured", port), security=True, superuser=("eqadmin", "right-password-42"))
+    port = free_port()
+    node = LocalNode(node_config("secured", port), security=True, superuser=("eqadmin", "right-password-42"))
     try:
         node.start()
         url = f"http://127.0.0.1:{port}"
@@ -189,8 +169,8 @@ def test_wrong_credentials_on_a_secured_node():
 @pytest.mark.es
 @pytest.mark.slow
 def test_client_server_major_mismatch_with_a_real_8x_node():
-    port = _free_port()
-    config = _node_config("es8", port, ES8)
+    port = free_port()
+    config = node_config("es8", port, ES8)
     node = LocalNode(config, distribution=ES8)
     try:
         node.start()
