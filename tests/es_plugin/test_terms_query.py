@@ -16,13 +16,10 @@ from collections import Counter
 import pytest
 from elasticsearch import ApiError
 from eqsearch.engine.index.mappings import STRUCTURE_FIELD
-from eqsearch.engine.model.patterns import read_query_variables
 from eqsearch.engine.search.plugin import TERMS_QUERY, terms_query
-from eqsearch.engine.search.query import HybridQuery, structure_body
-from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
-from eqsearch.engine.search.service import SearchService
+from eqsearch.engine.search.query import structure_body
 from eqsearch.engine.search.termstats import RareRule, TermStatistics, rarest_terms
-from hashing_encoder import HashingEncoder
+from plugin_pages import same_pages_with_and_without
 
 pytestmark = pytest.mark.es
 
@@ -132,22 +129,15 @@ def test_without_a_rule_the_query_is_the_plain_bool_of_term_clauses(collection, 
 
 def test_the_service_lets_the_shard_choose_where_it_can_with_the_same_pages(collection, terms_client, converter):
     alias, _ = collection
-    prefix = alias.removesuffix("-equations")
-    encoder = HashingEncoder(dim=8)
-    ranking = get_ranker(DEFAULT_RANKER)
-    services = {
-        on: SearchService(terms_client, encoder, converter, index_prefix=prefix, ranking=ranking, candidate_depth=100)
-        for on in (True, False)
-    }
-    services[False].plugin.use_shard_rare_terms = False
-    assert services[True].plugin.shard_rare_terms(alias) and not services[False].plugin.shard_rare_terms(alias)
-    for latex in ["x^2 + y^2 = z^2", r"\frac{a+b}{c} = \sum_{i=1}^{n} a_i b_i", r"\int_0^1 f(x)\,dx"]:
-        query = HybridQuery(latex=latex, highlight=False)
-        formula = services[True].formulas.get(read_query_variables(latex))
-        body = dict(services[True]._searches(query, formula, 100, []))["structure"]
+
+    def check(body: dict) -> None:
         assert TERMS_QUERY in str(body["query"]) and "except_rare" in str(body["rescore"])
-        pages = [[(h.eq_id, h.score) for h in service.search(query).hits] for service in services.values()]
-        assert pages[0] == pages[1] and pages[0]
+
+    def turn_off(plugin) -> None:
+        plugin.use_shard_rare_terms = False
+
+    services = same_pages_with_and_without(terms_client, alias, converter, turn_off, check)
+    assert services[True].plugin.shard_rare_terms(alias) and not services[False].plugin.shard_rare_terms(alias)
     assert services[True].term_statistics.requests == 0  # no _termvectors request: the shard chose
     assert services[False].term_statistics.requests >= 1
 

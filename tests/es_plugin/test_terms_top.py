@@ -17,13 +17,10 @@ import pytest
 from elasticsearch import ApiError
 from elasticsearch.helpers import scan
 from eqsearch.engine.index.bulk import bulk_index
-from eqsearch.engine.model.patterns import read_query_variables
 from eqsearch.engine.search.plugin import TERMS_QUERY, terms_query
-from eqsearch.engine.search.query import HybridQuery, structure_body
-from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
-from eqsearch.engine.search.service import SearchService
+from eqsearch.engine.search.query import structure_body
 from eqsearch.engine.search.termstats import RareRule
-from hashing_encoder import HashingEncoder
+from plugin_pages import same_pages_with_and_without
 
 pytestmark = pytest.mark.es
 
@@ -129,22 +126,15 @@ def test_the_service_sends_term_at_a_time_where_every_node_has_it_with_the_same_
     collection, top_client, converter
 ):
     alias, _ = collection
-    prefix = alias.removesuffix("-equations")
-    encoder = HashingEncoder(dim=8)
-    ranking = get_ranker(DEFAULT_RANKER)
-    services = {
-        on: SearchService(top_client, encoder, converter, index_prefix=prefix, ranking=ranking, candidate_depth=100)
-        for on in (True, False)
-    }
-    services[False].plugin.use_term_at_a_time = False
+
+    def check(body: dict) -> None:
+        assert body["query"]["bool"]["must"][0][TERMS_QUERY]["top"] == 300
+
+    def turn_off(plugin) -> None:
+        plugin.use_term_at_a_time = False
+
+    services = same_pages_with_and_without(top_client, alias, converter, turn_off, check)
     assert services[True].plugin.term_at_a_time(alias) and not services[False].plugin.term_at_a_time(alias)
-    for latex in ["x^2 + y^2 = z^2", r"\frac{a+b}{c} = \sum_{i=1}^{n} a_i b_i", r"\int_0^1 f(x)\,dx"]:
-        query = HybridQuery(latex=latex, highlight=False)
-        formula = services[True].formulas.get(read_query_variables(latex))
-        sent = dict(services[True]._searches(query, formula, 100, []))["structure"]
-        assert sent["query"]["bool"]["must"][0][TERMS_QUERY]["top"] == 300
-        pages = [[(h.eq_id, h.score) for h in service.search(query).hits] for service in services.values()]
-        assert pages[0] == pages[1] and pages[0]
 
 
 @pytest.mark.parametrize(
