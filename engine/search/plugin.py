@@ -28,7 +28,8 @@ window mostly holds; where every node has 1.5 the lists bring the scores by defa
 Plugin 1.6 scores that first stage term at a time (``top`` of ``eqsearch_terms``, `PluginUse.term_at_a_time`): the
 shard reads each rare term's postings once into an accumulator and keeps its best ``top`` hits, the same hits and
 scores as Lucene's document-at-a-time MaxScore, which the many clauses of a long formula keep from skipping anything.
-It is sent only where every node has 1.6 and the search has no filter (a filter would drop some of those hits).
+It is sent only where every node has 1.6; a search's filters go with it, so that its top hits are the filtered
+search's.
 
 A cluster may lack the plugin (a hosted cluster, another version, a node added later): `detect_plugin` asks
 ``_nodes/plugins`` once, and the engine uses the plugin only when every node has a compatible version of it; otherwise
@@ -388,12 +389,18 @@ def bm25_rescore(
     return {"window_size": window, BM25_RESCORER: body}
 
 
-def terms_query(counts: Mapping[str, int], rare: RareRule | None = None, top: int = 0) -> dict[str, Any]:
+def terms_query(
+    counts: Mapping[str, int],
+    rare: RareRule | None = None,
+    top: int = 0,
+    filters: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
     """The plugin's query of the structural terms ``counts`` (term -> its count, in the query's order): the BM25 of
     a ``bool`` of one ``term`` clause per term, its count as boost, as the same Lucene query; with ``rare``, of the
     terms the shard finds rare by that rule (`engine.search.termstats.rarest_terms`'s, on the shard's frequencies).
     With ``top`` (plugin 1.6), the shard scores it term at a time and matches its best ``top`` hits alone, with the
-    same scores: valid only where the search reads no deeper than ``top`` and filters nothing out."""
+    same scores, of the documents ``filters`` (filter clauses) let through: valid where the search reads no deeper
+    than ``top`` and filters by no more than ``filters``."""
     body: dict[str, Any] = {
         "terms": list(counts),
         "boosts": [float(count) for count in counts.values()],
@@ -403,6 +410,8 @@ def terms_query(counts: Mapping[str, int], rare: RareRule | None = None, top: in
         body["rare"] = rare.request()
     if top:
         body["top"] = top
+        if filters:
+            body["filter"] = {"bool": {"filter": list(filters)}}
     return {TERMS_QUERY: body}
 
 

@@ -188,8 +188,8 @@ def structure_body(
             the rule does not keep; the same scores and windows as ``first_stage`` chosen by the client from the same
             frequencies. Ignored without a ``rerank_window`` or with a ``structure_vector``.
         term_at_a_time: with ``rare_rule`` (and plugin 1.6 on every node), the shard scores that first stage term at
-            a time and keeps its best ``max(k, rerank_window)`` hits, the only ones the search reads: the same hits
-            and scores. Not with ``filters``, which would remove some of them afterwards.
+            a time and keeps its best ``max(k, rerank_window)`` hits among those ``filters`` let through (sent to
+            it as well), the only ones the search reads: the same hits and scores.
 
     Returns:
         The search body.
@@ -202,9 +202,11 @@ def structure_body(
         rare_rule is not None and native_bm25 and rerank_window > 0 and not knn_stage and len(counts) <= MAX_BM25_TERMS
     )
     staged = first_stage is not None and rerank_window > 0 and not knn_stage and not shard_rare
-    top = max(k, rerank_window) if term_at_a_time and not filters else 0
+    top = max(k, rerank_window) if term_at_a_time else 0
     match = (
-        terms_query(counts, rare_rule, top) if shard_rare else _terms_match(structure, first_stage if staged else None)
+        terms_query(counts, rare_rule, top, filters)
+        if shard_rare
+        else _terms_match(structure, first_stage if staged else None)
     )
     body: dict[str, Any] = {
         "query": {"bool": {"must": [match], "filter": filters}},

@@ -1,8 +1,9 @@
 """The ``eqsearch_terms`` query scored term at a time (``top``, plugin 1.6) on a real node that has it: the same hits
 with the same scores, to the last bit, as Lucene's document-at-a-time query it replaces, for the first stage alone
 and for the default's whole structural request (its BM25 and sub-expression rescores after it), on an index of one
-segment and on one of several segments with deleted documents; ties in Lucene's order; explain answers for its hits;
-the service sends it exactly where every node has 1.6, with the same pages; hostile values of ``top`` get a 400.
+segment and on one of several segments with deleted documents, with and without a search's filters; ties in
+Lucene's order; explain answers for its hits; the service sends it exactly where every node has 1.6, with the same
+pages; hostile values of ``top`` or ``filter`` get a 400.
 
 The collection is `conftest.collection`'s (the labelled equations and the development collection's first formulas).
 """
@@ -17,6 +18,7 @@ import pytest
 from elasticsearch import ApiError
 from elasticsearch.helpers import scan
 from eqsearch.engine.index.bulk import bulk_index
+from eqsearch.engine.index.mappings import SIZE_FIELD
 from eqsearch.engine.search.plugin import TERMS_QUERY, terms_query
 from eqsearch.engine.search.query import structure_body
 from eqsearch.engine.search.termstats import RareRule
@@ -93,6 +95,40 @@ def test_term_at_a_time_gives_lucenes_hits_bit_for_bit(collection, segmented, to
     assert compared >= 40
 
 
+FILTERS = {
+    "prefix": [{"prefix": {"eq_id": "labelled-"}}],
+    "size range": [{"range": {SIZE_FIELD: {"gte": 5, "lte": 30}}}],
+    "both, one excluding": [
+        {"bool": {"must_not": [{"prefix": {"eq_id": "labelled-1"}}]}},
+        {"exists": {"field": SIZE_FIELD}},
+    ],
+}
+
+
+@pytest.mark.parametrize("name", list(FILTERS))
+@pytest.mark.parametrize("where", ["collection", "segments"])
+def test_a_filtered_search_gets_lucenes_hits_bit_for_bit(collection, segmented, top_client, name, where):
+    """The search's filters travel inside the query too: its top hits are the best of the documents they let
+    through (an index's iterator, a doc-values check, a negation), not the best of all, some of them filtered out."""
+    alias, queries = collection
+    index = alias if where == "collection" else segmented
+    rule = RareRule(0.05, 30)
+    kwargs = {"rerank_window": 30, "rerank_weight": 0.5, "candidate_sizes": True}
+    kwargs.update(plugin=True, forward_index=True, rare_rule=rule)
+    compared = nonempty = 0
+    for structure in queries[::2]:
+        if not structure.tokens:
+            continue
+        whole = structure_body(structure, 40, FILTERS[name], **kwargs)
+        taat = structure_body(structure, 40, FILTERS[name], term_at_a_time=True, **kwargs)
+        assert "filter" in taat["query"]["bool"]["must"][0][TERMS_QUERY]
+        expected = _hits(top_client, index, whole)
+        assert _hits(top_client, index, taat) == expected
+        compared += 1
+        nonempty += bool(expected)
+    assert compared >= 20 and nonempty >= 10
+
+
 def test_top_keeps_the_best_hits_in_lucenes_order_of_ties(collection, top_client):
     """Asked for fewer hits than the search reads, the query has only those: the first of Lucene's ranking, ties
     broken by the lower document first, as Lucene's collector breaks them."""
@@ -138,13 +174,22 @@ def test_the_service_sends_term_at_a_time_where_every_node_has_it_with_the_same_
 
 
 @pytest.mark.parametrize(
-    ("top", "says"),
-    [(-1, "[top] must be 1 to 10000"), (10_001, "[top] must be 1 to 10000"), ("many", "top"), ([3], "top")],
+    ("fields", "says"),
+    [
+        ({"top": -1}, "[top] must be 1 to 10000"),
+        ({"top": 10_001}, "[top] must be 1 to 10000"),
+        ({"top": "many"}, "top"),
+        ({"top": [3]}, "top"),
+        ({"filter": {"term": {"eq_id": "x"}}}, "[filter] needs [top]"),
+        ({"top": 5, "filter": {"no_such_query": {}}}, "no_such_query"),
+        ({"top": 5, "filter": "eq_id"}, "filter"),
+    ],
+    ids=str,
 )
-def test_a_hostile_top_gets_a_400_that_says_what_is_wrong(collection, top_client, top, says):
+def test_a_hostile_top_or_filter_gets_a_400_that_says_what_is_wrong(collection, top_client, fields, says):
     alias, _ = collection
     query = terms_query({"V:x": 1, "N:2": 2}, RareRule(0.05, 10))
-    query[TERMS_QUERY]["top"] = top
+    query[TERMS_QUERY].update(fields)
     with pytest.raises(ApiError) as error:
         top_client.search(index=alias, query=query, size=5)
     assert error.value.status_code == 400 and says in str(error.value.body)

@@ -172,9 +172,9 @@ def test_the_term_at_a_time_first_stage_needs_version_1_6_on_every_node():
     assert older.available and older.terms and not older.terms_top
 
 
-def test_term_at_a_time_asks_for_the_deepest_hit_read_and_never_under_a_filter():
+def test_term_at_a_time_asks_for_the_deepest_hit_read_among_the_filtered_documents():
     """``top`` covers what the search reads of the first stage, the page and the rescore window, whichever is
-    deeper; a filter would drop some of those top hits afterwards, so a filtered search keeps Lucene's query."""
+    deeper; the search's filters go into the query too (and stay beside it), so that its top hits pass them."""
     structure = formula_structure(None, "x^2 + x^2 + y = z")
     kwargs = {"rerank_window": 300, "rerank_weight": 0.5, "plugin": True, "forward_index": True}
     kwargs["rare_rule"] = RareRule(0.05, 300)
@@ -185,5 +185,9 @@ def test_term_at_a_time_asks_for_the_deepest_hit_read_and_never_under_a_filter()
     assert first_stage(100, [], term_at_a_time=True)["top"] == 300
     assert first_stage(1000, [], term_at_a_time=True)["top"] == 1000
     assert "top" not in first_stage(100, [])
-    assert "top" not in first_stage(100, [{"term": {"inline": False}}], term_at_a_time=True)
-    assert "top" not in terms_query({"V:x": 1}, RareRule(0.05, 300))
+    inline = {"term": {"inline": False}}
+    filtered = structure_body(structure, 100, [inline], term_at_a_time=True, **kwargs)["query"]["bool"]
+    assert filtered["must"][0][TERMS_QUERY]["filter"] == {"bool": {"filter": [inline]}}
+    assert filtered["filter"] == [inline]
+    assert "filter" not in first_stage(100, [], term_at_a_time=True)
+    assert "top" not in terms_query({"V:x": 1}, RareRule(0.05, 300), filters=[inline])

@@ -32,14 +32,19 @@ final class RareTermsQuery extends Query {
     private final float[] boosts;
     private final RareTerms rare;
     private final int top;
+    private final Query filter;
 
-    /** With {@code top} > 0, rewrites to its best {@code top} documents, scored term at a time ({@link TermAtATime}). */
-    RareTermsQuery(String field, String[] terms, float[] boosts, RareTerms rare, int top) {
+    /**
+     * With {@code top} > 0, rewrites to its best {@code top} documents among those {@code filter} matches (all: null),
+     * scored term at a time ({@link TermAtATime}).
+     */
+    RareTermsQuery(String field, String[] terms, float[] boosts, RareTerms rare, int top, Query filter) {
         this.field = field;
         this.terms = terms;
         this.boosts = boosts;
         this.rare = rare;
         this.top = top;
+        this.filter = filter;
     }
 
     @Override
@@ -64,7 +69,7 @@ final class RareTermsQuery extends Query {
             }
         }
         if (top > 0) {
-            return TermAtATime.topDocs(searcher, clauses.toArray(new Query[0]), top, toString(field));
+            return TermAtATime.topDocs(searcher, clauses.toArray(new Query[0]), filter, top, toString(field));
         }
         BooleanQuery.Builder bool = new BooleanQuery.Builder();
         for (Query clause : clauses) {
@@ -83,7 +88,7 @@ final class RareTermsQuery extends Query {
     @Override
     public String toString(String defaultField) {
         String rule = rare == null ? "" : ", rare " + rare.maxShare() + "/" + rare.minMatches() + "/" + rare.atLeast();
-        String taat = top > 0 ? ", top " + top : "";
+        String taat = top > 0 ? ", top " + top + (filter == null ? "" : ", filter " + filter) : "";
         return TermsQueryBuilder.NAME + "(" + field + ": " + terms.length + " terms" + rule + taat + ")";
     }
 
@@ -94,11 +99,12 @@ final class RareTermsQuery extends Query {
             && Arrays.equals(terms, ((RareTermsQuery) other).terms)
             && Arrays.equals(boosts, ((RareTermsQuery) other).boosts)
             && Objects.equals(rare, ((RareTermsQuery) other).rare)
-            && top == ((RareTermsQuery) other).top;
+            && top == ((RareTermsQuery) other).top
+            && Objects.equals(filter, ((RareTermsQuery) other).filter);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(classHash(), field, Arrays.hashCode(terms), Arrays.hashCode(boosts), rare, top);
+        return Objects.hash(classHash(), field, Arrays.hashCode(terms), Arrays.hashCode(boosts), rare, top, filter);
     }
 }

@@ -13,6 +13,7 @@ import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.Query;
 import org.apache.lucene.search.ScoreMode;
 import org.apache.lucene.search.Scorer;
+import org.apache.lucene.search.TwoPhaseIterator;
 import org.apache.lucene.search.Weight;
 import org.apache.lucene.util.Bits;
 
@@ -27,26 +28,31 @@ import org.apache.lucene.util.Bits;
  * sums its clauses. Only the order of the additions differs; a {@code double} holds a sum of up to 2^8 floats exactly
  * when they lie within 2^21 of each other, as a query's BM25 clause scores do, so the order does not change the sum
  * ({@code tests/es_plugin/test_terms_top.py} compares the hits and scores with Lucene's, bit for bit). Deleted
- * documents are scored and dropped when the window is collected; ties are broken as Lucene's top-docs collector
+ * documents, and those a filter leaves out, are scored and dropped when the window is collected; ties are broken as Lucene's top-docs collector
  * breaks them, the lower document first.
  */
 final class TermAtATime {
     private TermAtATime() {}
 
     /**
-     * The top {@code n} hits of the {@code should} disjunction of {@code clauses} in the searcher, as
-     * {@link ScoredDocsQuery} that matches exactly those documents with their scores.
+     * The top {@code n} hits of the {@code should} disjunction of {@code clauses} in the searcher among the documents
+     * {@code filter} matches (all: null), as {@link ScoredDocsQuery} that matches exactly those documents with their
+     * scores.
      */
-    static Query topDocs(IndexSearcher searcher, Query[] clauses, int n, String description) throws IOException {
+    static Query topDocs(IndexSearcher searcher, Query[] clauses, Query filter, int n, String description) throws IOException {
         Weight[] weights = new Weight[clauses.length];
         for (int i = 0; i < clauses.length; i++) {
             weights[i] = searcher.createWeight(searcher.rewrite(clauses[i]), ScoreMode.COMPLETE, 1f);
         }
+        Weight filterWeight = filter == null ? null : searcher.createWeight(searcher.rewrite(filter), ScoreMode.COMPLETE_NO_SCORES, 1f);
         TopHits top = new TopHits(n);
         DocAndFloatFeatureBuffer batch = new DocAndFloatFeatureBuffer();
         double[] sums = new double[Math.min(WINDOW, Math.max(searcher.getIndexReader().maxDoc(), 1))];
         for (LeafReaderContext leaf : searcher.getIndexReader().leaves()) {
-            accumulate(leaf, weights, batch, sums, top);
+            Accepted accepted = Accepted.of(leaf, filterWeight);
+            if (accepted != null) {
+                accumulate(leaf, weights, batch, sums, accepted, top);
+            }
         }
         return ScoredDocsQuery.of(top.docs(), top.scores(), searcher.getIndexReader(), description);
     }
@@ -60,10 +66,10 @@ final class TermAtATime {
         Weight[] weights,
         DocAndFloatFeatureBuffer batch,
         double[] sums,
+        Accepted accepted,
         TopHits top
     ) throws IOException {
         int maxDoc = leaf.reader().maxDoc();
-        Bits live = leaf.reader().getLiveDocs();
         Scorer[] scorers = new Scorer[weights.length];
         int count = 0;
         for (Weight weight : weights) {
@@ -93,7 +99,7 @@ final class TermAtATime {
                 }
             }
             if (any) {
-                collect(sums, upTo - from, from, leaf.docBase, live, top);
+                collect(sums, upTo - from, from, leaf.docBase, accepted, top);
             }
         }
     }
@@ -104,19 +110,61 @@ final class TermAtATime {
      * passed, and clears the window in one fill: a branch on every document's match would be mispredicted about as
      * often as it is taken.
      */
-    private static void collect(double[] sums, int length, int from, int docBase, Bits live, TopHits top) {
+    private static void collect(double[] sums, int length, int from, int docBase, Accepted accepted, TopHits top)
+        throws IOException {
         double floor = top.floor();
         for (int i = 0; i < length; i++) {
             double sum = sums[i];
             if (sum > floor) { // a match (every clause's BM25 is positive) that may beat the weakest kept hit
                 float score = (float) sum;
-                if (top.competitive(score) && (live == null || live.get(from + i))) {
+                if (top.competitive(score) && accepted.test(from + i)) {
                     top.offer(docBase + from + i, score);
                     floor = top.floor();
                 }
             }
         }
         Arrays.fill(sums, 0, length, 0d);
+    }
+
+    /**
+     * Whether a segment's document may be kept: live, and matched by the filter if there is one. Asked in increasing
+     * document order, so the filter's iterator only moves forward.
+     */
+    static final class Accepted {
+        private final Bits live;
+        private final DocIdSetIterator filter; // null: no filter
+        private final TwoPhaseIterator twoPhase; // the filter's exact check after its approximation, or null
+
+        private Accepted(Bits live, DocIdSetIterator filter, TwoPhaseIterator twoPhase) {
+            this.live = live;
+            this.filter = filter;
+            this.twoPhase = twoPhase;
+        }
+
+        /** Null when the filter matches nothing in the segment. */
+        static Accepted of(LeafReaderContext leaf, Weight filterWeight) throws IOException {
+            Bits live = leaf.reader().getLiveDocs();
+            if (filterWeight == null) {
+                return new Accepted(live, null, null);
+            }
+            Scorer scorer = filterWeight.scorer(leaf);
+            if (scorer == null) {
+                return null;
+            }
+            TwoPhaseIterator twoPhase = scorer.twoPhaseIterator();
+            return new Accepted(live, twoPhase == null ? scorer.iterator() : twoPhase.approximation(), twoPhase);
+        }
+
+        boolean test(int doc) throws IOException {
+            if (live != null && live.get(doc) == false) {
+                return false;
+            }
+            if (filter == null) {
+                return true;
+            }
+            int at = filter.docID() < doc ? filter.advance(doc) : filter.docID();
+            return at == doc && (twoPhase == null || twoPhase.matches());
+        }
     }
 
     /** The best {@code n} (score, document) pairs offered in increasing document order: a bounded min-heap. */

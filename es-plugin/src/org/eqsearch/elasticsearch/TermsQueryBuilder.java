@@ -16,6 +16,8 @@ import org.elasticsearch.common.io.stream.StreamInput;
 import org.elasticsearch.common.io.stream.StreamOutput;
 import org.elasticsearch.index.mapper.MappedFieldType;
 import org.elasticsearch.index.query.AbstractQueryBuilder;
+import org.elasticsearch.index.query.QueryBuilder;
+import org.elasticsearch.index.query.QueryRewriteContext;
 import org.elasticsearch.index.query.SearchExecutionContext;
 import org.elasticsearch.xcontent.ObjectParser;
 import org.elasticsearch.xcontent.ParseField;
@@ -34,9 +36,10 @@ import org.elasticsearch.xcontent.XContentParser;
  *
  * <p>With {@code "top": N} (plugin 1.6) the shard scores the query term at a time ({@link TermAtATime}) and it matches
  * its best N documents only, with their scores: the same hits as without it for a search that reads at most N of them
- * (its {@code size} and rescore windows) and has no filter beside it, which would drop some of those N afterwards.
+ * (its {@code size} and rescore windows) and filters out none of them afterwards.
  * Where the many clauses of a long formula keep Lucene's MaxScore from skipping documents, this reads each clause's
- * postings once instead of merging them document by document.
+ * postings once instead of merging them document by document. With {@code "filter": {...}} (any query, with
+ * {@code top} only) the N are the best of the documents it matches, so a filtered search may use {@code top} too.
  *
  * <p>Checked here, where the request is read: a hostile body gets a 400 that names the field: 1 to
  * {@link Bm25RescorerBuilder#MAX_TERMS} distinct terms of 1 to {@link Bm25RescorerBuilder#MAX_TERM_LENGTH} characters,
@@ -58,6 +61,7 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
     private static final ParseField FIELD = new ParseField("field");
     private static final ParseField RARE = new ParseField(RareTerms.NAME);
     private static final ParseField TOP = new ParseField("top");
+    private static final ParseField FILTER = new ParseField("filter");
 
     private static final class Parsed {
         List<String> terms;
@@ -65,6 +69,7 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
         String field = Bm25RescorerBuilder.DEFAULT_FIELD;
         RareTerms rare;
         int top;
+        QueryBuilder filter;
         float boost = DEFAULT_BOOST;
         String queryName;
     }
@@ -76,6 +81,7 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
         PARSER.declareString((p, v) -> p.field = v, FIELD);
         PARSER.declareObject((p, v) -> p.rare = v, (parser, c) -> RareTerms.PARSER.parse(parser, null), RARE);
         PARSER.declareInt((p, v) -> p.top = v, TOP);
+        PARSER.declareObject((p, v) -> p.filter = v, (parser, c) -> parseInnerQueryBuilder(parser), FILTER);
         PARSER.declareFloat((p, v) -> p.boost = v, BOOST_FIELD);
         PARSER.declareString((p, v) -> p.queryName = v, NAME_FIELD);
     }
@@ -85,13 +91,23 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
     private final String field;
     private final RareTerms rare;
     private final int top;
+    private final QueryBuilder filter;
 
-    /** {@code top} 0: the {@code BooleanQuery}; 1 to {@link #MAX_TOP}: its best {@code top} hits, term at a time. */
-    public TermsQueryBuilder(String[] terms, float[] boosts, String field, RareTerms rare, int top) {
+    /**
+     * {@code top} 0: the {@code BooleanQuery}; 1 to {@link #MAX_TOP}: its best {@code top} hits, term at a time, among
+     * the documents {@code filter} matches (null: all; only with {@code top}).
+     */
+    public TermsQueryBuilder(String[] terms, float[] boosts, String field, RareTerms rare, int top, QueryBuilder filter) {
         Bm25RescorerBuilder.check(NAME, terms, boosts, field);
         if (top < 0 || top > MAX_TOP) {
             throw new IllegalArgumentException("[" + NAME + "] [top] must be 1 to " + MAX_TOP + " (or absent), got " + top);
         }
+        if (filter != null && top == 0) {
+            throw new IllegalArgumentException(
+                "[" + NAME + "] [filter] needs [top]; without [top], put the filter beside this query in a [bool]"
+            );
+        }
+        this.filter = filter;
         this.terms = terms;
         this.boosts = boosts;
         this.field = field;
@@ -110,6 +126,7 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
         field = in.readString();
         rare = RareTerms.read(in);
         top = withTop ? in.readVInt() : 0;
+        filter = withTop ? in.readOptionalNamedWriteable(QueryBuilder.class) : null;
     }
 
     /** Reads the request with {@code top}, which travels under its own name ({@link #TOP_WIRE_NAME}). */
@@ -123,7 +140,7 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
             throw new IllegalArgumentException("[" + NAME + "] needs [terms]");
         }
         String[] terms = parsed.terms.toArray(new String[0]);
-        TermsQueryBuilder query = new TermsQueryBuilder(terms, Bm25RescorerBuilder.boosts(NAME, terms, parsed.boosts), parsed.field, parsed.rare, parsed.top);
+        TermsQueryBuilder query = new TermsQueryBuilder(terms, Bm25RescorerBuilder.boosts(NAME, terms, parsed.boosts), parsed.field, parsed.rare, parsed.top, parsed.filter);
         query.boost(parsed.boost);
         query.queryName(parsed.queryName);
         return query;
@@ -137,6 +154,7 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
         RareTerms.write(out, rare);
         if (top > 0) {
             out.writeVInt(top);
+            out.writeOptionalNamedWriteable(filter);
         }
     }
 
@@ -151,6 +169,9 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
         }
         if (top > 0) {
             builder.field(TOP.getPreferredName(), top);
+        }
+        if (filter != null) {
+            builder.field(FILTER.getPreferredName(), filter);
         }
         boostAndQueryNameToXContent(builder);
         builder.endObject();
@@ -167,7 +188,19 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
                 "[" + NAME + "] [field] [" + field + "] is a [" + type.typeName() + "] field; it must be an indexed text field"
             );
         }
-        return new RareTermsQuery(type.name(), terms, boosts, rare, top);
+        return new RareTermsQuery(type.name(), terms, boosts, rare, top, filter == null ? null : filter.toQuery(context));
+    }
+
+    @Override
+    protected QueryBuilder doRewrite(QueryRewriteContext context) throws IOException {
+        QueryBuilder rewritten = filter == null ? null : filter.rewrite(context);
+        if (rewritten == filter) {
+            return this;
+        }
+        TermsQueryBuilder query = new TermsQueryBuilder(terms, boosts, field, rare, top, rewritten);
+        query.boost(boost);
+        query.queryName(queryName);
+        return query;
     }
 
     @Override
@@ -176,12 +209,13 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
             && Arrays.equals(boosts, other.boosts)
             && field.equals(other.field)
             && Objects.equals(rare, other.rare)
-            && top == other.top;
+            && top == other.top
+            && Objects.equals(filter, other.filter);
     }
 
     @Override
     protected int doHashCode() {
-        return Objects.hash(Arrays.hashCode(terms), Arrays.hashCode(boosts), field, rare, top);
+        return Objects.hash(Arrays.hashCode(terms), Arrays.hashCode(boosts), field, rare, top, filter);
     }
 
     @Override
