@@ -28,8 +28,8 @@ import org.apache.lucene.util.Bits;
  * sums its clauses. Only the order of the additions differs; a {@code double} holds a sum of up to 2^8 floats exactly
  * when they lie within 2^21 of each other, as a query's BM25 clause scores do, so the order does not change the sum
  * ({@code tests/es_plugin/test_terms_top.py} compares the hits and scores with Lucene's, bit for bit). Deleted
- * documents, and those a filter leaves out, are scored and dropped when the window is collected; ties are broken as Lucene's top-docs collector
- * breaks them, the lower document first.
+ * documents, and those a filter leaves out, are scored and dropped when the window is collected; ties are broken as
+ * Lucene's top-docs collector breaks them, the lower document first.
  */
 final class TermAtATime {
     private TermAtATime() {}
@@ -39,12 +39,15 @@ final class TermAtATime {
      * {@code filter} matches (all: null), as {@link ScoredDocsQuery} that matches exactly those documents with their
      * scores.
      */
-    static Query topDocs(IndexSearcher searcher, Query[] clauses, Query filter, int n, String description) throws IOException {
+    static Query topDocs(IndexSearcher searcher, Query[] clauses, Query filter, int n, String description)
+        throws IOException {
         Weight[] weights = new Weight[clauses.length];
         for (int i = 0; i < clauses.length; i++) {
             weights[i] = searcher.createWeight(searcher.rewrite(clauses[i]), ScoreMode.COMPLETE, 1f);
         }
-        Weight filterWeight = filter == null ? null : searcher.createWeight(searcher.rewrite(filter), ScoreMode.COMPLETE_NO_SCORES, 1f);
+        Weight filterWeight = filter == null
+            ? null
+            : searcher.createWeight(searcher.rewrite(filter), ScoreMode.COMPLETE_NO_SCORES, 1f);
         TopHits top = new TopHits(n);
         DocAndFloatFeatureBuffer batch = new DocAndFloatFeatureBuffer();
         double[] sums = new double[Math.min(WINDOW, Math.max(searcher.getIndexReader().maxDoc(), 1))];
