@@ -6,8 +6,9 @@ half ingested here through the production ingest job), every topic is searched t
 the plugin's sub-expression rerank (detected on the node) and the plain window BM25, the same with the window BM25
 from the forward index too (``forward``, plugin 1.2 and an index of mapping version 7; left out where either is
 missing), the same with the first stage's rare terms chosen by the shard (``shard-rare``, plugin 1.3's
-``eqsearch_terms``: no ``_termvectors`` request; for a MaxSim ranker whose lists bring its scores, plugin 1.4, the same
-with the rescorer's second request beside it, ``maxsim-second``), and kNN alone (the ``embedding``
+``eqsearch_terms``: no ``_termvectors`` request, Lucene's MaxScore; for a MaxSim ranker whose lists bring its scores,
+plugin 1.4, the same with the rescorer's second request beside it, ``maxsim-second``), the same scored term at a time
+(``taat``, plugin 1.6's ``top``: what the engine sends where every node has 1.6), and kNN alone (the ``embedding``
 ranker, the budget's reference).
 
 ``quality``: formula-only queries paged to depth 1000, as ``eqsearch evaluate formulas`` does; prints the prime
