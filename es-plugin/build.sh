@@ -3,6 +3,7 @@
 # (the jar and plugin-descriptor.properties at its root) that `elasticsearch-plugin install` takes.
 #
 #   es-plugin/build.sh LIB_DIR OUT_DIR     LIB_DIR: the distribution's lib/ (elasticsearch-<version>.jar, Lucene)
+#   es-plugin/build.sh --javac             prints the javac it would use (the tests compile their Java with it)
 #
 # Prints the zip's path. The plugin must be compiled for the exact Elasticsearch version it runs in, so the version
 # is read from LIB_DIR. The JDK: $JAVAC_HOME, $JAVA_HOME, then the JDKs under /usr/lib/jvm (or the folders named in
@@ -11,18 +12,19 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-lib="${1:?usage: build.sh LIB_DIR OUT_DIR}"
-mkdir -p "${2:?usage: build.sh LIB_DIR OUT_DIR}"
-out="$(cd "$2" && pwd)"
 min_java=21
-
-es_jar="$(ls "$lib"/elasticsearch-[0-9]*.jar 2>/dev/null | head -n 1 || true)"
-if [ -z "$es_jar" ]; then
-  echo "es-plugin: no elasticsearch-<version>.jar in $lib (is it an Elasticsearch distribution's lib/?)" >&2
-  exit 2
+if [ "${1:-}" != --javac ]; then
+  lib="${1:?usage: build.sh LIB_DIR OUT_DIR}"
+  mkdir -p "${2:?usage: build.sh LIB_DIR OUT_DIR}"
+  out="$(cd "$2" && pwd)"
+  es_jar="$(ls "$lib"/elasticsearch-[0-9]*.jar 2>/dev/null | head -n 1 || true)"
+  if [ -z "$es_jar" ]; then
+    echo "es-plugin: no elasticsearch-<version>.jar in $lib (is it an Elasticsearch distribution's lib/?)" >&2
+    exit 2
+  fi
+  es_version="$(basename "$es_jar" .jar)"
+  es_version="${es_version#elasticsearch-}"
 fi
-es_version="$(basename "$es_jar" .jar)"
-es_version="${es_version#elasticsearch-}"
 
 javac_major() {  # "javac 25.0.1" -> 25 ("javac 1.8.0" -> 8)
   local text
@@ -56,13 +58,17 @@ if [ -z "$best" ]; then
   echo "  Install one (e.g. apt-get install openjdk-21-jdk-headless, or Temurin 21+) or set JAVAC_HOME to its home." >&2
   exit 3
 fi
+if [ "${1:-}" = --javac ]; then
+  echo "$best"
+  exit 0
+fi
 jar_tool="$(dirname "$best")/jar"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/classes" "$work/zip"
 find "$here/src" -name '*.java' > "$work/sources"
-"$best" --release "$min_java" -Xlint:all,-serial,-processing -Werror -encoding UTF-8 \
+"$best" --release "$min_java" --add-modules jdk.incubator.vector -Xlint:all,-serial,-processing,-incubating -Werror -encoding UTF-8 \
   -cp "$lib/*" -d "$work/classes" @"$work/sources" >&2
 plugin_version="$(cat "$here/VERSION")"
 "$jar_tool" --create --file "$work/zip/eqsearch-plugin-$plugin_version.jar" -C "$work/classes" .

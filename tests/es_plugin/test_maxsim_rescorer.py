@@ -1,9 +1,10 @@
 """The plugin's ``eqsearch_maxsim`` rescorer on a real node that has it: the MaxSim of the query's node vectors (rounded
 to int8 in the node) against the int8 node vectors stored with each equation equals `maxsim_scores` on those rounded
-vectors (both directions, within rounding) and lies within 0.03 of it on the float vectors; an equation without
-stored vectors is told apart; the service's MaxSim step scores in the node where the index stores vectors; hostile
-bodies get 400s. And plugin 1.4's ``eqsearch_maxsim`` search extension: the fetch phase gives every returned hit the
-rescorer's score to the last bit, leaves the search's own scores and order alone, and refuses the same hostile bodies.
+vectors (both directions, within rounding; queries of one and of two passes of the node's vector kernel,
+`test_maxsim_kernels.py`) and lies within 0.03 of it on the float vectors; an equation without stored vectors is told
+apart; the service's MaxSim step scores in the node where the index stores vectors; hostile bodies get 400s. And
+plugin 1.4's ``eqsearch_maxsim`` search extension: the fetch phase gives every returned hit the rescorer's score to
+the last bit, leaves the search's own scores and order alone, and refuses the same hostile bodies.
 
 Skipped when the node lacks the plugin's MaxSim (plugin 1.1 and later; the extension's tests: 1.4 and later;
 ``conftest.py`` says when CI fails instead).
@@ -57,9 +58,10 @@ def plugin_index(es_client, index_name, require_plugin) -> tuple[str, dict[str, 
 
 
 @pytest.mark.parametrize("symmetric", [False, True])
-def test_the_node_computes_maxsim_of_the_stored_vectors(es_client, plugin_index, symmetric):
+@pytest.mark.parametrize("query_nodes", [9, 40])  # one pass of the vector kernel over a candidate, or two
+def test_the_node_computes_maxsim_of_the_stored_vectors(es_client, plugin_index, symmetric, query_nodes):
     index, vectors = plugin_index
-    query = np.random.default_rng(11).normal(size=(9, DIMS)).astype(np.float32)
+    query = np.random.default_rng(11).normal(size=(query_nodes, DIMS)).astype(np.float32)
     ids = [*vectors, "bare"]
     scores = stored_maxsim_scores(es_client, index, ids, query, symmetric=symmetric)
     assert set(scores) == set(vectors)  # the bare equation is left out: its fused score will stand

@@ -154,20 +154,17 @@ final class MaxSimRequest {
 
     /** The query's rows rounded to int8 as the candidates' are stored, and the MaxSim of one candidate against them. */
     static final class Scorer {
-        final byte[][] query; // the query's unit rows rounded to int8 (x 127), as the candidates' are stored
-        final float[] queryInverseNorms;
         final int dims;
-        final boolean symmetric;
         final String field; // null: not mapped here
+        private final MaxSimKernel kernel;
 
         Scorer(float[] query, int dims, boolean symmetric, String field) {
-            this.query = new byte[query.length / dims][dims];
+            byte[][] rows = new byte[query.length / dims][dims]; // the unit rows rounded to int8 (x 127), as stored
             for (int i = 0; i < query.length; i++) {
-                this.query[i / dims][i % dims] = (byte) Math.max(-127, Math.min(127, Math.round(query[i] * 127f)));
+                rows[i / dims][i % dims] = (byte) Math.max(-127, Math.min(127, Math.round(query[i] * 127f)));
             }
-            this.queryInverseNorms = NodeVectors.inverseNorms(this.query);
+            this.kernel = MaxSimKernel.of(rows, NodeVectors.inverseNorms(rows), dims, symmetric);
             this.dims = dims;
-            this.symmetric = symmetric;
             this.field = field;
         }
 
@@ -181,7 +178,7 @@ final class MaxSimRequest {
             if (candidate == null || candidate.nodes == 0) {
                 return MISSING;
             }
-            return candidate.maxSim(query, queryInverseNorms, symmetric);
+            return kernel.score(candidate);
         }
     }
 

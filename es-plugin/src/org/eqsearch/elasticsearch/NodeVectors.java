@@ -1,38 +1,42 @@
 /*
- * eqsearch's Elasticsearch plugin: one equation's stored node vectors and their MaxSim against a query's.
+ * eqsearch's Elasticsearch plugin: where one equation's stored node vectors lie in its doc value.
  */
 package org.eqsearch.elasticsearch;
-
-import java.util.Arrays;
 
 import org.apache.lucene.util.BytesRef;
 import org.apache.lucene.util.VectorUtil;
 
-/** One equation's stored node vectors: int8 components of unit vectors, scaled by 127 (see eqsearch's documents). */
+/**
+ * One equation's stored node vectors, int8 components of unit vectors scaled by 127 (see eqsearch's documents), read in
+ * place: {@code nodes} rows of {@code dims} bytes from {@code offset} in {@code bytes}, which belong to the doc values'
+ * reader and are valid until it moves on. The arithmetic is {@link MaxSimKernel}'s.
+ */
 final class NodeVectors {
     static final int FORMAT = 1;
+    final byte[] bytes;
+    final int offset;
     final int nodes;
     final int dims;
-    final byte[][] rows;
-    final float[] inverseNorms;
 
-    private NodeVectors(int nodes, int dims, byte[] bytes, int offset) {
+    private NodeVectors(byte[] bytes, int offset, int nodes, int dims) {
+        this.bytes = bytes;
+        this.offset = offset;
         this.nodes = nodes;
         this.dims = dims;
-        this.rows = new byte[nodes][];
-        for (int n = 0; n < nodes; n++) {
-            rows[n] = Arrays.copyOfRange(bytes, offset + n * dims, offset + (n + 1) * dims);
-        }
-        this.inverseNorms = inverseNorms(rows);
     }
 
+    /** Each row's inverse length ({@code 1 / sqrt(Σ x²)}, 0 for a zero row): Lucene's integer dot product. */
     static float[] inverseNorms(byte[][] rows) {
         float[] out = new float[rows.length];
         for (int n = 0; n < rows.length; n++) {
-            int sum = VectorUtil.dotProduct(rows[n], rows[n]);
-            out[n] = sum > 0 ? (float) (1.0 / Math.sqrt(sum)) : 0f;
+            out[n] = inverseNorm(VectorUtil.dotProduct(rows[n], rows[n]));
         }
         return out;
+    }
+
+    /** {@code 1 / sqrt(sumOfSquares)} in float, 0 for 0: every kernel's rounding of a row's length. */
+    static float inverseNorm(int sumOfSquares) {
+        return sumOfSquares > 0 ? (float) (1.0 / Math.sqrt(sumOfSquares)) : 0f;
     }
 
     /**
@@ -57,42 +61,6 @@ final class NodeVectors {
         if (storedDims != dims || 5 + nodes * dims != length) {
             return null;
         }
-        return new NodeVectors(nodes, dims, value.bytes, start + 5);
-    }
-
-    /**
-     * MaxSim of int8 rows against these: integer dot products (Lucene's, with SIMD), each divided by both
-     * rows' norms, so a cosine of the two rounded unit vectors.
-     */
-    float maxSim(byte[][] query, float[] queryInverseNorms, boolean symmetric) {
-        int queryNodes = query.length;
-        float[] bestOfCandidate = symmetric ? new float[nodes] : null;
-        if (symmetric) {
-            Arrays.fill(bestOfCandidate, Float.NEGATIVE_INFINITY);
-        }
-        double total = 0;
-        for (int q = 0; q < queryNodes; q++) {
-            float best = Float.NEGATIVE_INFINITY;
-            for (int n = 0; n < nodes; n++) {
-                // Lucene's int8 dot product: SIMD through the JDK's vector module where the node has it
-                float cosine = VectorUtil.dotProduct(query[q], rows[n]) * queryInverseNorms[q] * inverseNorms[n];
-                if (cosine > best) {
-                    best = cosine;
-                }
-                if (symmetric && cosine > bestOfCandidate[n]) {
-                    bestOfCandidate[n] = cosine;
-                }
-            }
-            total += best;
-        }
-        float score = (float) (total / queryNodes);
-        if (symmetric) {
-            double back = 0;
-            for (float value : bestOfCandidate) {
-                back += value;
-            }
-            score = (float) ((score + back / nodes) / 2);
-        }
-        return score;
+        return new NodeVectors(value.bytes, start + 5, nodes, dims);
     }
 }
