@@ -20,7 +20,7 @@ from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.rankers import get_ranker
 from eqsearch.engine.search.service import SearchService
 from eqsearch.evaluation.formulas import read_formula_file
-from plugin_measure import create_equations_copy, equations_mapping, interleaved_cpu, node_cpu_ms
+from plugin_measure import create_equations_copy, equations_mapping, hybrid_queries, interleaved_cpu, node_cpu_ms
 
 
 def maxsimcost(args: argparse.Namespace) -> None:
@@ -33,7 +33,8 @@ def maxsimcost(args: argparse.Namespace) -> None:
     plugin 1.5 each list's top hits only, `engine.search.maxsim.list_window`), ``lists-all`` the same scoring every
     returned hit (1.4's way, the window's rescore left out); with neither, the rescorer's too. Each mode's
     ``over_default`` compares medians; ``round_ratio`` gives the quartiles of the round-by-round ratios to the
-    default of the same index."""
+    default of the same index. With ``--hybrid N``, N combined queries drawn from the first mode's index
+    (`plugin_measure.hybrid_queries`, as ``cost --hybrid``) instead of the topics."""
     from dataclasses import replace
 
     from eqsearch.engine.model.nodes import load_node_encoder
@@ -64,6 +65,9 @@ def maxsimcost(args: argparse.Namespace) -> None:
             if in_lists and not services[mode].plugin.maxsim_in_lists(alias_name(prefix, "equations")):
                 raise SystemExit(f"{mode}: the lists cannot bring MaxSim: {services[mode].plugin.support.note}")
         queries = [HybridQuery(latex=latex, highlight=False) for _, latex in topics]
+        if args.hybrid:
+            first = alias_name(args.modes[0].split(":")[0], "equations")
+            queries = hybrid_queries(client, first, args.hybrid)
         for service in services.values():  # prepare every formula, warm every cache and the node's
             for query in queries:
                 service.search(query)
@@ -228,11 +232,13 @@ def candidatevectors(args: argparse.Namespace) -> None:
     equation's node vectors would take hours. The measured queries then score exactly the candidates they would on a
     fully written index; the other equations have none (none is read). Each document is written again whole, from
     its ``_source`` with its vectors; those that have node vectors already are left alone. A rewritten document
-    moves behind the copies it ties with, so run it again until it writes nothing."""
+    moves behind the copies it ties with, so run it again until it writes nothing. With ``--hybrid N``, the formula
+    lists of N combined queries drawn from the index (as ``maxsimcost --hybrid N``) instead of the topics'."""
     from elasticsearch.helpers import bulk
     from eqsearch.engine.index.documents import with_node_vectors_field
     from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, NODE_VECTORS_MAPPING
     from eqsearch.engine.model.nodes import load_node_encoder
+    from eqsearch.engine.search.pattern_filter import FORMULA_LISTS
     from eqsearch.engine.search.requests import ranked_lists
 
     client, _ = connect(EsConfig.from_env())
@@ -242,11 +248,15 @@ def candidatevectors(args: argparse.Namespace) -> None:
     ids: set[str] = set()
     with KatexConverter() as converter:
         service = SearchService(client, load_encoder(None), converter, index_prefix=args.prefix, ranking=ranking)
-        for _, latex in read_formula_file(args.topics, "topic"):
-            formula = service.formulas.get(read_query_variables(latex))
-            searches = service._searches(HybridQuery(latex=latex, highlight=False), formula, 100, [])
-            for ranked in ranked_lists(client, alias, searches).lists.values():
-                ids.update(eq_id for eq_id, _ in ranked[:100])
+        queries = [HybridQuery(latex=latex, highlight=False) for _, latex in read_formula_file(args.topics, "topic")]
+        if args.hybrid:
+            queries = hybrid_queries(client, alias, args.hybrid)
+        for query in queries:
+            formula = service.formulas.get(read_query_variables(query.latex))
+            searches = service._searches(query, formula, 100, [])
+            for name, ranked in ranked_lists(client, alias, searches).lists.items():
+                if name in FORMULA_LISTS:
+                    ids.update(eq_id for eq_id, _ in ranked[:100])
     client.indices.put_mapping(
         index=alias,
         properties={NODE_VECTORS_FIELD: NODE_VECTORS_MAPPING},

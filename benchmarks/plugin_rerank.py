@@ -52,7 +52,7 @@ from eqsearch.engine.search.service import SearchService
 from eqsearch.evaluation.formulas import formula_ranking, read_formula_file
 from eqsearch.evaluation.trec import evaluate_run, read_qrels
 from plugin_maxsim import candidatevectors, maxsimcost, maxsimreplay, nodevectors
-from plugin_measure import create_equations_copy, equations_mapping, interleaved_cpu, node_cpu_ms
+from plugin_measure import create_equations_copy, equations_mapping, hybrid_queries, interleaved_cpu, node_cpu_ms
 
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "arqmath1-dev"
 MODES = ("plain", "plugin", "forward", "shard-rare", "taat", "maxsim-second", "knn")
@@ -120,43 +120,6 @@ def quality(args: argparse.Namespace) -> None:
     if "maxsim-second" in runs:  # MaxSim brought by the lists against the rescorer's second request
         differ = [t for t, _ in topics if runs["shard-rare"][t] != runs["maxsim-second"][t]]
         print(json.dumps({"mode": "shard-rare vs maxsim-second", "identical_topics": len(topics) - len(differ)}))
-
-
-#: Words too common to make a known-item query's keywords (``--hybrid``).
-_STOPWORD_TEXT = (
-    "that this with from where which when then than there their these those have been will shall also each such "
-    "into over only some used uses using given gives both more most what true false none return returns "
-    "value values function functions parameter parameters default"
-)
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-
-
-def hybrid_queries(client: Any, alias: str, count: int, seed: int = 17) -> list[HybridQuery]:
-    """``count`` combined queries drawn from the index (a seeded random sample of its display equations that have
-    words around them): each equation's LaTeX and three words of its context or section title, as a researcher
-    asks for a formula they remember with a few words; the UI's defaults (first page, highlights)."""
-    import re
-
-    body = {
-        "query": {"function_score": {
-            # words around them: a term of four letters or more (an empty context is indexed too)
-            "query": {"bool": {"filter": [{"regexp": {"context": "[a-z]{4,}"}}, {"term": {"inline": False}}]}},
-            "random_score": {"seed": seed, "field": "eq_id"}, "boost_mode": "replace",
-        }},
-        "size": count * 3,
-        "_source": ["latex", "context", "section_title"],
-    }  # fmt: skip
-    out: list[HybridQuery] = []
-    for hit in client.search(index=alias, body=body)["hits"]["hits"]:
-        source = hit["_source"]
-        text = f"{source.get('section_title') or ''} {source.get('context') or ''}"
-        words = [w.lower() for w in re.findall(r"[A-Za-z]{4,}", text) if w.lower() not in _STOPWORDS]
-        words = list(dict.fromkeys(words))
-        if len(words) >= 3 and 3 <= len(source.get("latex") or "") <= 300:
-            out.append(HybridQuery(latex=source["latex"], keywords=" ".join(words[:3])))
-        if len(out) == count:
-            break
-    return out
 
 
 def cost(args: argparse.Namespace) -> None:
@@ -293,7 +256,9 @@ def main() -> None:
         command.add_argument("--ranker", default=DEFAULT_RANKER, help="the ranker of the plain and plugin modes")
         command.add_argument("--nodes", help="nodevectors: the node output stored (default: the ranker's)")
         command.add_argument("--modes", nargs="+", default=[], help="maxsimcost: PREFIX:0, PREFIX:WINDOW:NODES ...")
-        command.add_argument("--hybrid", type=int, default=0, help="cost: N combined queries drawn from the index")
+        command.add_argument(
+            "--hybrid", type=int, default=0, help="cost, maxsimcost, candidatevectors: N combined queries"
+        )
         command.set_defaults(handler=handler)
     args = parser.parse_args()
     args.handler(args)
