@@ -354,11 +354,12 @@ class MaxSimStage:
         self, lists: Mapping[str, list[tuple[str, float]]], scores: Mapping[str, float], window: int
     ) -> Brought:
         """What the ranked ``lists`` (as Elasticsearch returned them) brought: the MaxSim ``scores`` of their hits,
-        and which hits were scored (each formula list's top ``window``; 0: every hit)."""
+        and which hits were scored: each formula list's top ``window`` (0: every hit), and any hit that brought a
+        score (a node at 1.6.1 also scores the hits tied with its window's last)."""
         from eqsearch.engine.search.pattern_filter import FORMULA_LISTS
 
         scored = {eq_id for name in FORMULA_LISTS for eq_id, _ in (lists.get(name) or [])[: window or None]}
-        return Brought(dict(scores), scored)
+        return Brought(dict(scores), scored | set(scores))
 
     def rerank(
         self, ranking: list[tuple[str, float]], query_nodes: np.ndarray, brought: Brought | None = None

@@ -243,6 +243,26 @@ def test_the_window_rescore_limits_the_scores_to_each_shards_top_hits(
         assert window < len(brought) <= shards * window  # each shard's own top K
 
 
+def test_the_window_rescore_never_cuts_a_tie(es_client, plugin_index, require_plugin):
+    """Plugin 1.6.1: the hits tied with the window's last one are scored too (copies of one formula tie, and the
+    engine's fusion may order them otherwise than the shard does), and none below the tie."""
+    require_plugin(maxsim_window=True)
+    index, vectors = plugin_index
+    ids = list(vectors)
+    query = np.random.default_rng(21).normal(size=(5, DIMS)).astype(np.float32)
+    levels = {"bool": {"should": [  # ten hits at 3.0 (a tie across the window of 7), the rest at 1.0
+        {"constant_score": {"filter": {"ids": {"values": ids[:10]}}, "boost": 2.0}},
+        {"constant_score": {"filter": {"exists": {"field": "eq_id"}}, "boost": 1.0}},
+    ]}}  # fmt: skip
+    found = es_client.search(
+        index=index, query=levels, size=30, stored_fields="_none_", docvalue_fields=["eq_id"],
+        ext=maxsim_ext(query, symmetric=False), rescore=[maxsim_window_rescore(7)],
+    )["hits"]["hits"]  # fmt: skip
+    assert [h["_score"] for h in found[:11]] == [3.0] * 10 + [1.0]
+    brought = {h["fields"]["eq_id"][0] for h in found if MAXSIM_HIT_FIELD in h["fields"]}
+    assert brought == set(ids[:10])
+
+
 @pytest.mark.parametrize("marker", ['{"x": 1}', "[]", '"on"', "null"], ids=["unknown field", "array", "string", "null"])
 def test_a_hostile_window_rescore_gets_a_400(es_client, plugin_index, require_plugin, marker):
     require_plugin(maxsim_window=True)

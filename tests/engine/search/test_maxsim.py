@@ -174,8 +174,9 @@ def test_the_lists_carry_maxsim_only_where_every_node_has_plugin_1_4():
 
 
 def test_the_lists_say_which_hits_they_scored():
-    """Each formula list's top `list_window` hits were scored (with or without node vectors); the text lists and
-    deeper hits were not: a fused window candidate among those is asked of the rescorer."""
+    """Each formula list's top `list_window` hits were scored (with or without node vectors), and any deeper hit that
+    brought a score (a tie with the window's last, 1.6.1); the text lists and other deeper hits were not: a fused
+    window candidate among those is asked of the rescorer."""
     from eqsearch.engine.search.maxsim import MaxSimStage, list_window
     from eqsearch.engine.search.plugin import MAXSIM_WINDOW_RESCORER, maxsim_window_rescore
 
@@ -189,6 +190,8 @@ def test_the_lists_say_which_hits_they_scored():
     }
     brought = stage.brought(lists, {"s0": 0.5, "e1": 0.25}, 2)
     assert brought.scored == {"s0", "s1", "e0", "e1"} and brought.scores == {"s0": 0.5, "e1": 0.25}
+    tied = stage.brought(lists, {"s0": 0.5, "s3": 0.75}, 2)  # a hit below the window that brought a score: a tie
+    assert tied.scored == {"s0", "s1", "s3", "e0", "e1"}
     assert stage.brought(lists, {}, 0).scored == {f"{k}{i}" for k in "se" for i in range(5)}  # 0: every hit
 
 

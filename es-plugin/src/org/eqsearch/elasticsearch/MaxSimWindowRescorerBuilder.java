@@ -9,6 +9,7 @@ import java.util.Set;
 
 import org.apache.lucene.search.Explanation;
 import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.ScoreDoc;
 import org.apache.lucene.search.TopDocs;
 import org.elasticsearch.common.io.stream.StreamInput;
 import org.elasticsearch.common.io.stream.StreamOutput;
@@ -23,7 +24,9 @@ import org.elasticsearch.xcontent.XContentParser;
 /**
  * {@code "rescore": {"window_size": K, "eqsearch_maxsim_window": {}}} (plugin 1.5), last in a list's rescores: the
  * shard's top K hits, as ranked after every rescore before it, are the only ones the {@code eqsearch_maxsim} search
- * extension scores ({@link MaxSimFetchSubPhase}); the hits keep their scores and order. The fetch phase knows which
+ * extension scores ({@link MaxSimFetchSubPhase}); the hits keep their scores and order. Since 1.6.1 the window never
+ * cuts a tie: the hits below the K-th with its very score are in it too (copies of one formula tie, and the engine's
+ * fusion may order them otherwise than the shard's document order, which would leave a fused candidate unscored). The fetch phase knows which
  * hits these are from the rescored documents Elasticsearch records per rescore and hands from the query phase to the
  * fetch phase, on one shard or many. Without it the extension scores every returned hit. The body takes no fields.
  */
@@ -76,8 +79,13 @@ public final class MaxSimWindowRescorerBuilder extends EqsearchRescorerBuilder<M
         public TopDocs rescore(TopDocs topDocs, IndexSearcher searcher, RescoreContext context) {
             Set<Integer> window = new HashSet<>();
             if (topDocs != null) {
-                for (int i = 0; i < Math.min(context.getWindowSize(), topDocs.scoreDocs.length); i++) {
-                    window.add(topDocs.scoreDocs[i].doc);
+                ScoreDoc[] hits = topDocs.scoreDocs;
+                int end = Math.min(context.getWindowSize(), hits.length);
+                while (end > 0 && end < hits.length && hits[end].score == hits[end - 1].score) {
+                    end++; // a window never cuts a tie (1.6.1)
+                }
+                for (int i = 0; i < end; i++) {
+                    window.add(hits[i].doc);
                 }
             }
             context.setRescoredDocs(window);
