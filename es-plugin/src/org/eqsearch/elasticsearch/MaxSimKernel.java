@@ -24,7 +24,10 @@ abstract class MaxSimKernel {
 
     /** The kernel for a query's rows (int8, as stored) and their inverse lengths. */
     static MaxSimKernel of(byte[][] query, float[] inverseNorms, int dims, boolean symmetric) {
-        return KIND.equals("simd") ? new SimdMaxSim(query, inverseNorms, dims, symmetric) : new Scalar(query, inverseNorms, symmetric);
+        if (KIND.equals("simd")) {
+            return new SimdMaxSim(query, inverseNorms, dims, symmetric);
+        }
+        return new Scalar(query, inverseNorms, symmetric);
     }
 
     private static boolean simdAvailable() {

@@ -26,9 +26,10 @@ import org.elasticsearch.xcontent.XContentParser;
  * shard's top K hits, as ranked after every rescore before it, are the only ones the {@code eqsearch_maxsim} search
  * extension scores ({@link MaxSimFetchSubPhase}); the hits keep their scores and order. Since 1.6.1 the window never
  * cuts a tie: the hits below the K-th with its very score are in it too (copies of one formula tie, and the engine's
- * fusion may order them otherwise than the shard's document order, which would leave a fused candidate unscored). The fetch phase knows which
- * hits these are from the rescored documents Elasticsearch records per rescore and hands from the query phase to the
- * fetch phase, on one shard or many. Without it the extension scores every returned hit. The body takes no fields.
+ * fusion may order them otherwise than the shard's document order, which would leave a fused candidate unscored).
+ * The fetch phase knows which hits these are from the rescored documents Elasticsearch records per rescore and hands
+ * from the query phase to the fetch phase, on one shard or many. Without it the extension scores every returned hit.
+ * The body takes no fields.
  */
 public final class MaxSimWindowRescorerBuilder extends EqsearchRescorerBuilder<MaxSimWindowRescorerBuilder> {
     public static final String NAME = "eqsearch_maxsim_window";
