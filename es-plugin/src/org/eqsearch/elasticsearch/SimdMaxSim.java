@@ -66,6 +66,8 @@ final class SimdMaxSim extends MaxSimKernel {
             FloatVector inverse1 = FloatVector.fromArray(FLOATS, inverseNorms, from + LANES);
             FloatVector best0 = FloatVector.broadcast(FLOATS, Float.NEGATIVE_INFINITY);
             FloatVector best1 = best0;
+            VectorMask<Float> real0 = symmetric ? realRows(from) : null;
+            VectorMask<Float> real1 = symmetric ? realRows(from + LANES) : null;
             for (int n = 0; n < nodes; n++) {
                 IntVector dot0 = IntVector.zero(INTS);
                 IntVector dot1 = dot0;
@@ -88,10 +90,8 @@ final class SimdMaxSim extends MaxSimKernel {
                 best0 = best0.max(cosine0);
                 best1 = best1.max(cosine1);
                 if (symmetric) {
-                    float back = Math.max(
-                        cosine0.reduceLanes(VectorOperators.MAX, realRows(from)),
-                        cosine1.reduceLanes(VectorOperators.MAX, realRows(from + LANES))
-                    );
+                    float back0 = cosine0.reduceLanes(VectorOperators.MAX, real0);
+                    float back = Math.max(back0, cosine1.reduceLanes(VectorOperators.MAX, real1));
                     bestOfCandidate[n] = Math.max(bestOfCandidate[n], back);
                 }
             }
