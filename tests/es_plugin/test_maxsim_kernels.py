@@ -7,51 +7,22 @@ the distribution's jars; no node is needed. (The kernel a node uses, at work: ``
 
 from __future__ import annotations
 
-import subprocess
-import zipfile
 from pathlib import Path
 
 import pytest
-from eqsearch.engine.es.config import LocalNodeConfig
-from eqsearch.engine.es.distribution import PINNED, is_installed
-from eqsearch.engine.es.plugin import build_plugin, plugin_source
+from java_harness import Harness, compile_harness, run_harness
 
 HARNESS = Path(__file__).with_name("MaxSimKernelParity.java")
 MAIN = "org.eqsearch.elasticsearch.MaxSimKernelParity"
 
 
 @pytest.fixture(scope="module")
-def harness(tmp_path_factory) -> tuple[Path, str]:
-    """The compiled harness's java command prefix: (the JDK's java, the class path)."""
-    lib = LocalNodeConfig.from_env().home / "dist" / PINNED.version / "lib"
-    if not is_installed(lib.parent):
-        pytest.skip(f"no Elasticsearch distribution at {lib.parent}: run eqsearch es install")
-    source = plugin_source()
-    assert source is not None  # the tests run from the repository
-    work = tmp_path_factory.mktemp("kernels")
-    with zipfile.ZipFile(build_plugin(source, lib, work)) as plugin_zip:
-        jar = next(name for name in plugin_zip.namelist() if name.endswith(".jar"))
-        plugin_zip.extract(jar, work)
-    javac = subprocess.run(
-        ["bash", str(source / "build.sh"), "--javac"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    lucene = next(lib.glob("lucene-core-*.jar"))
-    class_path = ":".join(str(path) for path in (work / jar, lucene, work / "classes"))
-    subprocess.run(
-        [javac, "--add-modules", "jdk.incubator.vector", "-Xlint:-incubating", "-d", str(work / "classes"),
-         "-cp", class_path, str(HARNESS)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return Path(javac).with_name("java"), class_path
+def harness(tmp_path_factory) -> Harness:
+    return compile_harness(HARNESS, tmp_path_factory.mktemp("kernels"))
 
 
-def _run(harness: tuple[Path, str], *java_options: str) -> list[str]:
-    java, class_path = harness
-    result = subprocess.run(
-        [str(java), *java_options, "-cp", class_path, MAIN], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.splitlines()
+def _run(harness: Harness, *java_options: str) -> list[str]:
+    return run_harness(harness, MAIN, *java_options)
 
 
 def test_the_vector_kernel_gives_the_scalar_kernels_floats_bit_for_bit(harness):

@@ -60,20 +60,20 @@ final class RareTermsQuery extends Query {
             CollectionStatistics collection = searcher.collectionStatistics(field);
             chosen = rare.choose(docFreqs, collection == null ? 0 : collection.docCount());
         }
-        List<Query> clauses = new ArrayList<>();
+        List<TermAtATime.Clause> clauses = new ArrayList<>();
         for (int i = 0; i < terms.length; i++) {
             if (chosen == null || chosen[i]) {
-                Term at = new Term(field, terms[i]);
-                Query term = new TermQuery(at, states[i]);
-                clauses.add(boosts[i] == 1f ? term : new BoostQuery(term, boosts[i]));
+                clauses.add(new TermAtATime.Clause(new Term(field, terms[i]), states[i], boosts[i]));
             }
         }
         if (top > 0) {
-            return TermAtATime.topDocs(searcher, clauses.toArray(new Query[0]), filter, top, toString(field));
+            TermAtATime.Clause[] scored = clauses.toArray(new TermAtATime.Clause[0]);
+            return TermAtATime.topDocs(searcher, field, scored, filter, top, toString(field));
         }
         BooleanQuery.Builder bool = new BooleanQuery.Builder();
-        for (Query clause : clauses) {
-            bool.add(clause, BooleanClause.Occur.SHOULD);
+        for (TermAtATime.Clause clause : clauses) {
+            Query term = new TermQuery(clause.term(), clause.states());
+            bool.add(clause.boost() == 1f ? term : new BoostQuery(term, clause.boost()), BooleanClause.Occur.SHOULD);
         }
         return bool.build();
     }

@@ -7,15 +7,27 @@ import java.io.IOException;
 import java.util.Arrays;
 
 import org.apache.lucene.index.LeafReaderContext;
+import org.apache.lucene.index.PostingsEnum;
+import org.apache.lucene.index.Term;
+import org.apache.lucene.index.TermState;
+import org.apache.lucene.index.TermStates;
+import org.apache.lucene.index.Terms;
+import org.apache.lucene.index.TermsEnum;
+import org.apache.lucene.search.CollectionStatistics;
 import org.apache.lucene.search.DocAndFloatFeatureBuffer;
 import org.apache.lucene.search.DocIdSetIterator;
 import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.Query;
 import org.apache.lucene.search.ScoreMode;
 import org.apache.lucene.search.Scorer;
+import org.apache.lucene.search.TermStatistics;
 import org.apache.lucene.search.TwoPhaseIterator;
 import org.apache.lucene.search.Weight;
+import org.apache.lucene.search.similarities.Similarity.BulkSimScorer;
+import org.apache.lucene.search.similarities.Similarity.SimScorer;
+import org.apache.lucene.util.ArrayUtil;
 import org.apache.lucene.util.Bits;
+import org.apache.lucene.util.IOSupplier;
 
 /**
  * The top {@code n} documents of a disjunction of term clauses, found by reading each clause's postings once, in
@@ -23,82 +35,135 @@ import org.apache.lucene.util.Bits;
  *
  * <p>Why: the structural first stage of a long formula is a disjunction of 50 to 200 rare terms whose 300th best score
  * stays low, so MaxScore can skip little, and its work goes to merging many essential clauses window by window
- * ({@code benchmarks/search.md}, updates 18 and 19). Here each posting is scored once, in batches, by the clause's own
- * scorer (the same {@code SimScorer}, so the same floats), and added to a {@code double}, as Lucene's disjunction
- * sums its clauses. Only the order of the additions differs; a {@code double} holds a sum of up to 2^8 floats exactly
- * when they lie within 2^21 of each other, as a query's BM25 clause scores do, so the order does not change the sum
- * ({@code tests/es_plugin/test_terms_top.py} compares the hits and scores with Lucene's, bit for bit). Deleted
+ * ({@code benchmarks/search.md}, updates 18 and 19). Here each posting is scored once, in batches, as Lucene's
+ * {@code TermScorer} scores a batch (the clause's {@code SimScorer}, made as {@code TermQuery} makes it, so the same
+ * floats), with the norms read from a copy of the segment's ({@link SegmentNorms}, since 1.6.2), and added to a
+ * {@code double}, as Lucene's disjunction sums its clauses. Only the order of the additions differs; a {@code double}
+ * holds a sum of up to 2^8 floats exactly when they lie within 2^21 of each other, as a query's BM25 clause scores
+ * do, so the order does not change the sum ({@code tests/es_plugin/test_terms_top.py} and
+ * {@code test_terms_top_norms.py} compare the hits and scores with Lucene's, bit for bit). Deleted
  * documents, and those a filter leaves out, are scored and dropped when the window is collected; ties are broken as
  * Lucene's top-docs collector breaks them, the lower document first.
  */
 final class TermAtATime {
     private TermAtATime() {}
 
+    /** A term clause of the disjunction: the term, its statistics in the searcher, its boost. */
+    record Clause(Term term, TermStates states, float boost) {}
+
     /**
-     * The top {@code n} hits of the {@code should} disjunction of {@code clauses} in the searcher among the documents
-     * {@code filter} matches (all: null), as {@link ScoredDocsQuery} that matches exactly those documents with their
-     * scores.
+     * The top {@code n} hits of the {@code should} disjunction of {@code clauses} (term queries of one field, boosted)
+     * in the searcher among the documents {@code filter} matches (all: null), as {@link ScoredDocsQuery} that matches
+     * exactly those documents with their scores.
      */
-    static Query topDocs(IndexSearcher searcher, Query[] clauses, Query filter, int n, String description)
+    static Query topDocs(IndexSearcher searcher, String field, Clause[] clauses, Query filter, int n, String description)
         throws IOException {
-        Weight[] weights = new Weight[clauses.length];
-        for (int i = 0; i < clauses.length; i++) {
-            weights[i] = searcher.createWeight(searcher.rewrite(clauses[i]), ScoreMode.COMPLETE, 1f);
-        }
         Weight filterWeight = filter == null
             ? null
             : searcher.createWeight(searcher.rewrite(filter), ScoreMode.COMPLETE_NO_SCORES, 1f);
         TopHits top = new TopHits(n);
-        DocAndFloatFeatureBuffer batch = new DocAndFloatFeatureBuffer();
-        double[] sums = new double[Math.min(WINDOW, Math.max(searcher.getIndexReader().maxDoc(), 1))];
-        for (LeafReaderContext leaf : searcher.getIndexReader().leaves()) {
-            Accepted accepted = Accepted.of(leaf, filterWeight);
-            if (accepted != null) {
-                accumulate(leaf, weights, batch, sums, accepted, top);
+        CollectionStatistics collection = searcher.collectionStatistics(field);
+        if (collection != null) {
+            Clause[] present = Arrays.stream(clauses).filter(c -> c.states().docFreq() > 0).toArray(Clause[]::new);
+            BulkSimScorer[] scorers = new BulkSimScorer[present.length];
+            for (int i = 0; i < present.length; i++) {
+                scorers[i] = simScorer(searcher, collection, present[i]).asBulkSimScorer();
+            }
+            Batch batch = new Batch();
+            double[] sums = new double[Math.min(WINDOW, Math.max(searcher.getIndexReader().maxDoc(), 1))];
+            for (LeafReaderContext leaf : searcher.getIndexReader().leaves()) {
+                Accepted accepted = Accepted.of(leaf, filterWeight);
+                if (accepted != null) {
+                    accumulate(leaf, field, present, scorers, batch, sums, accepted, top);
+                }
             }
         }
         return ScoredDocsQuery.of(top.docs(), top.scores(), searcher.getIndexReader(), description);
     }
 
+    /**
+     * The clause's BM25 as Lucene's {@code TermQuery} weighs it inside a {@code BoostQuery}: the searcher's
+     * similarity, its collection and term statistics, the boost.
+     */
+    private static SimScorer simScorer(IndexSearcher searcher, CollectionStatistics collection, Clause clause)
+        throws IOException {
+        TermStates states = clause.states();
+        TermStatistics term = searcher.termStatistics(clause.term(), states.docFreq(), states.totalTermFreq());
+        return searcher.getSimilarity().scorer(clause.boost(), collection, term);
+    }
+
     /** Documents scored together: an accumulator of 64k {@code double}s stays in the processor's cache. */
     static final int WINDOW = 1 << 16;
 
-    /** Adds up one segment window by window in {@code sums} (zero on entry and on return), offering each window. */
+    /** One batch of a clause's postings: documents, their frequencies then scores, their norms. */
+    private static final class Batch {
+        final DocAndFloatFeatureBuffer postings = new DocAndFloatFeatureBuffer();
+        long[] norms = new long[0];
+    }
+
+    /**
+     * Adds up one segment window by window in {@code sums} (zero on entry and on return), offering each window. Each
+     * batch is scored as Lucene's {@code TermScorer.nextDocsAndScores} scores it (the postings' frequencies, the
+     * documents' norms, the similarity's bulk scorer), the norms read from {@link SegmentNorms}.
+     */
     private static void accumulate(
         LeafReaderContext leaf,
-        Weight[] weights,
-        DocAndFloatFeatureBuffer batch,
+        String field,
+        Clause[] clauses,
+        BulkSimScorer[] scorers,
+        Batch batch,
         double[] sums,
         Accepted accepted,
         TopHits top
     ) throws IOException {
+        Terms terms = leaf.reader().terms(field);
+        if (terms == null) {
+            return;
+        }
         int maxDoc = leaf.reader().maxDoc();
-        Scorer[] scorers = new Scorer[weights.length];
+        PostingsEnum[] postings = new PostingsEnum[clauses.length];
+        BulkSimScorer[] bulk = new BulkSimScorer[clauses.length];
+        SegmentNorms[] norms = new SegmentNorms[clauses.length];
         int count = 0;
-        for (Weight weight : weights) {
-            Scorer scorer = weight.scorer(leaf);
-            if (scorer != null && scorer.iterator().nextDoc() != DocIdSetIterator.NO_MORE_DOCS) {
-                scorers[count++] = scorer;
+        for (int c = 0; c < clauses.length; c++) {
+            IOSupplier<TermState> supplier = clauses[c].states().get(leaf);
+            TermState state = supplier == null ? null : supplier.get();
+            if (state == null) {
+                continue;
+            }
+            TermsEnum seek = terms.iterator();
+            seek.seekExact(clauses[c].term().bytes(), state);
+            PostingsEnum at = seek.postings(null, PostingsEnum.FREQS);
+            if (at.nextDoc() != DocIdSetIterator.NO_MORE_DOCS) {
+                postings[count] = at;
+                bulk[count] = scorers[c];
+                norms[count++] = SegmentNorms.of(leaf.reader(), field);
             }
         }
         if (count == 0) {
             return;
         }
+        DocAndFloatFeatureBuffer buffer = batch.postings;
         for (int from = 0; from < maxDoc; from += WINDOW) {
             int upTo = (int) Math.min((long) from + WINDOW, maxDoc);
             boolean any = false;
             for (int c = 0; c < count; c++) {
-                Scorer scorer = scorers[c];
-                DocIdSetIterator postings = scorer.iterator();
-                while (postings.docID() < upTo) {
+                PostingsEnum clause = postings[c];
+                while (clause.docID() < upTo) {
                     // Deleted documents are scored too and dropped below: cheaper than filtering every batch.
-                    scorer.nextDocsAndScores(upTo, null, batch);
-                    int[] docs = batch.docs;
-                    float[] scores = batch.features;
-                    for (int i = 0; i < batch.size; i++) {
+                    clause.nextPostings(upTo, buffer);
+                    int size = buffer.size;
+                    if (batch.norms.length < size) {
+                        batch.norms = new long[ArrayUtil.oversize(size, Long.BYTES)];
+                    }
+                    norms[c].fill(buffer.docs, size, batch.norms);
+                    float[] scores = buffer.features; // the frequencies, scored in place
+                    bulk[c].score(size, scores, batch.norms, scores);
+                    int[] docs = buffer.docs;
+                    for (int i = 0; i < size; i++) {
                         sums[docs[i] - from] += scores[i];
                     }
-                    any |= batch.size > 0;
+                    any |= size > 0;
                 }
             }
             if (any) {
