@@ -130,14 +130,14 @@ def maxsim_rerank(
         return []
     fused = _minmax(np.array([score for _, score in head], dtype=np.float32))
     late = _minmax(np.array([maxsim.get(doc, -np.inf) for doc, _ in head], dtype=np.float32))
-    missing = np.array([doc not in maxsim or not np.isfinite(maxsim[doc]) for doc, _ in head])
+    missing = np.array([not math.isfinite(maxsim.get(doc, -math.inf)) for doc, _ in head])
     late[missing] = fused[missing]  # no node vectors (no MathML): no evidence either way, the fused score stands
-    blended = 1.0 + (1.0 - weight) * fused + weight * late
-    order = sorted(range(len(head)), key=lambda k: (-float(blended[k]), k))
-    out = [(head[k][0], float(blended[k])) for k in order]
+    blended = (1.0 + (1.0 - weight) * fused + weight * late).tolist()  # float32 arithmetic, read back as floats
+    order = sorted(range(len(head)), key=lambda k: (-blended[k], k))
+    out = [(head[k][0], blended[k]) for k in order]
     if tail:
         rest = _minmax(np.array([score for _, score in tail], dtype=np.float32)) * 0.999
-        out.extend((doc, float(score)) for (doc, _), score in zip(tail, rest, strict=True))
+        out.extend(zip([doc for doc, _ in tail], rest.tolist(), strict=True))
     return out
 
 
