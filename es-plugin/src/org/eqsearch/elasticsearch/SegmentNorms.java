@@ -27,16 +27,18 @@ abstract class SegmentNorms {
     /** {@code out[i]} = the norm of {@code docs[i]}, for {@code i < size}; docs increase within one instance. */
     abstract void fill(int[] docs, int size, long[] out) throws IOException;
 
+    /** The instance one term clause reads: this one, shared, unless it reads live norms, which move forward only. */
+    SegmentNorms forClause() throws IOException {
+        return this;
+    }
+
     private record Key(Object core, String field) {}
 
     /** A segment whose norms do not fit in bytes: read live, never copied. */
     private static final byte[] NOT_BYTES = new byte[0];
     private static final Map<Key, byte[]> CACHE = new ConcurrentHashMap<>();
 
-    /**
-     * The norms of {@code field} in {@code reader}: an instance per term clause (a live reader's norms move forward
-     * only).
-     */
+    /** The norms of {@code field} in {@code reader}, looked up once a segment; each clause takes {@link #forClause}. */
     static SegmentNorms of(LeafReader reader, String field) throws IOException {
         NumericDocValues norms = reader.getNormValues(field);
         if (norms == null) {
@@ -44,7 +46,7 @@ abstract class SegmentNorms {
         }
         IndexReader.CacheHelper helper = reader.getCoreCacheHelper();
         if (helper == null) {
-            return new Live(norms);
+            return new Live(reader, field);
         }
         Key key = new Key(helper.getKey(), field);
         byte[] bytes = CACHE.get(key);
@@ -53,9 +55,8 @@ abstract class SegmentNorms {
             if (CACHE.putIfAbsent(key, bytes) == null) {
                 helper.addClosedListener(core -> CACHE.keySet().removeIf(k -> k.core() == core));
             }
-            norms = reader.getNormValues(field); // the copy consumed the iterator
         }
-        return bytes == NOT_BYTES ? new Live(norms) : new Copied(bytes);
+        return bytes == NOT_BYTES ? new Live(reader, field) : new Copied(bytes);
     }
 
     /** How many segments' norms are held (for tests). */
@@ -101,10 +102,19 @@ abstract class SegmentNorms {
 
     /** As {@code TermScorer} reads them: 1 for a document without a norm (none has a posting of the field). */
     private static final class Live extends SegmentNorms {
+        private final LeafReader reader;
+        private final String field;
         private final NumericDocValues norms;
 
-        Live(NumericDocValues norms) {
-            this.norms = norms;
+        Live(LeafReader reader, String field) throws IOException {
+            this.reader = reader;
+            this.field = field;
+            this.norms = reader.getNormValues(field);
+        }
+
+        @Override
+        SegmentNorms forClause() throws IOException {
+            return new Live(reader, field);
         }
 
         @Override

@@ -124,6 +124,7 @@ final class TermAtATime {
         PostingsEnum[] postings = new PostingsEnum[clauses.length];
         BulkSimScorer[] bulk = new BulkSimScorer[clauses.length];
         SegmentNorms[] norms = new SegmentNorms[clauses.length];
+        SegmentNorms segmentNorms = null; // looked up once, at the first clause with postings here
         int count = 0;
         for (int c = 0; c < clauses.length; c++) {
             IOSupplier<TermState> supplier = clauses[c].states().get(leaf);
@@ -137,7 +138,10 @@ final class TermAtATime {
             if (at.nextDoc() != DocIdSetIterator.NO_MORE_DOCS) {
                 postings[count] = at;
                 bulk[count] = scorers[c];
-                norms[count++] = SegmentNorms.of(leaf.reader(), field);
+                if (segmentNorms == null) {
+                    segmentNorms = SegmentNorms.of(leaf.reader(), field);
+                }
+                norms[count++] = segmentNorms.forClause();
             }
         }
         if (count == 0) {
