@@ -1,5 +1,6 @@
-"""A document's user macros: ``\\newcommand`` and friends, ``\\def``, ``\\let``, ``\\DeclareMathOperator``, xparse's
-``\\NewDocumentCommand`` family, ``\\DeclareRobustCommand``, mathtools' ``\\DeclarePairedDelimiter(X)``.
+"""A document's user macros: ``\\newcommand`` and friends, ``\\def``, ``\\let`` (and letltxmacro's and LaTeX's copies,
+``\\LetLtxMacro``, ``\\NewCommandCopy``), ``\\DeclareMathOperator``, xparse's ``\\NewDocumentCommand`` family,
+``\\DeclareRobustCommand``, mathtools' ``\\DeclarePairedDelimiter`` family.
 
 Extraction collects them into `DocumentMacros` (with the environment aliases the math scanner needs, where the
 definitions are, and the definitions it had to drop); a paper carries them as `engine.latex.macros.MacroDef`, which
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from eqsearch.engine.latex.macros import MacroDef
+from eqsearch.engine.latex.aliases import ALIAS_SOURCES
+from eqsearch.engine.latex.macros import PROVIDE_SOURCES, MacroDef
+from eqsearch.engine.latex.paired import xpp_definition
 from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optional
 from eqsearch.engine.latex.xparse import format_argument_spec, parse_argument_spec
 from eqsearch.ingest.macrocycles import drop_recursive
@@ -56,6 +59,7 @@ def _definer_pattern(aliases: dict[str, str] | None = None) -> re.Pattern[str]:
         rf"\\(?:(?P<cmd>{alternatives('cmd')})(?P<cstar>\*?)"
         rf"|(?P<def>{alternatives('def')})"
         rf"|(?P<let>{alternatives('let')})"
+        r"|(?P<copy>LetLtxMacro|(?:New|Renew|Declare)CommandCopy)"
         rf"|(?P<op>{alternatives('op')})(?P<ostar>\*?)"
         r"|(?P<xparse>(?:New|Renew|Provide|Declare)(?:Expandable)?DocumentCommand)"
         r"|(?P<paired>DeclarePairedDelimiter)(?P<px>XPP|X|)"
@@ -290,7 +294,7 @@ def _read_definition(text: str, m: re.Match[str], table: DocumentMacros, aliases
         body, end = body_arg
         nargs = _parse_nargs(nargs_text, name)
         kind = (aliases or {}).get(m.group("cmd"), m.group("cmd"))
-        if kind == "providecommand" and (name in table.macros or name in table.display):
+        if kind in PROVIDE_SOURCES and (name in table.macros or name in table.display):
             return end
         _store(table, MacroDef(name=name, body=body, nargs=nargs, default=default, source=kind))
         return end
@@ -328,19 +332,19 @@ def _read_definition(text: str, m: re.Match[str], table: DocumentMacros, aliases
             )
         _store(table, MacroDef(name=name, body=body, nargs=len(params) // 2, source="def"))
         return end
-    if m.group("let"):
-        lm = _LET.match(text, pos)
-        if lm is None:
-            raise _SkipDefinition()
-        name, target = lm.group(1), lm.group(2)
+    if m.group("let") or m.group("copy"):
+        if m.group("let"):
+            lm = _LET.match(text, pos)
+            if lm is None:
+                raise _SkipDefinition()
+            name, target, end = lm.group(1), lm.group(2), lm.end()
+        else:  # \LetLtxMacro{\new}{\old}, \NewCommandCopy\new\old
+            name, pos = _name_at(text, pos)
+            target, end = _name_at(text, pos)
         if name == target:
-            return lm.end()
-        existing = table.macros.get(target)
-        if existing is not None:
-            _store(table, MacroDef(name, existing.body, existing.nargs, existing.default, source="let"))
-        else:
-            _store(table, MacroDef(name=name, body=target, nargs=0, source="let"))
-        return lm.end()
+            return end
+        _store(table, _copy(name, target, table.macros.get(target), "let" if m.group("let") else m.group("copy")))
+        return end
     if m.group("op"):
         name, pos = _name_at(text, pos)
         body_arg = read_argument(text, pos)
@@ -381,6 +385,19 @@ def _read_definition(text: str, m: re.Match[str], table: DocumentMacros, aliases
     return begin_arg[1] if end_arg is None else end_arg[1]
 
 
+def _copy(name: str, target: str, existing: MacroDef | None, source: str) -> MacroDef:
+    """What ``\\let<name><target>`` (or a copy command) defines: a copy of a document macro's definition as it is now
+    (arguments, argument types and delimiters included), else an alias of the command of KaTeX or of a package that
+    ``target`` names (``engine.latex.aliases`` resolves it against the package table)."""
+    if existing is None:
+        return MacroDef(name=name, body=target, nargs=0, source=source)
+    if existing.source in ALIAS_SOURCES:
+        return replace(existing, name=name)  # a copy of an alias is the same alias
+    if existing.source in PROVIDE_SOURCES:  # the copy is a definition of its own, not a \providecommand
+        return replace(existing, name=name, source="newcommand")
+    return replace(existing, name=name)
+
+
 def _read_xparse(text: str, pos: int, command: str, table: DocumentMacros) -> int:
     """``\\NewDocumentCommand{\\name}{spec}{body}`` (and Renew/Provide/Declare, Expandable)."""
     name, pos = _name_at(text, pos)
@@ -415,13 +432,7 @@ def _read_paired(text: str, pos: int, variant: str, table: DocumentMacros) -> in
                 raise _SkipDefinition(Issue("malformed_macro", f"\\DeclarePairedDelimiterXPP{{{name}}} is incomplete"))
             parts.append(arg[0])
             pos = arg[1]
-        # as \name*[size]{...}: the star and the size argument come first, the declared arguments after them
-        pre, left_code, right_code, post, inner = (
-            _PARAMETER.sub(lambda p: f"#{int(p.group(1)) + 2}", x) for x in parts
-        )
-        sized = f"\\mathopen{{#2{left_code}}} {inner} \\mathclose{{#2{right_code}}}"
-        body = f"{pre}\\IfNoValueTF{{#2}}{{\\left{left_code} {inner} \\right{right_code}}}{{{sized}}}{post}"
-        spec = " ".join(["s", "o", *["m"] * nargs])
+        body, spec = xpp_definition(parts, nargs)  # as \name*[size]{...}: star and size first, then the arguments
         _store(table, MacroDef(name, body, nargs + 2, source="DeclarePairedDelimiterXPP", spec=spec))
         return pos
     left = read_argument(text, pos)

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from eqsearch.engine.latex.diagrams import diagram_kind, replace_diagrams
 from eqsearch.engine.latex.install import DEFAULT_KATEX_DIR, check_installed
+from eqsearch.engine.latex.katexnames import katex_commands
 from eqsearch.engine.latex.macros import (
     KatexMacros,
     MacroDef,
@@ -254,7 +255,7 @@ class KatexConverter:
     def _katex_macros(self, macros: tuple[MacroDef, ...]) -> KatexMacros:
         katex_macros = self._macros.get(macros)
         if katex_macros is None:
-            katex_macros = build_katex_macros(macros)
+            katex_macros = build_katex_macros(macros, katex_commands(self.config.katex_dir))
             self._macros[macros] = katex_macros
             while len(self._macros) > 16:
                 self._macros.popitem(last=False)

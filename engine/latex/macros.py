@@ -26,8 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from eqsearch.engine.errors import EqsearchError
+from eqsearch.engine.latex.aliases import PRIMITIVE, resolve_aliases
 from eqsearch.engine.latex.brackets import rewrite_brackets
 from eqsearch.engine.latex.idioms import rewrite_idioms
+from eqsearch.engine.latex.paired import LOCAL_DEFINITION, delimsize, local_definitions
 from eqsearch.engine.latex.plaintex import box_shifts
 from eqsearch.engine.latex.preprocess import clean_latex, register_spacing
 from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_arguments, read_optional
@@ -144,30 +146,46 @@ def _uses_every_parameter(body: str, nargs: int) -> bool:
     return used >= set(range(1, nargs + 1))
 
 
-def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
+#: Definers that define only a name nothing defines yet.
+PROVIDE_SOURCES = frozenset(
+    {"providecommand", "providerobustcmd", "ProvideDocumentCommand", "ProvideExpandableDocumentCommand"}
+)
+
+
+def build_katex_macros(macros: Sequence[MacroDef], builtins: frozenset[str] = frozenset()) -> KatexMacros:
     """Split and normalise a document's macros (later definitions of a name win, as in LaTeX).
 
     Args:
         macros: the document's macros, in definition order.
+        builtins: the commands KaTeX implements itself (`engine.latex.katexnames.katex_commands`): a
+            ``\\providecommand`` of one of them, or of a command of the package table, defines nothing.
 
     Returns:
         The split; macros whose name is not a control sequence are left out, and so are macros whose body uses
         TeX internals (``\\@``-commands, ``\\csname``, ``\\expandafter``, ``\\ifnum``...), which no converter can
         expand. The commands of `engine.latex.packages.PACKAGE_MACROS` that the document does not define come first,
-        as a fallback (a package's own definition, shipped with a paper, is replaced by the table's).
+        as a fallback (a package's own definition, shipped with a paper, is replaced by the table's). Aliases
+        (``\\let``) and circles through the table are resolved by `engine.latex.aliases.resolve_aliases`.
     """
     from eqsearch.engine.latex.packages import PACKAGE_MACROS
 
-    defined = {macro.name.strip() for macro in macros}
-    fallback = [macro for name, macro in PACKAGE_MACROS.items() if name not in defined]
+    latest: dict[str, MacroDef] = {}
+    for macro in macros:
+        name = macro.name.strip()
+        if not _NAME.fullmatch(name):
+            continue
+        if macro.source in PROVIDE_SOURCES and (name in latest or name in PACKAGE_MACROS or name in builtins):
+            continue
+        latest.pop(name, None)  # a redefinition counts from where it is made
+        latest[name] = macro if name == macro.name else replace(macro, name=name)
+    fallback = [macro for name, macro in PACKAGE_MACROS.items() if name not in latest]
+    resolved = resolve_aliases([*fallback, *latest.values()], PACKAGE_MACROS)
     katex: dict[str, str] = {}
     expanded: dict[str, MacroDef] = {}
     plain: dict[str, MacroDef] = {}
     dropped: set[str] = set()
-    for macro in [*fallback, *macros]:
-        name = macro.name.strip()
-        if not _NAME.fullmatch(name):
-            continue
+    for macro in resolved:
+        name = macro.name
         if "\\ifx" in macro.body:  # \ifx#1\empty A\else B\fi: the general case, B, is what a formula means
             macro = replace(macro, body=_IFX.sub(lambda m: m.group(1) or "", macro.body))
         macro = rewrite_idioms(macro)  # \@ifnextchar, \futurelet, spacing tests, \Xint (engine.latex.idioms)
@@ -193,9 +211,9 @@ def build_katex_macros(macros: Sequence[MacroDef]) -> KatexMacros:
         katex.pop(name, None)
         expanded.pop(name, None)
         nargs = max(0, min(9, macro.nargs))
-        if _DRAWS.search(body):  # a diagram: expanded here, where the converter can see it
+        if _DRAWS.search(body) or PRIMITIVE in body:  # a diagram, a built-in by its own name: expanded here
             expanded[name] = MacroDef(name, body, nargs, macro.default, macro.source, macro.spec, macro.delimiters)
-        elif macro.spec is not None or macro.delimiters is not None:
+        elif macro.spec is not None or macro.delimiters is not None or LOCAL_DEFINITION.search(body):
             pair = macro.delimiters
             delimiters = None if pair is None else (clean_latex(pair[0]), clean_latex(pair[1]))
             expanded[name] = MacroDef(name, body, nargs, macro.default, macro.source, macro.spec, delimiters)
@@ -224,9 +242,9 @@ def _replacement(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:
         return _paired_delimiter(macro, latex, end)
     if macro.spec is not None:
         args, end = read_spec_arguments(parse_argument_spec(macro.spec), latex, end)
-        return resolve_conditionals(_substitute(macro.body, args)), end
+        return local_definitions(resolve_conditionals(_substitute(macro.body, args))), end
     args, end = read_macro_arguments(macro, latex, end)
-    replaced = _substitute(macro.body, args)
+    replaced = local_definitions(_substitute(macro.body, args))
     return (resolve_conditionals(replaced) if "\\ifthenelse" in replaced else replaced), end
 
 
@@ -250,8 +268,7 @@ def _paired_delimiter(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:
     size, end = (None, end) if star else read_optional(latex, end)
     args, end = read_arguments(latex, end, max(1, macro.nargs))
     size = (size or "").strip()
-    middle = "\\middle" if star else size
-    inner = _substitute(macro.body, args).replace("\\delimsize", middle)
+    inner = delimsize(local_definitions(_substitute(macro.body, args)), "\\middle" if star else size)
     if star:
         return f"\\left{left} {inner} \\right{right}", end
     if size:
@@ -322,10 +339,10 @@ def expand_macros(latex: str, macros: KatexMacros, *, max_expansions: int = 1000
     position = 0
     while True:
         m = CONTROL_SEQUENCE.search(latex, position)
-        while m is not None and m.group(0) not in expanded:
+        while m is not None and (m.group(0) not in expanded or latex[m.start() - 1 : m.start()] == PRIMITIVE):
             m = CONTROL_SEQUENCE.search(latex, m.end())
         if m is None:
-            return latex
+            return latex.replace(PRIMITIVE, "") if PRIMITIVE in latex else latex
         macro = expanded[m.group(0)]
         replacement, end = _replacement(macro, latex, m.end())
         expansions += 1

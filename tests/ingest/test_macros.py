@@ -1,3 +1,4 @@
+import pytest
 from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.ingest.displaymacros import expand_display_macros
 from eqsearch.ingest.macros import expand_environments, extract_macros
@@ -47,11 +48,26 @@ def test_self_recursive_and_mutually_recursive_macros_are_dropped_and_recorded()
     assert sorted(i.reason for i in table.issues) == ["recursive_macro"] * 3
 
 
-def test_let_of_builtin_then_redefinition_keeps_the_alias():
+def test_let_of_builtin_then_redefinition_keeps_both():
+    # the alias holds the built-in \sqrt (engine.latex.aliases), so the redefinition closes no circle
     table = extract_macros(r"\let\oldsqrt\sqrt \renewcommand{\sqrt}[1]{\oldsqrt{#1}}")
     assert table.macros["\\oldsqrt"].body == "\\sqrt"
-    assert "\\sqrt" not in table.macros
-    assert [i.reason for i in table.issues] == ["recursive_macro"]
+    assert table.macros["\\sqrt"].body == "\\oldsqrt{#1}"
+    assert not table.issues
+
+
+def test_copies_of_macros_keep_their_arguments_and_forms():
+    table = extract_macros(
+        r"\newcommand{\x}[2][0]{#1_{#2}}\DeclarePairedDelimiter\abs\lvert\rvert\providecommand{\p}{P}"
+        r"\let\y\x \LetLtxMacro{\absolute}{\abs}\NewCommandCopy\q\p \global\let\mid=\vert"
+        r"\RenewCommandCopy{\z}{\y}"
+    )
+    made = table.macros
+    assert (made["\\y"].nargs, made["\\y"].default, made["\\y"].body) == (2, "0", "#1_{#2}")
+    assert made["\\absolute"].delimiters == ("\\lvert", "\\rvert")
+    assert made["\\q"].source == "newcommand"  # a copy of a provided command is a definition of its own
+    assert (made["\\mid"].body, made["\\mid"].source) == ("\\vert", "let")
+    assert made["\\z"].body == "#1_{#2}"
 
 
 def test_delimited_def_is_read_as_an_argument_spec_or_recorded_not_kept():
@@ -136,7 +152,8 @@ def test_robust_knowledge_and_pre_post_paired_definers():
     assert made["\\R"].body == "\\mathbb{R}" and made["\\Nodes"].nargs == 1
     trunc = made["\\trunc"]  # \trunc*[\big]{k}{x}: star and size first, then the declared arguments
     assert (trunc.spec, trunc.nargs) == ("s o m m", 4) and trunc.body.endswith("_{#3}")
-    assert "\\left\\lVert #4 \\right\\rVert" in trunc.body and "\\mathopen{#2\\lVert}" in trunc.body
+    assert "{\\left\\lVert #4 \\right\\rVert}" in trunc.body and "\\mathopen{#2l\\lVert}" in trunc.body
+    assert "{\\mathopen{\\lVert} #4 \\mathclose{\\rVert}}" in trunc.body  # neither star nor size: as they are
 
 
 def test_math_environments_the_document_defines_are_replaced_inside_displays():
@@ -147,3 +164,48 @@ def test_math_environments_the_document_defines_are_replaced_inside_displays():
     assert table.environments == {"grammar": ("\\begin{array}{l@{{}::={}}l}", "\\end{array}")}  # no text, no arguments
     body = r"\begin{grammar} e & x \end{grammar}"
     assert expand_environments(body, table.environments) == r"\begin{array}{l@{{}::={}}l} e & x \end{array}"
+
+
+# -- a preamble's definitions through extraction and the real KaTeX --------------------------------------------------
+
+PREAMBLE = r"""
+\usepackage{mathtools,mleftright}
+\let\left\mleft \let\right\mright
+\providecommand\given{}
+\newcommand\SetSymbol[1][]{\nonscript\:#1\vert\allowbreak\nonscript\:\mathopen{}}
+\DeclarePairedDelimiterX\Set[1]\{\}{\renewcommand\given{\SetSymbol[\delimsize]}#1}
+\DeclarePairedDelimiterX\Setb[1]{\lbrace}{\rbrace}{\def\given{\;\delimsize\vert\;}#1}
+\DeclarePairedDelimiterXPP\Prob[1]{\mathbb{P}}{[}{]}{}{\renewcommand\given{\nonscript\:\delimsize\vert\nonscript\:}#1}
+\DeclarePairedDelimiter\floor\lfloor\rfloor
+\DeclareMathOperator*{\argmin}{arg\,min}
+\providecommand{\tr}{\mathrm{X}}
+\providecommand{\frac}[2]{#1/#2}
+\let\oldsqrt\sqrt \renewcommand{\sqrt}[1]{\oldsqrt{#1}\,}
+"""
+DISPLAYS = [
+    r"f\left( x \right) = \left[ \frac{1}{2} \right]",
+    r"\Set{x \given x > 0} \Set*{x \given \frac{x}{2} > 0} \Set[\big]{x \given y}",
+    r"\Setb{x \given x > 0} \Setb*{x \given \frac{x}{2}} \Prob{A \given B} \Prob*{\frac{A}{2} \given B} \Prob[\Big]{A}",
+    r"\floor{x} \floor*{\frac{x}{2}} \floor[\bigg]{x} \argmin_{x} \sqrt{x} \tr A",
+]
+
+
+@pytest.fixture(scope="module")
+def converter():
+    from eqsearch.engine.latex.converter import KatexConverter
+    from eqsearch.engine.latex.install import KatexNotInstalledError, check_installed
+
+    try:
+        check_installed()
+    except KatexNotInstalledError as error:
+        pytest.skip(str(error))
+    with KatexConverter() as conv:
+        yield conv
+
+
+def test_aliases_paired_delimiters_and_operators_of_a_preamble_convert_exactly(converter):
+    macros = extract_macros(PREAMBLE).definitions()
+    results = converter.convert_many([(latex, "equation") for latex in DISPLAYS], macros=macros)
+    assert [(r.status, r.message) for r in results] == [("ok", None)] * len(DISPLAYS)
+    # \providecommand of a command of KaTeX or the package table defines nothing; the alias holds the built-in
+    assert "<msqrt>" in results[3].mathml and "X" not in results[3].mathml and "<mfrac>" in results[1].mathml
