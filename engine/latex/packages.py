@@ -366,6 +366,16 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\acs": (1, "\\text{#1}"),
     "\\acl": (1, "\\text{#1}"),
     "\\acp": (1, "\\text{#1s}"),
+    # plain TeX: two relations set as one (\mathrel{:}\joinrel=), a vertical box (its lines side by side)
+    "\\joinrel": (0, "\\mathrel{\\mkern-3mu}"),
+    "\\vbox": (1, "{#1}"),
+    "\\vtop": (1, "{#1}"),
+    # mathtools' size of a paired delimiter's call, met outside one: no size
+    "\\delimsize": (0, ""),
+    # soul: underline, highlight, strike-through
+    "\\ul": (1, "\\underline{#1}"),
+    "\\hl": (1, "#1"),
+    "\\st": (1, "\\sout{#1}"),
     # mleftright, cancel
     "\\mleft": (0, "\\left"),
     "\\mright": (0, "\\right"),

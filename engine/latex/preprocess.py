@@ -165,6 +165,39 @@ def _multicolumn(text: str, end: int) -> tuple[str, int]:
     return clean_latex(args[2]) + " &" * (min(int(args[0]), 64) - 1), resume
 
 
+def _assignment(text: str, end: int) -> tuple[str, int]:
+    # \baselineskip0.5ex (a register set inside a box): dropped with its value; a use as a unit (0.5\baselineskip) stays
+    m = _GLUE.match(text, end)
+    return ("", m.end()) if m else (text[text.rfind("\\", 0, end) : end], end)
+
+
+def _noalign(text: str, end: int) -> tuple[str, int]:
+    # \noalign{\smallskip} between the rows of an array: vertical material; a rule in it is a horizontal line
+    arg = read_argument(text, end)
+    if arg is None:
+        return "", end
+    return ("\\hline " if "\\hrule" in arg[0] else ""), arg[1]
+
+
+_ARROWS_AFTER_MAPSTO = {
+    "\\rightarrow": "\\mapsto",
+    "\\to": "\\mapsto",
+    "\\longrightarrow": "\\longmapsto",
+    "\\leftarrow": "\\mapsfrom",
+    "\\gets": "\\mapsfrom",
+    "\\Rightarrow": "\\Mapsto",
+}
+_NEXT_WORD = re.compile(r"\s*(\\[A-Za-z]+)")
+
+
+def _mapsto_char(text: str, end: int) -> tuple[str, int]:
+    # plain TeX's bar of \mapsto, set before an arrow (\mapstochar\rightarrow); alone, a short bar of class relation
+    m = _NEXT_WORD.match(text, end)
+    if m is not None and m.group(1) in _ARROWS_AFTER_MAPSTO:
+        return _ARROWS_AFTER_MAPSTO[m.group(1)], m.end()
+    return "\\mathrel{\\shortmid}", end
+
+
 def _drop_star_optional_argument(latex: str, pos: int) -> tuple[str, int]:
     """``\\index[sub]{entry}`` (and starred forms): dropped whole."""
     if latex.startswith("*", pos):
@@ -217,6 +250,13 @@ _RULES: dict[str, _Rule] = {
     "footnotemark": _drop_star_optional,
     "/": _drop,  # italic correction
     "null": _drop,
+    "nonscript": _drop,  # the next space is not set in script styles: a spacing detail
+    "par": _drop,  # a paragraph end inside a box of a display
+    "noalign": _noalign,
+    "baselineskip": _assignment,
+    "lineskip": _assignment,
+    "lineskiplimit": _assignment,
+    "mapstochar": _mapsto_char,
     "strut": _drop,
     "leavevmode": _drop,
     "addtocounter": _drop_arguments(2),

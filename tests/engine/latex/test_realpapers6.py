@@ -1,0 +1,50 @@
+"""Constructs of the sixth unseen set (benchmarks/ingest.md, "Real arXiv papers VI"), through the real KaTeX: operators
+declared with spacing inside, type-theory rule arrays and the plain TeX their macros use."""
+
+from __future__ import annotations
+
+import pytest
+from eqsearch.engine.latex.macros import MacroDef
+from eqsearch.engine.latex.preprocess import clean_latex
+
+
+@pytest.mark.parametrize(
+    "name_body",
+    ["arg\\,min", "arg\\;min", "arg\\!\\min", "arg\\ min", "arg~min", "arg\\hspace{0.1em}min", "\\mathrm{arg\\,min}",
+     "arg\\kern 0.1em min", "\\arg\\,\\min", "arg\\,min\\,", "\\textrm{arg\\,min}", "{arg\\,min}"],
+)  # fmt: skip
+def test_operators_declared_with_spacing_inside(converter, name_body):
+    """``\\DeclareMathOperator*{\\argmin}{arg\\,min}`` as extraction records it."""
+    macros = [
+        MacroDef("\\argmin", f"\\operatorname*{{{name_body}}}", source="DeclareMathOperator*"),
+        MacroDef("\\Argmin", f"\\operatorname{{{name_body}}}", source="DeclareMathOperator"),
+    ]
+    result = converter.convert("\\argmin_{x \\in X} f(x) = \\Argmin\\limits_{y} g(y)", macros=macros)
+    assert result.status == "ok", result.message
+    assert "<munder>" in result.mathml  # the starred operator takes its subscript below
+
+
+def test_type_theory_rule_arrays(converter):
+    """A rule array of a type-theory paper: a bold heading made with ``\\noindent{\\bf ..}``, ``\\par``, rows set
+    apart with ``\\noalign``, a definition sign drawn with negative spacing, plain TeX's ``\\mapstochar``."""
+    macros = [
+        MacroDef("\\defeq", "\\mathrel{:}\\mkern-1.2mu\\joinrel=", source="newcommand"),
+        MacroDef("\\mapchar", "\\mathrel{\\mapstochar\\rightarrow}", source="newcommand"),
+        MacroDef("\\coloneq", "\\mathrel{\\vcenter{\\baselineskip0.5ex \\lineskiplimit0pt"
+                 "\\hbox{\\scriptsize.}\\hbox{\\scriptsize.}}}=", source="def"),
+    ]  # fmt: skip
+    latex = (
+        "\\begin{array}{c} \\noindent{\\bf Typing}\\par \\\\ \\noalign{\\smallskip}"
+        "\\dfrac{\\Gamma \\vdash t : A \\quad x \\mapchar y}{\\Gamma \\vdash \\lambda x.t : A} \\\\ \\noalign{\\hrule}"
+        "f \\defeq g \\coloneq h \\\\ \\mathrel{\\vbox{\\hbox{:}}} \\mapstochar\\longrightarrow \\end{array}"
+    )
+    result = converter.convert(latex, "\\[", macros=macros)
+    assert result.status == "ok", result.message
+    assert "↦" in result.mathml and "⟼" in result.mathml
+
+
+def test_plain_tex_in_rule_arrays_is_cleaned():
+    assert clean_latex("a \\\\ \\noalign{\\vskip 2pt} b \\\\ \\noalign{\\hrule} c") == "a \\\\  b \\\\ \\hline  c"
+    assert clean_latex("\\mapstochar \\to x \\mapstochar y") == "\\mapsto x \\mathrel{\\shortmid} y"
+    assert clean_latex("\\baselineskip=2pt x \\hspace{0.5\\baselineskip}") == " x \\hspace{0.5\\baselineskip}"
+    assert clean_latex("\\nonscript\\: a\\par b") == "\\: a b"
