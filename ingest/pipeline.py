@@ -22,7 +22,7 @@ from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.displaycheck import NO_DISPLAYS_FOUND
 from eqsearch.ingest.errors import IngestError
 from eqsearch.ingest.metadata import apply_metadata
-from eqsearch.ingest.records import STATUS_DIAGRAM, STATUS_EXTRACTED, STATUS_FAILED, Issue, Paper
+from eqsearch.ingest.records import STATUS_APPROXIMATE, STATUS_DIAGRAM, STATUS_EXTRACTED, STATUS_FAILED, Issue, Paper
 from eqsearch.ingest.sources import DocumentTask, load_paper
 
 PAPERS_FILE = "papers.jsonl"
@@ -196,6 +196,7 @@ class RunStats:
     equations_found: int = 0
     equations_status: Counter[str] = field(default_factory=Counter)
     equations_failed: Counter[str] = field(default_factory=Counter)
+    equations_approximate: Counter[str] = field(default_factory=Counter)
     equations_converted: int = 0
     equations_diagrams: int = 0
     inline_formulas: int = 0
@@ -230,6 +231,8 @@ class RunStats:
                 self.equations_converted += 1
             if equation.status == STATUS_FAILED:
                 self.equations_failed[equation.reason or "unknown"] += 1
+            elif equation.status == STATUS_APPROXIMATE:
+                self.equations_approximate[equation.reason or "unknown"] += 1
             elif equation.status == STATUS_DIAGRAM:
                 self.equations_diagrams += 1
         for stage, seconds in paper.timings.items():
@@ -257,6 +260,7 @@ class RunStats:
             "equations_found": self.equations_found,
             "equations_status": dict(self.equations_status.most_common()),
             "equations_failed": dict(self.equations_failed.most_common()),
+            "equations_approximate": dict(self.equations_approximate.most_common()),
             "equations_converted": self.equations_converted,
             "equations_diagrams": self.equations_diagrams,
             "inline_formulas": self.inline_formulas,

@@ -43,6 +43,7 @@ from eqsearch.engine.latex.macros import (
     build_katex_macros,
     expand_macros,
 )
+from eqsearch.engine.latex.outcome import survival
 from eqsearch.engine.latex.packagenv import chemistry_in_text, inline_code
 from eqsearch.engine.latex.plaintex import change_case, resolve_ensuremath
 from eqsearch.engine.latex.preprocess import preprocess_latex
@@ -231,9 +232,13 @@ class KatexConverter:
                     f"expansion; the limit is {max_length:,}: {_snippet(text, 0)}",
                 )
             else:
-                text, diagrams = replace_diagrams(text)
-                if diagrams:
-                    placeholders[index] = diagrams
+                text, pictures = replace_diagrams(text)
+                drawn = [p.kind for p in pictures if not p.symbol]
+                if drawn:  # a picture of its own, math around it or not: the display is a diagram
+                    results[index] = _picture(drawn, len(pictures))
+                    continue
+                if pictures:
+                    placeholders[index] = [p.kind for p in pictures]
                 jobs.append(
                     ConversionJob(index, text, katex_macros if katex_macros.katex or katex_macros.withheld else None)
                 )
@@ -243,12 +248,15 @@ class KatexConverter:
         for index, kinds in placeholders.items():
             result = results[index]
             if result is not None and result.mathml is not None:
+                unknown = _unknown_names(result)
                 results[index] = ConversionResult(
                     result.mathml,
                     "approximate",
                     "diagram-placeholder",
-                    f"a {', '.join(dict.fromkeys(kinds))} diagram inside the formula is shown as [diagram]"
-                    + (f"; {result.message}" if result.message else ""),
+                    f"{_count(len(kinds), 'symbol')} drawn as a picture ({', '.join(dict.fromkeys(kinds))}) shown "
+                    f"as [diagram]"
+                    + (f"; unknown macros rendered as text: {', '.join(unknown)}" if unknown else "")
+                    + f"; {survival(result.mathml, unknown, len(kinds))}",
                 )
         return [r if r is not None else _failed("internal-error", "no answer from the worker") for r in results]
 
@@ -368,8 +376,31 @@ def _snippet(latex: str, position: int | None, width: int = 30) -> str:
     return "'" + ("..." if start else "") + text + ("..." if position + width < len(latex) else "") + "'"
 
 
+def _unknown_names(result: ConversionResult) -> list[str]:
+    if result.reason != "undefined-macro" or not result.message or not result.message.startswith(_UNKNOWN):
+        return []
+    return result.message[len(_UNKNOWN) :].split(";")[0].split(", ")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _picture(drawn: list[str], count: int) -> ConversionResult:
+    kinds = ", ".join(dict.fromkeys(drawn))
+    return ConversionResult(
+        None,
+        "diagram",
+        "diagram",
+        f"{_count(count, 'picture')} ({kinds}) set as a formula: kept as LaTeX, KaTeX does not draw pictures",
+    )
+
+
 def _failed(reason: str, message: str) -> ConversionResult:
     return ConversionResult(mathml=None, status="failed", reason=reason, message=message)
+
+
+_UNKNOWN = "unknown macros rendered as text: "
 
 
 def _result(answer: dict[str, Any], latex: str) -> ConversionResult:
@@ -378,7 +409,10 @@ def _result(answer: dict[str, Any], latex: str) -> ConversionResult:
         if unknown:
             names = ", ".join(unknown)
             return ConversionResult(
-                answer["mathml"], "approximate", "undefined-macro", f"unknown macros rendered as text: {names}"
+                answer["mathml"],
+                "approximate",
+                "undefined-macro",
+                f"{_UNKNOWN}{names}; {survival(answer['mathml'], unknown)}",
             )
         return ConversionResult(answer["mathml"], "ok")
     error = answer.get("error") or {}

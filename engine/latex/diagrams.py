@@ -1,18 +1,33 @@
 """Diagrams and pictures in formulas, which KaTeX does not draw: told apart from equations, or replaced.
 
 `diagram_kind` tells a display that is a commutative diagram or picture (tikz-cd, TikZ, xymatrix, xy-pic, ...) from
-an equation, so that the converter keeps it as a diagram instead of failing it; `replace_diagrams` puts a
-``[diagram]`` placeholder where a formula holds a picture (a macro that draws an arrow, ``\\tikz``, an
-``\\xymatrix`` that a macro brings, ``\\includegraphics``), so that the formula around it converts.
+an equation. `replace_diagrams` finds the pictures a formula holds once its macros are expanded (``\\includegraphics``,
+``\\tikz``, a TikZ or tikz-cd environment, an ``\\xymatrix`` that a macro brings) and puts a ``[diagram]``
+placeholder in each place, saying for each whether it stands as a *symbol* of the formula (the argument of a class
+command such as ``\\mathbin{..}``, a script, an arrow's label: a relation drawn with TikZ) or as a picture of its own.
+The converter keeps a display holding a picture of its own as a diagram, math around it or not (a skein relation of
+``\\vcenter{\\hbox{\\includegraphics..}}``, ZX-calculus spiders inside ``\\left\\{ .. \\right\\}``), and converts a
+formula whose pictures are all symbols with their placeholders (approximate).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import NamedTuple
 
 from eqsearch.engine.latex.scan import read_argument
 
-__all__ = ["diagram_kind", "replace_diagrams"]
+__all__ = ["Picture", "diagram_kind", "replace_diagrams"]
+
+
+class Picture(NamedTuple):
+    """One picture found inside a formula: its kind (``includegraphics``, ``tikz``, ``tikzpicture``, ``xymatrix``...)
+    and whether it stands as a symbol of the formula (see the module docstring)."""
+
+    kind: str
+    symbol: bool
+
 
 # whole pictures: tikz-cd, TikZ, xy-pic, pst-node, diagrams.sty, dynkin-diagrams (\dynkin, \hasse), diagxy (\bfig),
 # feynmf/feynmp and TikZ-Feynman diagrams, TikZiT's figures
@@ -32,29 +47,76 @@ def diagram_kind(latex: str) -> str | None:
 _DIAGRAM_ENVIRONMENT = re.compile(r"\\begin\s*\{(tikzcd|tikzpicture|xy|psmatrix)\}.*?\\end\s*\{\1\}", re.DOTALL)
 
 
-def replace_diagrams(latex: str) -> tuple[str, list[str]]:
-    """Diagram environments inside a formula (a macro that draws an arrow in a rule's label) replaced by a
-    ``[diagram]`` placeholder, so that the formula around them converts; returns the text and the kinds replaced."""
-    kinds: list[str] = []
+def replace_diagrams(latex: str) -> tuple[str, list[Picture]]:
+    """The pictures inside a formula replaced by a ``[diagram]`` placeholder each; returns the text and the pictures,
+    in the order they were replaced."""
+    pictures: list[Picture] = []
 
-    def placeholder(m: re.Match[str]) -> str:
-        kinds.append(m.group(1))
+    def found(kind: str, text: str, start: int) -> str:
+        pictures.append(Picture(kind, _symbol_position(text, start)))
         return "\\text{[diagram]}"
 
-    latex = _DIAGRAM_ENVIRONMENT.sub(placeholder, latex)
+    latex = _DIAGRAM_ENVIRONMENT.sub(lambda m: found(m.group(1), m.string, m.start()), latex)
     if "\\xymatrix" in latex:  # a macro that draws a labelled arrow with xy-pic (\def\rarrow#1#2#3{\xymatrix{..}})
-        latex = _xymatrices(latex, kinds)
+        latex = _xymatrices(latex, found)
     if "\\tikz" in latex:
-        latex = _inline_tikz(latex, kinds)
+        latex = _inline_tikz(latex, found)
     if "\\includegraphics" in latex:  # a picture file set inside the formula (a tensor-network equation)
-        latex = _IMAGE.sub(lambda m: kinds.append("includegraphics") or "\\text{[diagram]}", latex)
-    return latex, kinds
+        latex = _IMAGE.sub(lambda m: found("includegraphics", m.string, m.start()), latex)
+    return latex, pictures
+
+
+# Commands whose argument is one symbol of the formula, or a label set small beside one
+_SYMBOL_COMMANDS = frozenset(
+    {
+        "\\mathbin",
+        "\\mathrel",
+        "\\mathop",
+        "\\mathord",
+        "\\mathopen",
+        "\\mathclose",
+        "\\mathpunct",
+        "\\mathinner",
+        "\\xrightarrow",
+        "\\xleftarrow",
+        "\\xleftrightarrow",
+        "\\xmapsto",
+        "\\overset",
+        "\\underset",
+        "\\stackrel",
+        "^",
+        "_",
+    }
+)
+_GROUP_TOKEN = re.compile(r"\\[A-Za-z@]+|\\.|[{}^_\[\]]", re.DOTALL)
+
+
+def _symbol_position(text: str, start: int) -> bool:
+    """Whether ``start`` lies inside the argument of a command of `_SYMBOL_COMMANDS` (or a script)."""
+    opened: list[str] = []  # for each open group, the token before its brace
+    previous = ""
+    optional = 0  # inside a command's optional argument (\xrightarrow[below]{above}), which does not come between
+    for m in _GROUP_TOKEN.finditer(text, 0, start):
+        token = m.group(0)
+        if token == "{":
+            opened.append(previous)
+        elif token == "}" and opened:
+            opened.pop()
+        elif token == "[" and (optional or previous.startswith("\\")):
+            optional += 1
+            continue
+        elif token == "]" and optional:
+            optional -= 1
+            continue
+        if not optional:
+            previous = token
+    return any(name in _SYMBOL_COMMANDS for name in opened)
 
 
 _XYMATRIX = re.compile(r"\\xymatrix(?![A-Za-z@])((?:\s*@[^{@]*)*)\s*(?=\{)")
 
 
-def _xymatrices(latex: str, kinds: list[str]) -> str:
+def _xymatrices(latex: str, found: Callable[[str, str, int], str]) -> str:
     """``\\xymatrix@C=2em{A \\ar[r] & B}`` inside a formula -> ``[diagram]``."""
     out: list[str] = []
     pos = 0
@@ -64,8 +126,7 @@ def _xymatrices(latex: str, kinds: list[str]) -> str:
         arg = read_argument(latex, m.end())
         if arg is None:
             continue
-        out += [latex[pos : m.start()], "\\text{[diagram]}"]
-        kinds.append("xymatrix")
+        out += [latex[pos : m.start()], found("xymatrix", latex, m.start())]
         pos = arg[1]
     out.append(latex[pos:])
     return "".join(out)
@@ -79,7 +140,7 @@ _TIKZ = re.compile(r"\\tikz(?![A-Za-z@])\s*(?:\[[^\]]*\])?\s*")
 _TIKZ_NODE = re.compile(r"\s*\\node\s*(?:\[([^\]]*)\])?\s*(?:\([^)]*\)\s*)?(?:at\s*\([^)]*\)\s*)?\{(.*)\}\s*;\s*", re.S)
 
 
-def _inline_tikz(latex: str, kinds: list[str]) -> str:
+def _inline_tikz(latex: str, found: Callable[[str, str, int], str]) -> str:
     """``\\tikz{...}`` or ``\\tikz[options] \\draw ...;`` (a picture drawn inside a formula) -> ``[diagram]``."""
     out: list[str] = []
     pos = 0
@@ -96,8 +157,7 @@ def _inline_tikz(latex: str, kinds: list[str]) -> str:
         if node is not None and ";" not in node.group(2) and not re.search(r"\b(?:draw|fill)\b", node.group(1) or ""):
             out += [latex[pos : m.start()], f"\\text{{{node.group(2)}}}"]  # a lone node: what it shows is its text
         else:
-            out += [latex[pos : m.start()], "\\text{[diagram]}"]
-            kinds.append("tikz")
+            out += [latex[pos : m.start()], found("tikz", latex, m.start())]
         pos = end
     out.append(latex[pos:])
     return "".join(out)

@@ -91,7 +91,9 @@ def paper_actions(
         counts["equations"] += 1
         if eq.status == STATUS_DIAGRAM:  # kept with its LaTeX, found by its text: not a failure
             counts["equations_diagrams"] += 1
-        elif not (eq.status in (STATUS_OK, STATUS_APPROXIMATE) and eq.mathml is not None):
+        elif eq.status in (STATUS_OK, STATUS_APPROXIMATE) and eq.mathml is not None:
+            counts["equations_ok" if eq.status == STATUS_OK else "equations_approximate"] += 1
+        else:
             counts["equations_unconverted"] += 1
             errors[f"convert:{eq.reason or eq.status}"] += 1
     actions = [{"_index": papers_index, "_id": paper.id, "_source": paper_document}]

@@ -38,6 +38,8 @@ COUNT_NAMES = (
     "papers",
     "papers_failed",
     "equations",
+    "equations_ok",
+    "equations_approximate",
     "equations_indexed",
     "equations_with_vector",
     "equations_with_node_vectors",

@@ -211,7 +211,7 @@ def test_every_construct_converts(converted: dict[str, Paper]):
     statuses = {name: [eq.status for eq in paper.equations()] for name, paper in converted.items()}
     assert statuses == {
         "breqn": ["ok"] * 5,
-        "diagrams": ["diagram", "diagram", "ok", "approximate"],
+        "diagrams": ["diagram", "diagram", "ok", "diagram"],
         "packages": ["ok"] * 6,
         "shortcuts": ["ok"] * 9,
         "supplement": ["ok"] * 4,
@@ -219,7 +219,8 @@ def test_every_construct_converts(converted: dict[str, Paper]):
     }
     diagrams = converted["diagrams"].equations()
     assert (diagrams[0].reason, diagrams[0].mathml) == ("diagram", None) and "tikzcd" in diagrams[0].message
-    assert diagrams[3].reason == "diagram-placeholder"
+    # a rule whose label is an arrow drawn with tikz-cd: a picture set in the formula, kept as LaTeX
+    assert (diagrams[3].reason, diagrams[3].mathml) == ("diagram", None) and "tikzcd" in diagrams[3].message
     # the supplement's \Ham is its own, its \kB the main text's
     sm = converted["supplement"].equations()[2].mathml
     assert '<mi mathvariant="normal">S</mi><mi mathvariant="normal">M</mi>' in sm
@@ -240,7 +241,8 @@ def test_a_run_with_diagrams_counts_them_apart(tmp_path: Path):
     config = ExtractConfig()
     stats = run_extraction(list(discover([str(REAL / "diagrams")], kind="arxiv")), tmp_path, config, workers=0)
     summary = stats.to_json()
-    assert summary["equations_diagrams"] == 2 and summary["equations_failed"] == {}
+    assert summary["equations_diagrams"] == 3 and summary["equations_failed"] == {}
+    assert summary["equations_status"] == {"diagram": 3, "ok": 1} and summary["equations_approximate"] == {}
     assert summary["conversion_success_rate"] == 1.0
     task = next(discover([str(REAL / "diagrams")], kind="arxiv"))
     assert summary["inline_formulas"] == len(process_task(task, ExtractConfig(convert=False), None).inline_formulas())

@@ -263,16 +263,20 @@ def test_missing_node_or_katex_is_a_clear_error(tmp_path: Path):
 
 
 def test_diagrams_are_not_sent_and_not_failures(converter):
-    diagram, inside, plain = converter.convert_many(
+    diagram, drawn, symbol, plain = converter.convert_many(
         [
             (r"\begin{tikzcd} A \arrow[r] & B \end{tikzcd}", "\\["),
-            (r"\dfrac{a}{b} \quad \down", "equation"),
+            (r"\dfrac{a}{b} \quad \down", "equation"),  # a picture with math around it: a diagram
+            (r"a \mathrel{\down} b", "equation"),  # a relation drawn with tikz-cd: a symbol of the formula
             ("x", "equation"),
         ],
         macros=[MacroDef("\\down", r"\begin{tikzcd} {} \ar[d] \\ {} \end{tikzcd}")],
     )
     assert (diagram.status, diagram.reason, diagram.mathml) == ("diagram", "diagram", None)
-    assert (inside.status, inside.reason) == ("approximate", "diagram-placeholder") and inside.mathml
+    assert (drawn.status, drawn.reason, drawn.mathml) == ("diagram", "diagram", None)
+    assert drawn.message.startswith("1 picture (tikzcd) set as a formula")
+    assert (symbol.status, symbol.reason) == ("approximate", "diagram-placeholder") and symbol.mathml
+    assert symbol.message == "1 symbol drawn as a picture (tikzcd) shown as [diagram]; 2 of 3 symbols kept (66%)"
     assert plain.status == "ok"
 
 
@@ -351,8 +355,8 @@ def test_constructs_of_unseen_papers_convert_exactly(converter, latex, expected)
     assert expected in result.mathml
 
 
-def test_pictures_drawn_by_packages_are_diagrams_and_an_inline_tikz_a_placeholder(converter):
-    dynkin, diagxy, feynmf, inline = converter.convert_many(
+def test_pictures_drawn_by_packages_are_diagrams_and_an_inline_tikz_too(converter):
+    dynkin, diagxy, feynmf, inline, symbol = converter.convert_many(
         [
             ("\\dynkin[labels*={1,,,,,,,}]E8", "equation"),
             ("\\bfig \\square[A`B`C`D;f`g`h`k] \\efig", "equation"),
@@ -361,12 +365,13 @@ def test_pictures_drawn_by_packages_are_diagrams_and_an_inline_tikz_a_placeholde
                 "equation",
             ),
             ("E_{7} \\to \\tikz[baseline] \\draw (0,0) -- (1,0); \\mathrm{SL}(8)", "equation"),
+            ("E_{7} \\mathbin{\\tikz[baseline] \\draw (0,0) -- (1,0);} \\mathrm{SL}(8)", "equation"),
         ]
     )
-    assert (dynkin.status, diagxy.status, feynmf.status) == ("diagram", "diagram", "diagram")
-    assert "dynkin" in (dynkin.message or "") and "bfig" in (diagxy.message or "")
-    assert (inline.status, inline.reason) == ("approximate", "diagram-placeholder")
-    assert '<mi mathvariant="normal">S</mi>' in inline.mathml and "[diagram]" in inline.mathml
+    assert (dynkin.status, diagxy.status, feynmf.status, inline.status) == ("diagram",) * 4
+    assert "dynkin" in (dynkin.message or "") and "bfig" in (diagxy.message or "") and "tikz" in inline.message
+    assert (symbol.status, symbol.reason) == ("approximate", "diagram-placeholder")
+    assert '<mi mathvariant="normal">S</mi>' in symbol.mathml and "[diagram]" in symbol.mathml
 
 
 def test_a_document_macro_as_a_superscript_is_taken_whole_and_spacing_registers_are_read(converter):

@@ -47,7 +47,7 @@ def test_case_changes_keep_control_words():
     assert change_case("no case here") == "no case here"
 
 
-def test_a_macro_drawing_a_lone_tikz_node_shows_the_node_and_a_picture_stays_a_placeholder(converter):
+def test_a_macro_drawing_a_lone_tikz_node_shows_the_node_and_a_picture_is_a_diagram(converter):
     bullet = MacroDef(
         "\\sbt",
         "\\tikz[baseline]{\\node[scale=.7,inner\n sep=0, outer sep=0, circle, anchor=base]\n {$\\bullet$};}",
@@ -62,7 +62,7 @@ def test_a_macro_drawing_a_lone_tikz_node_shows_the_node_and_a_picture_stays_a_p
     )
     assert (node.status, node.reason) == ("ok", None), node.message
     assert "∙" in node.mathml or "•" in node.mathml
-    assert (drawn.status, drawn.reason) == ("approximate", "diagram-placeholder")
+    assert (drawn.status, drawn.reason) == ("diagram", "diagram")
 
 
 def test_a_relation_set_over_a_single_token_moves_behind_the_tab(converter):
@@ -108,12 +108,12 @@ def test_staggered_tensor_indices_and_a_control_space_at_the_end(converter):
     assert stagger_indices("\\tensor{T}{^a}") == "\\tensor{T}{^a}"  # one index: nothing to stagger
 
 
-def test_a_picture_file_inside_a_formula_is_a_placeholder(converter):
+def test_a_picture_file_inside_a_formula_is_a_diagram(converter):
     result = converter.convert(
         "\\vcenter{\\hbox{\\includegraphics[width=0.4\\linewidth]{mps-gauge}}} \\Rightarrow \\sum_i A_i", "equation"
     )
-    assert (result.status, result.reason) == ("approximate", "diagram-placeholder"), result.message
-    assert "[diagram]" in result.mathml and "∑" in result.mathml
+    assert (result.status, result.reason, result.mathml) == ("diagram", "diagram", None), result.message
+    assert result.message.startswith("1 picture (includegraphics)")
 
 
 def test_the_differential_d_idiom_with_ifnextchar_a_delimited_def_and_futurelet(converter):
