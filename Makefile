@@ -2,6 +2,7 @@
 #   make run    install everything, start Elasticsearch (a local node unless EQSEARCH_ES_URL is set), index a real
 #               corpus, serve the search UI
 #   make test   install everything, start the local node, run every test tier, stop the node
+#   make test-fast  the unit tier alone: no Elasticsearch, no browser, nothing slow (docs/developing.md)
 #   make bundle download the real corpus, extract it, retrain and re-export engine/model/default-bundle (GPU: minutes)
 # Everything installs into .venv (Python, with the dev, train and server extras: pytest, torch, gunicorn) and
 # engine/latex/katex/node_modules (KaTeX); the Elasticsearch distribution and its data live outside the repository
@@ -15,10 +16,10 @@ BIN := $(VENV)/bin
 EXTRAS ?= dev,train,server
 PYTEST_ARGS ?=
 
-.PHONY: help setup es-plugin apt-lists run test bundle lint format clean
+.PHONY: help setup es-plugin apt-lists run test test-fast bundle lint format clean
 
 help:  ## show the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "eqsearch needs Python 3.11+ ($(PYTHON) is older)"; exit 1; }
@@ -95,15 +96,24 @@ run: setup apt-lists  ## the main job: Elasticsearch, a real corpus indexed, the
 	@echo "eqsearch: serving the search UI at http://$(HOST):$(PORT)/ (Ctrl-C to stop; 'eqsearch es stop' stops Elasticsearch)"
 	$(BIN)/eqsearch serve --production --host $(HOST) --port $(PORT) $(if $(WORKERS),--workers $(WORKERS))
 
+# pytest-xdist workers of `make test`: the suite waits on nodes starting, refreshes and Chromium about half of its time,
+# so three workers keep two cores busy. A test file runs in one worker (its module fixtures built once), tests/cluster
+# in one (its 3-node cluster); 0 runs everything in this process. docs/developing.md has each tier's duration.
+TEST_WORKERS ?= 3
+FAST_WORKERS ?= 2
+
 test: setup $(CHROMIUM)  ## the whole test suite against a real local Elasticsearch node and real Chromium
 	@set -o pipefail; export EQSEARCH_CHROMIUM="$(CHROMIUM)"; \
 	if [ -z "$$EQSEARCH_ES_URL" ]; then \
 	  was_running=0; $(BIN)/eqsearch es status >/dev/null 2>&1 && was_running=1; \
 	  $(BIN)/eqsearch es start || exit $$?; \
 	fi; \
-	$(BIN)/pytest tests $(PYTEST_ARGS); rc=$$?; \
+	$(BIN)/pytest tests -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); rc=$$?; \
 	if [ -z "$$EQSEARCH_ES_URL" ] && [ "$$was_running" = 0 ]; then $(BIN)/eqsearch es stop; fi; \
 	exit $$rc
+
+test-fast: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)) $(NODE_PACKAGES)  ## the unit tier: no Elasticsearch, no browser (< 2 min)
+	$(BIN)/pytest tests -m "not es and not browser and not slow" -n $(FAST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The default encoder bundle: the real math of CORPUS_SETS (see ingest/fetch_corpus.py: TeX Live manuals, gretl, 236 R
 # packages' vignettes, 51 Python packages' docstrings, SageMath, deal.II and 25 Sphinx manuals; ~1.6 GB of downloads)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from devset import add_dev_argument, dev_dir
 from eqsearch.engine.es import EsConfig, connect
 from eqsearch.engine.latex import KatexConverter
 from eqsearch.engine.model import load_encoder
@@ -41,8 +42,6 @@ from eqsearch.engine.search.maxsim import maxsim_scores
 from eqsearch.engine.search.rankers import get_ranker
 from eqsearch.evaluation.formulas import IndexedCollection, formula_ranking, indexed_collection, read_formula_file
 from eqsearch.evaluation.trec import evaluate_run, read_qrels
-
-DEV = Path("../shared/benchmarks/arqmath1-dev")
 
 
 def _with_maxsim(
@@ -82,14 +81,14 @@ def _variants() -> list[FormulaRanking]:
 
 
 @contextmanager
-def _dev_collection(client: Any, encoder: Any) -> Iterator[tuple[KatexConverter, IndexedCollection]]:
+def _dev_collection(dev: Path, client: Any, encoder: Any) -> Iterator[tuple[KatexConverter, IndexedCollection]]:
     """The development collection ingested once into indices of its own (``eqmaxsim-…``), deleted afterwards."""
-    formulas = read_formula_file(DEV / "collection.tsv", "visual_id")
+    formulas = read_formula_file(dev / "collection.tsv", "visual_id")
     prefix = f"eqmaxsim-{uuid.uuid4().hex[:8]}"
     with (
         KatexConverter() as converter,
         indexed_collection(
-            client, encoder, converter, formulas, str(DEV / "collection.tsv"), index_prefix=prefix
+            client, encoder, converter, formulas, str(dev / "collection.tsv"), index_prefix=prefix
         ) as indexed,
     ):
         yield converter, indexed
@@ -112,12 +111,12 @@ def _timed(service: Any, log: list[float]) -> None:
 def grid(args: argparse.Namespace) -> None:
     client, _ = connect(EsConfig.from_env())
     encoder = load_encoder()
-    qrels = read_qrels(DEV / "qrels.txt")
-    topics = read_formula_file(DEV / "topics.tsv", "topic")
+    qrels = read_qrels(args.dev / "qrels.txt")
+    topics = read_formula_file(args.dev / "topics.tsv", "topic")
     variants = _variants()
     if args.only:
         variants = [v for v in variants if any(word in v.name for word in args.only)]
-    with _dev_collection(client, encoder) as (converter, indexed):
+    with _dev_collection(args.dev, client, encoder) as (converter, indexed):
         for ranking in variants:
             service = indexed.service(encoder, converter, ranking=ranking, depth=1000)
             first_page: list[float] = []
@@ -153,7 +152,7 @@ def grid(args: argparse.Namespace) -> None:
 def cost(args: argparse.Namespace) -> None:
     client, _ = connect(EsConfig.from_env())
     encoder = load_encoder()
-    with _dev_collection(client, encoder) as (_, indexed):
+    with _dev_collection(args.dev, client, encoder) as (_, indexed):
         alias = f"{indexed.prefix}-equations"
         hits = client.search(index=alias, size=10_000, source_includes=["eq_id", "mathml"], query={"match_all": {}})
         docs = [
@@ -306,7 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--only", nargs="*", help="only variants whose name contains one of these")
     g.set_defaults(handler=grid)
     sub.add_parser("cost", help="bytes and ms: computed at rerank time vs stored").set_defaults(handler=cost)
+    add_dev_argument(parser)
     args = parser.parse_args(argv)
+    args.dev = dev_dir(args.dev)
     args.handler(args)
     return 0
 

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from devset import add_dev_files, fill_dev_files
 from eqsearch.engine.model.featurize import featurize_many
 from eqsearch.engine.model.nodes import load_node_encoder
 from eqsearch.engine.search.maxsim import maxsim_rerank, maxsim_scores
 
-DEV = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "arqmath1-dev"
 CORPUS = Path.home() / ".cache" / "eqsearch" / "corpus" / "real-latex" / "papers.jsonl"
 RANKER = "structure+embedding+rerank+maxsim"
 
@@ -202,11 +202,11 @@ def main() -> None:
     fitting.set_defaults(handler=fit)
     scoring = commands.add_parser("quality", help="each variant's development figures")
     scoring.add_argument("--prefix", required=True, help="a kept evaluation index (eqsearch evaluate --keep)")
-    scoring.add_argument("--topics", type=Path, default=DEV / "topics.tsv")
-    scoring.add_argument("--qrels", type=Path, default=DEV / "qrels.txt")
+    add_dev_files(scoring)
     scoring.add_argument("--projection", type=Path, help="projections written by 'fit'")
     scoring.set_defaults(handler=quality)
     args = parser.parse_args()
+    fill_dev_files(args)
     args.handler(args)
 
 

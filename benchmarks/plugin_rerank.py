@@ -38,9 +38,9 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from pathlib import Path
 from typing import Any
 
+from devset import add_dev_files, fill_dev_files
 from eqsearch.engine.es import EsConfig, connect
 from eqsearch.engine.index.mappings import alias_name
 from eqsearch.engine.latex import KatexConverter
@@ -54,7 +54,6 @@ from eqsearch.evaluation.trec import evaluate_run, read_qrels
 from plugin_maxsim import candidatevectors, maxsimcost, maxsimreplay, nodevectors
 from plugin_measure import create_equations_copy, equations_mapping, hybrid_queries, interleaved_cpu, node_cpu_ms
 
-DEV = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "arqmath1-dev"
 MODES = ("plain", "plugin", "forward", "shard-rare", "taat", "maxsim-second", "knn")
 
 
@@ -247,8 +246,7 @@ def main() -> None:
     for name, handler in handlers:
         command = commands.add_parser(name)
         command.add_argument("--prefix", required=True, help="the indexed collection's prefix")
-        command.add_argument("--topics", type=Path, default=DEV / "topics.tsv")
-        command.add_argument("--qrels", type=Path, default=DEV / "qrels.txt")
+        add_dev_files(command)
         command.add_argument("--rounds", type=int, default=5)
         command.add_argument("--repeat", type=int, default=3)
         command.add_argument("--into", help="replicate: the new prefix")
@@ -261,6 +259,7 @@ def main() -> None:
         )
         command.set_defaults(handler=handler)
     args = parser.parse_args()
+    fill_dev_files(args)
     args.handler(args)
 
 

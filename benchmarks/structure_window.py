@@ -38,9 +38,9 @@ import itertools
 import json
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
+from devset import add_dev_files, fill_dev_files
 from eqsearch.engine.es import EsConfig, connect
 from eqsearch.engine.index.forward_index import analysed_terms, forward_index_value
 from eqsearch.engine.index.mappings import (
@@ -68,7 +68,6 @@ from plugin_measure import create_equations_copy, equations_mapping, interleaved
 #: A scan of every document with its vectors (Elasticsearch 9 leaves dense vectors out of ``_source`` by default:
 #: ``index.mapping.exclude_source_vectors``; a copy made without this has none).
 EVERYTHING = {"query": {"match_all": {}}, "_source": {"exclude_vectors": False}}
-DEV = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "arqmath1-dev"
 
 
 def build(args: argparse.Namespace) -> None:
@@ -467,8 +466,7 @@ def main() -> None:
         command.add_argument("--bundle", help="the structure-bag bundle directory")
         command.add_argument("--to", help="scale, forward: the new prefix")
         command.add_argument("--copies", type=int, default=17, help="scale: copies of each equation")
-        command.add_argument("--topics", type=Path, default=DEV / "topics.tsv")
-        command.add_argument("--qrels", type=Path, default=DEV / "qrels.txt")
+        add_dev_files(command)
         command.add_argument("--windows", type=int, nargs="+", default=[100, 300, 1000])
         command.add_argument("--reranks", type=int, nargs="+", default=[300], help="sub-expression rerank windows")
         command.add_argument("--rares", type=float, nargs="+", default=[0.0], help="rare-term shares of a union")
@@ -489,6 +487,7 @@ def main() -> None:
         )
         command.set_defaults(handler=handler)
     args = parser.parse_args()
+    fill_dev_files(args)
     args.handler(args)
 
 

@@ -3,6 +3,9 @@
 Elasticsearch tests run against a real node: the one named by EQSEARCH_ES_URL, else the managed local node that
 the README's test command starts. With CI=true an unreachable node fails every `es` test; elsewhere they are
 skipped with the reason, so a quick local run without a node still works.
+
+No test may read beside the checkout (a `../shared` that a clone lacks): `tests/outside_reads.py` watches, and the
+test during which such a read happened fails.
 """
 
 from __future__ import annotations
@@ -14,12 +17,39 @@ from pathlib import Path
 
 import pytest
 from eqsearch.engine.es.config import EsConfig
+from outside_reads import CHECKOUT, OutsideReads, default_keep, neighbours
 from tiny_papers import random_graph, write_papers
 
 ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+#: the nodes the suite starts itself (extra nodes, the local clusters, those its CLI tests start) live a minute or
+#: two: compiled by C1 alone, a node starts in about half the CPU (EQSEARCH_ES_JAVA_OPTS given in the environment wins)
+os.environ.setdefault("EQSEARCH_ES_JAVA_OPTS", "-XX:TieredStopAtLevel=1")
+OUTSIDE = OutsideReads(neighbours(CHECKOUT, default_keep()))
+OUTSIDE.install()
 
 
+#: folders whose tests share one session-wide resource (tests/cluster: its 3-node cluster) and so run in one worker
+#: when the suite runs in parallel; elsewhere a file's tests run together (their module fixtures built once)
+ONE_WORKER_FOLDERS = ("cluster",)
+
+
+def _worker_group(item: pytest.Item) -> str:
+    """The ``xdist_group`` of a test under ``make test``'s ``--dist loadgroup``: its file, or its folder above."""
+    path = Path(str(item.path)).relative_to(Path(__file__).parent)
+    return path.parts[0] if path.parts[0] in ONE_WORKER_FOLDERS else path.as_posix()
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects and before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    parallel = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        if parallel:
+            item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
+        # a test that reaches Elasticsearch or Chromium is in that tier, marked or not (`make test-fast` skips them)
+        if "es_config" in item.fixturenames and "es" not in item.keywords:
+            item.add_marker(pytest.mark.es)
+        if "browser" in item.fixturenames and "browser" not in item.keywords:
+            item.add_marker(pytest.mark.browser)
     try:
         import torch
 
@@ -30,6 +60,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(skip_gpu)
+
+
+@pytest.fixture(autouse=True)
+def _reads_nothing_beside_the_checkout() -> Iterator[None]:
+    """Fails a test that read a file beside the checkout (or one read before it, at collection or by a fixture)."""
+    earlier = OUTSIDE.new_reads()
+    yield
+    reads = earlier + OUTSIDE.new_reads()
+    if reads:
+        shown = ", ".join(sorted(set(reads))[:5])
+        pytest.fail(f"read beside the checkout, which a clone elsewhere lacks: {shown} (copy what a test needs into "
+                    "the repository: tests/data/)", pytrace=False)  # fmt: skip
+
+
+@pytest.fixture
+def outside_reads() -> OutsideReads:
+    """The suite's watch on reads beside the checkout (a test that reads with it on purpose takes its reads)."""
+    return OUTSIDE
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+#: an attributed excerpt of the ARQMath-1 development half inside the repository (its README says what and whence):
+#: ``collection.tsv`` (its first 600 formulas) and ``topics.tsv`` (the 22 development topics)
+ARQMATH_EXCERPT = Path(__file__).resolve().parent / "data" / "arqmath1-excerpt"
+
 #: two near-identical rational functions (the same formula up to spaces and braces), two binomial sums (one with the
 #: binomial written as a fraction in parentheses), an integral and Pythagoras: the first six of every collection
 FORMULAS = (

@@ -1,7 +1,7 @@
 """The data a structure-bag run reads (`export.structure_run`), written once where KaTeX runs:
 
     python -m eqsearch.training.structure_prepare --papers CORPUS/real-latex/papers.jsonl \\
-        --benchmark /work/shared/benchmarks/arqmath1-dev --out .encdata
+        --benchmark ARQMATH_DEV --out .encdata
 
 writes ``formulas.jsonl.gz`` (the corpus's distinct display and inline formulas with their document split,
 `training.structure_data.corpus_formulas`: ~1.5 MB for the seven sets), ``dev-mathml.json.gz`` (the benchmark's

@@ -124,13 +124,17 @@ def _node_vectors_argument(parser: argparse.ArgumentParser, what: str) -> None:
     )  # fmt: skip
 
 
+def _refuse_node_vectors_elsewhere(args: argparse.Namespace) -> None:
+    """A usage error, before anything connects, where --node-vectors names only other indices than the equations."""
+    kinds = args.kinds if hasattr(args, "kinds") else [args.kind]
+    if args.node_vectors and kinds and "equations" not in kinds:
+        args.parser.error("--node-vectors applies to the equations index only")
+
+
 def _node_encoder(args: argparse.Namespace) -> object | None:
     """The node encoder of ``--node-vectors OUTPUT`` (of --bundle's sidecar), or None when not asked."""
     if not args.node_vectors:
         return None
-    kinds = args.kinds if hasattr(args, "kinds") else [args.kind]
-    if kinds and "equations" not in kinds:
-        args.parser.error("--node-vectors applies to the equations index only")
     from eqsearch.engine.model.nodes import load_node_encoder, node_encoder_for
 
     if args.bundle is None:
@@ -163,6 +167,7 @@ def _create(args: argparse.Namespace) -> int:
     unknown = [kind for kind in args.kinds if kind not in KINDS]
     if unknown:
         args.parser.error(f"unknown index kind {unknown[0]!r}; choose from {', '.join(KINDS)}")
+    _refuse_node_vectors_elsewhere(args)
     from eqsearch.engine.model.encoder import load_encoder
 
     encoder = load_encoder(args.bundle)
@@ -246,6 +251,7 @@ def _migrate(args: argparse.Namespace) -> int:
         args.parser.error("--node-vectors and --no-node-vectors contradict each other")
     if args.no_node_vectors and args.kind != "equations":
         args.parser.error("--no-node-vectors applies to the equations index only")
+    _refuse_node_vectors_elsewhere(args)
     admin = _admin()
     if args.if_stale:
         if admin.current(args.kind) is None:

@@ -54,6 +54,8 @@ class LocalNodeConfig:
             Elasticsearch pick one in 9300-9399.
         plugin: build and install eqsearch's Elasticsearch plugin (``es-plugin/``) before a start
             (``EQSEARCH_ES_PLUGIN=0``: leave the distribution as it is).
+        java_options: more JVM options for each node, after the heap (``EQSEARCH_ES_JAVA_OPTS``); the test suite's
+            short-lived nodes take ``-XX:TieredStopAtLevel=1``, which starts a node in about half the CPU.
     """
 
     home: Path
@@ -68,6 +70,7 @@ class LocalNodeConfig:
     nodes: int = 1
     transport_port: int | None = None
     plugin: bool = True
+    java_options: str = ""
 
     def __post_init__(self) -> None:
         if not 1 <= self.nodes <= 9:
@@ -116,6 +119,7 @@ class LocalNodeConfig:
             archive_sha256=env.get(f"{ENV_PREFIX}ES_ARCHIVE_SHA256"),
             maven_repository=env.get(f"{ENV_PREFIX}MAVEN_REPOSITORY", "https://repo.maven.apache.org/maven2"),
             plugin=env.get(f"{ENV_PREFIX}ES_PLUGIN", "1").strip().lower() not in {"0", "false", "no", "off"},
+            java_options=env.get(f"{ENV_PREFIX}ES_JAVA_OPTS", "").strip(),
         )
 
 

@@ -288,7 +288,7 @@ class LocalNode:
             account=account,
             java=java,
         )
-        env = node_environment(self.home, java_home, config_dir, self.config.node_heap)
+        env = node_environment(self.home, java_home, config_dir, self.config.node_heap, self.config.java_options)
         if self.security:
             assert self.superuser is not None
             add_superuser(self.dist_dir, self.superuser, env, account)

@@ -116,15 +116,18 @@ def prepare_config(
     return config_dir
 
 
-def node_environment(home: Path, java_home: Path, config_dir: Path, heap: str) -> dict[str, str]:
-    """The node process's environment: the Java runtime, the configuration, the temporary directory and the heap."""
+def node_environment(
+    home: Path, java_home: Path, config_dir: Path, heap: str, java_options: str = ""
+) -> dict[str, str]:
+    """The node process's environment: the Java runtime, the configuration, the temporary directory, the heap and
+    any more JVM options."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LANG": "C.UTF-8",
         "ES_JAVA_HOME": str(java_home),
         "ES_PATH_CONF": str(config_dir),
         "ES_TMPDIR": str(home / "tmp"),
-        "ES_JAVA_OPTS": f"-Xms{heap} -Xmx{heap}",
+        "ES_JAVA_OPTS": f"-Xms{heap} -Xmx{heap} {java_options}".strip(),
         "HOME": str(home),
     }
     return env

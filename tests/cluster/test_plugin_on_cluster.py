@@ -3,7 +3,10 @@ every node loads it and the search service uses it (the fault tests of this fold
 
 from __future__ import annotations
 
+import pytest
 from eqsearch.engine.search.plugin import detect_plugin
+
+pytestmark = [pytest.mark.es, pytest.mark.slow]
 
 
 def test_every_node_of_the_cluster_has_the_plugin(cluster, client):

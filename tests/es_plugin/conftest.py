@@ -3,8 +3,9 @@ reason; with CI=true they fail instead, unless the node is the managed one and w
 installed into its distribution (it loads the plugin at its next start: `make test` on a running node).
 
 And the collection the rescorers are compared on (`collection`): the shipped labelled equations and the first
-formulas of the ARQMath-1 development collection, some written as before sizes (`UNSIZED`) or before the forward
-index (`UNFORWARDED`) existed, with queries made of the development topics and of every seventh formula."""
+formulas of the ARQMath-1 development collection (the excerpt in tests/data/arqmath1-excerpt), some written as before
+sizes (`UNSIZED`) or before the forward index (`UNFORWARDED`) existed, with queries made of the development topics
+and of every seventh formula."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from eqsearch.engine.model.layout import parse_layout
 from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, structure_of_layout
 from eqsearch.engine.search.plugin import detect_plugin
 from eqsearch.evaluation.labelled_set import DEFAULT_LABELLED_SET
+from formula_collection import ARQMATH_EXCERPT
 
 
 def _started_before_install(es_client, es_config) -> bool:
@@ -88,7 +90,7 @@ def require_plugin(es_client, es_config):
     return check
 
 
-DEV = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "arqmath1-dev"
+DEV = ARQMATH_EXCERPT
 #: formulas of the development collection indexed (its first ones: the pools of the first topics, near duplicates)
 COLLECTION_SIZE = 600
 HASHED_DIMS = 8
@@ -99,8 +101,6 @@ UNFORWARDED = 20
 
 
 def _dev_rows(path: Path, limit: int | None = None) -> list[tuple[str, str]]:
-    if not path.is_file():
-        return []
     with path.open(encoding="utf-8") as handle:
         rows = [(row[0], row[1]) for row in itertools.islice(csv.reader(handle, delimiter="\t"), 1, None)]
     return rows[:limit] if limit else rows

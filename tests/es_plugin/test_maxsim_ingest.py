@@ -8,7 +8,6 @@ hits are scored, and a fused candidate below them is asked of the rescorer alone
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +17,9 @@ from eqsearch.engine.search.maxsim import maxsim_scores, stored_maxsim_scores
 from eqsearch.engine.search.rankers import get_ranker
 from eqsearch.engine.search.service import SearchService
 from eqsearch.evaluation.formulas import formula_ranking, indexed_collection, read_formula_file
+from formula_collection import ARQMATH_EXCERPT
 
-DEV = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "arqmath1-dev"
+DEV = ARQMATH_EXCERPT
 RANKER = "structure+embedding+rerank+maxsim"
 
 
@@ -29,8 +29,6 @@ def ingested(plugin_client, converter):
     topics)."""
     from eqsearch.engine.model import load_encoder
 
-    if not (DEV / "collection.tsv").is_file():
-        pytest.skip(f"no development collection at {DEV}")
     encoder = load_encoder()
     formulas = read_formula_file(DEV / "collection.tsv", "visual_id")[:400]
     topics = [latex for _, latex in read_formula_file(DEV / "topics.tsv", "topic")][:8]

@@ -16,6 +16,9 @@ HARNESS = Path(__file__).with_name("MaxSimKernelParity.java")
 MAIN = "org.eqsearch.elasticsearch.MaxSimKernelParity"
 
 
+pytestmark = pytest.mark.slow  # compiles the plugin and a Java harness (no node)
+
+
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory) -> Harness:
     return compile_harness(HARNESS, tmp_path_factory.mktemp("kernels"))

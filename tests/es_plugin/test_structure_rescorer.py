@@ -1,7 +1,7 @@
 """The plugin's ``eqsearch_structure`` rescorer on a real node that has it: the same hits with the same scores (to the
 last bit, so the same ranking and the same ties) as the plain ``function_score`` rescore, on the shipped labelled
-equations (families of one formula in several notations) and, where the shared folder holds it, the first formulas of
-the ARQMath-1 development collection and its topics, for every variant the engine sends (sizes of the larger formula
+equations (families of one formula in several notations) and the first formulas of the ARQMath-1 development
+collection and its topics (the excerpt in tests/data), for every variant the engine sends (sizes of the larger formula
 or of the query, spans of an older index, a first stage); and hostile bodies answered with a 400 that names what is
 wrong.
 

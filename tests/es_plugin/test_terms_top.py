@@ -50,8 +50,8 @@ def segmented(collection, top_client):
     for part in range(4):
         actions = [{"_index": target, "_id": d["_id"], "_source": d["_source"]} for d in docs[part::4]]
         assert bulk_index(top_client, actions, refresh="wait_for").failed == 0
-    for doc in docs[::9]:
-        top_client.delete(index=target, id=doc["_id"], refresh="wait_for")
+    deletes = [{"_op_type": "delete", "_index": target, "_id": doc["_id"]} for doc in docs[::9]]
+    assert bulk_index(top_client, deletes, refresh="wait_for").failed == 0
     segments = top_client.indices.segments(index=target)["indices"][target]["shards"]["0"][0]["num_search_segments"]
     assert segments >= 2
     yield target

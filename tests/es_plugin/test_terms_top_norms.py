@@ -15,6 +15,9 @@ from java_harness import compile_harness, run_harness
 HARNESS = Path(__file__).with_name("TermAtATimeParity.java")
 
 
+pytestmark = pytest.mark.slow  # compiles the plugin and a Java harness (no node)
+
+
 @pytest.fixture(scope="module")
 def lines(tmp_path_factory) -> list[str]:
     harness = compile_harness(HARNESS, tmp_path_factory.mktemp("termsnorms"))

@@ -33,6 +33,7 @@ def dist_dir() -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_the_plugin_builds_against_the_distributions_jars_into_one_installable_zip(dist_dir, tmp_path):
     source = plugin_source()
     assert source is not None  # the tests run from the repository
