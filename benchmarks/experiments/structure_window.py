@@ -20,13 +20,14 @@ with the window BM25 of today's plugin requests (posting lists) beside the same 
 ``eqsearch_terms``: no ``_termvectors`` request) and the default whose client chooses them from an empty term cache
 (a ``_termvectors`` request every query, as for a query of new rare terms). Run from the repository root::
 
-    .venv/bin/python benchmarks/structure_window.py build --prefix eqsearch-eval-XXXX --distractors hybdev-equations \
-        --into h26bag --bundle DIR
-    .venv/bin/python benchmarks/structure_window.py recall --into h26bag --bundle DIR
-    .venv/bin/python benchmarks/structure_window.py quality --into h26bag --bundle DIR
-    EQSEARCH_ES_URL=http://127.0.0.1:9260 .venv/bin/python benchmarks/structure_window.py forward --into h26bag \
+    .venv/bin/python benchmarks/experiments/structure_window.py build --prefix eqsearch-eval-XXXX \
+        --distractors hybdev-equations --into h26bag --bundle DIR
+    .venv/bin/python benchmarks/experiments/structure_window.py recall --into h26bag --bundle DIR
+    .venv/bin/python benchmarks/experiments/structure_window.py quality --into h26bag --bundle DIR
+    export EQSEARCH_ES_URL=http://127.0.0.1:9260
+    .venv/bin/python benchmarks/experiments/structure_window.py forward --into h26bag \
         --from-url http://127.0.0.1:9200 --to h26fwd
-    EQSEARCH_ES_URL=http://127.0.0.1:9260 .venv/bin/python benchmarks/structure_window.py cost --into h26fwd \
+    .venv/bin/python benchmarks/experiments/structure_window.py cost --into h26fwd \
         --bundle DIR --windows 300 --forward
 """
 
@@ -37,10 +38,11 @@ import dataclasses
 import itertools
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from devset import add_dev_files, fill_dev_files
 from eqsearch.engine.es import EsConfig, connect
 from eqsearch.engine.index.forward_index import analysed_terms, forward_index_value
 from eqsearch.engine.index.mappings import (
@@ -63,6 +65,9 @@ from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
 from eqsearch.engine.search.service import SearchService
 from eqsearch.evaluation.formulas import formula_ranking, read_formula_file
 from eqsearch.evaluation.trec import evaluate_run, read_qrels
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the siblings imported below
+from devset import add_dev_files, fill_dev_files
 from plugin_measure import create_equations_copy, equations_mapping, interleaved_cpu, node_cpu_ms
 
 #: A scan of every document with its vectors (Elasticsearch 9 leaves dense vectors out of ``_source`` by default:

@@ -12,8 +12,8 @@ ARQMath's prime measures at depth 1000. The first two variants reproduce ``plugi
 index: the default ranker, and the MaxSim ranker as it was before update 15 (512-d, top 100; checked). Run from the
 repository root::
 
-    OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/maxsim_variants.py fit --out /tmp/proj.npz
-    OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/maxsim_variants.py quality --prefix P \\
+    OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/experiments/maxsim_variants.py fit --out /tmp/proj.npz
+    OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/experiments/maxsim_variants.py quality --prefix P \\
         --projection /tmp/proj.npz
 
 Prints one JSON line per variant.
@@ -23,16 +23,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from devset import add_dev_files, fill_dev_files
 from eqsearch.engine.model.featurize import featurize_many
 from eqsearch.engine.model.nodes import load_node_encoder
 from eqsearch.engine.search.maxsim import maxsim_rerank, maxsim_scores
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the siblings imported below
+from devset import add_dev_files, fill_dev_files
 
 CORPUS = Path.home() / ".cache" / "eqsearch" / "corpus" / "real-latex" / "papers.jsonl"
 RANKER = "structure+embedding+rerank+maxsim"

@@ -2,7 +2,7 @@
 --keep`): every share searches the same indices with the default's structure, rerank and first stage, the kNN
 weighed ``share`` and the structure ``1 - share``; prints nDCG′, MAP′ and P′@10 per share (development topics only).
 
-    python benchmarks/embedding_share.py --prefix eqsearch-eval-XXXXXXXX --bundle BUNDLE \\
+    python benchmarks/experiments/embedding_share.py --prefix eqsearch-eval-XXXXXXXX --bundle BUNDLE \\
         --topics T.tsv --qrels Q.txt --shares 0,0.05,0.1,0.2,0.3
 """
 

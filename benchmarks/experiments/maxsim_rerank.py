@@ -7,8 +7,8 @@ then searched through the production `SearchService` exactly as ``eqsearch evalu
 is measured with ``time.process_time`` around the service's rerank step, on the first page of each topic (cold
 candidate cache: the cost a new query pays), median over the topics. Run from the repository root::
 
-    OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/maxsim_rerank.py grid     # every variant's figures
-    OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/maxsim_rerank.py cost     # bytes, encode ms, fetch ms
+    OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/experiments/maxsim_rerank.py grid   # each variant
+    OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/experiments/maxsim_rerank.py cost   # bytes, ms
 
 ``cost`` compares the two places node vectors could live: computed at rerank time from the candidates' stored
 MathML (one fetch, featurize, the node-states sidecar), or stored per equation as a ``binary`` field (int8 or
@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from devset import add_dev_argument, dev_dir
 from eqsearch.engine.es import EsConfig, connect
 from eqsearch.engine.latex import KatexConverter
 from eqsearch.engine.model import load_encoder
@@ -42,6 +41,9 @@ from eqsearch.engine.search.maxsim import maxsim_scores
 from eqsearch.engine.search.rankers import get_ranker
 from eqsearch.evaluation.formulas import IndexedCollection, formula_ranking, indexed_collection, read_formula_file
 from eqsearch.evaluation.trec import evaluate_run, read_qrels
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the siblings imported below
+from devset import add_dev_argument, dev_dir
 
 
 def _with_maxsim(

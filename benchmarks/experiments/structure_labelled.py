@@ -3,7 +3,7 @@ shipped graph network's rows (`eqsearch evaluate labelled --bundle` scores one b
 `evaluation.labelled.encode_labelled_set` keeps with the shipped graph bundle (and its bag of words), converted again
 with KaTeX and encoded with the given bundle (cosine of the stored vectors).
 
-    python benchmarks/structure_labelled.py --bundle BUNDLE [--json OUT.json]
+    python benchmarks/experiments/structure_labelled.py --bundle BUNDLE [--json OUT.json]
 """
 
 from __future__ import annotations
