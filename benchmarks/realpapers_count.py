@@ -31,7 +31,7 @@ DISPLAYS = (
 )
 VERBATIM = r"verbatim\*?|Verbatim\*?|lstlisting|minted|comment|filecontents\*?|tcblisting|BVerbatim|LVerbatim"
 INPUT = re.compile(
-    r"\\(?:input|include|subfile)\s*\{([^{}]+)\}|\\input\s+([^\s{}\\%]+)|\\(?:sub)?import\*?\s*\{([^{}]*)\}\s*\{([^{}]+)\}"
+    r"\\(?:input|include|subfile)\s*\{\{?([^{}]+)\}?\}|\\input\s+([^\s{}\\%]+)|\\(?:sub)?import\*?\s*\{([^{}]*)\}\s*\{([^{}]+)\}"
 )
 
 
