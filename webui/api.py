@@ -12,13 +12,16 @@ from typing import Any
 from eqsearch.engine.search.results import EquationHit, SearchResults
 from eqsearch.webui.openapi import openapi_document
 from eqsearch.webui.provenance import provenance, source_version
-from eqsearch.webui.query import QueryError, parse_query, search_args_of_body
+from eqsearch.webui.query import QueryError, int_parameter, parse_query, search_args_of_body
 from eqsearch.webui.sanitize import sanitize_highlight, sanitize_mathml
 from eqsearch.webui.security import require_admin
 from eqsearch.webui.services import InvalidRequestError, NotFoundError, WebServices
 from flask import Blueprint, current_app, jsonify, request
 
 bp = Blueprint("api", __name__)
+
+#: The most neighbours ``/api/equations/<id>/similar`` gives.
+MAX_SIMILAR = 100
 
 
 def services() -> WebServices:
@@ -71,7 +74,7 @@ def search():
     config = current_app.extensions["eqsearch.config"]
     try:
         args = search_args_of_body(request.get_json(silent=True)) if request.method == "POST" else request.args
-        query = parse_query(args, page_size=config.page_size, group_by_paper=False)
+        query = parse_query(args, page_size=config.page_size, group_by_paper=False, strict=True)
     except QueryError as error:
         raise InvalidRequestError(str(error)) from None
     if not (query.has_formula or query.has_keywords):
@@ -92,11 +95,9 @@ def equation(eq_id: str):
 def similar(eq_id: str):
     """The equations nearest to a stored one (``size``: how many, default 10)."""
     try:
-        size = int(request.args.get("size", "10"))
-    except ValueError:
-        raise InvalidRequestError(f"'size' must be a whole number, got {request.args.get('size')!r}") from None
-    if not 1 <= size <= 100:
-        raise InvalidRequestError(f"'size' must lie in 1..100, got {size}")
+        size = int_parameter(request.args, "size", 10, 1, MAX_SIMILAR, strict=True) or 10
+    except QueryError as error:
+        raise InvalidRequestError(str(error)) from None
     return jsonify(results_json(services().similar(eq_id, size=size)))
 
 
@@ -122,8 +123,10 @@ def render():
         if not isinstance(body, dict) or not isinstance(body.get("latex"), str):
             raise InvalidRequestError('send a JSON object {"latex": "..."}')
         latex = body["latex"]
-    else:
-        latex = request.args.get("latex", "")
+    elif "latex" in request.args:
+        latex = request.args["latex"]
+    else:  # the parameter is required; an empty one (?latex=) is an empty preview
+        raise InvalidRequestError('give the formula as ?latex=... (or POST a JSON object {"latex": "..."})')
     if not latex.strip():
         return jsonify(ok=True, mathml="", status="empty", message=None)
     result = services().render(latex)
@@ -152,14 +155,22 @@ def start_job():
     Answers 202.
 
     The same path again resumes its job; ``restart: true`` reads everything again; ``inline: false`` indexes the
-    display equations only.
+    display equations only. The path must start with ``/`` and the flags be booleans (or null) as the OpenAPI document
+    says (400); a path outside ``EQSEARCH_INGEST_ROOT`` is a 403, one that does not exist a 422, a running job a 409.
     """
     require_admin()
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or not isinstance(body.get("path"), str):
         raise InvalidRequestError('send a JSON object {"path": "/absolute/path/on/the/server"}')
-    inline = body.get("inline") is not False
-    return jsonify(services().start_job(body["path"], restart=body.get("restart") is True, inline=inline)), 202
+    if not body["path"].startswith("/"):  # the admin form also takes ~ and spaces around; the API takes the path
+        raise InvalidRequestError(f"'path' must be an absolute path, starting with /, got {body['path'][:200]!r}")
+    flags: dict[str, bool] = {}
+    for name, default in (("restart", False), ("inline", True)):
+        value = body.get(name)
+        if value is not None and not isinstance(value, bool):
+            raise InvalidRequestError(f"'{name}' must be true or false")
+        flags[name] = default if value is None else value
+    return jsonify(services().start_job(body["path"], **flags)), 202
 
 
 @bp.post("/jobs/<job_id>/resume")

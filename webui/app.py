@@ -156,7 +156,8 @@ def _register_error_pages(app: Flask) -> None:
 
     @app.errorhandler(InvalidRequestError)
     def _invalid(error: InvalidRequestError):
-        return error_response(400, "invalid_request", error.message)
+        # 400, or the status of its kind: 409 (a conflict with the job's state), 403 or 422 (an ingest path)
+        return error_response(error.http_status, error.error_code, error.message)
 
     @app.errorhandler(AdminRefused)
     def _refused(error: AdminRefused):
@@ -174,7 +175,12 @@ def _register_error_pages(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def _http(error: HTTPException):
         code = (error.name or "error").lower().replace(" ", "_")
-        return error_response(error.code or 500, code, error.description or error.name)
+        response = make_response(error_response(error.code or 500, code, error.description or error.name))
+        # werkzeug's own headers of the error: a 405's Allow (RFC 9110 requires it), a 401's WWW-Authenticate, ...
+        for name, value in error.get_headers():
+            if name.lower() != "content-type":
+                response.headers[name] = value
+        return response
 
     @app.errorhandler(Exception)
     def _internal(error: Exception):

@@ -1,8 +1,9 @@
 """Ingest jobs started, listed and resumed from the web: the admin pages' and the API's half that runs ingest.
 
 A part of `eqsearch.webui.services.WebServices` (which views call), kept in a module of its own. Jobs run in threads
-of the web process (`eqsearch.ingest.jobs.JobRunner`); a path to ingest must be absolute, exist, and lie under
-``EQSEARCH_INGEST_ROOT`` when that is set. Job ids derive from the path, so the same path again resumes its job.
+of the web process (`eqsearch.ingest.jobs.JobRunner`); a path to ingest must be absolute (400 otherwise), lie under
+``EQSEARCH_INGEST_ROOT`` when that is set (403) and exist (422). Job ids derive from the path, so the same path again
+resumes its job; starting a running job or resuming one that is neither failed nor interrupted is a conflict (409).
 """
 
 from __future__ import annotations
@@ -10,7 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from eqsearch.engine.errors import EqsearchError
-from eqsearch.webui.service_base import BackendUnavailableError, InvalidRequestError, NotFoundError, ServicesCore
+from eqsearch.webui.service_base import (
+    BackendUnavailableError,
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    PathForbiddenError,
+    PathMissingError,
+    ServicesCore,
+)
 
 #: Equations per bulk flush of a job started from the web: small, so that progress moves visibly.
 JOB_BATCH_EQUATIONS = 50
@@ -55,15 +64,24 @@ class JobOperations(ServicesCore):
         text = raw.strip()
         if not text:
             raise InvalidRequestError("give the path of a file or folder to ingest")
-        path = Path(text).expanduser()
+        if "\x00" in text:  # no file name holds one, and the file system calls below refuse it with a ValueError
+            raise InvalidRequestError("the path holds a NUL character; no file name does")
+        try:
+            path = Path(text).expanduser()
+        except RuntimeError:  # ~name of no user
+            path = Path(text)
         if not path.is_absolute():
             raise InvalidRequestError(f"{text!r} is not an absolute path; give the full path on the server")
-        path = path.resolve()
-        root = self.config.ingest_root
-        if root is not None and not path.is_relative_to(root.resolve()):
-            raise InvalidRequestError(f"{path} is outside the ingest folder {root}; ingest only reads under it")
-        if not path.exists():
-            raise InvalidRequestError(f"{path} does not exist on the server")
+        try:
+            path = path.resolve()
+            root = self.config.ingest_root
+            if root is not None and not path.is_relative_to(root.resolve()):
+                raise PathForbiddenError(f"{path} is outside the ingest folder {root}; ingest only reads under it")
+            exists = path.exists()
+        except OSError as error:  # a name too long for the file system, a loop of links: nothing there to read
+            raise PathMissingError(f"{text[:200]!r} cannot be looked up on the server ({error.strerror})") from None
+        if not exists:
+            raise PathMissingError(f"{path} does not exist on the server")
         return str(path)
 
     def start_job(
@@ -84,8 +102,10 @@ class JobOperations(ServicesCore):
             The job's record.
 
         Raises:
-            InvalidRequestError: the path is not absolute, outside the ingest folder or missing; or that job is
-                already running; or no model bundle can be loaded.
+            InvalidRequestError: the path is not absolute, or no model bundle can be loaded.
+            PathForbiddenError: the path is outside the ingest folder.
+            PathMissingError: the path does not exist.
+            ConflictError: that job is already running.
         """
         return self._launch((self._check_path(raw_path),), inline=inline, wait=wait, restart=restart)
 
@@ -94,11 +114,11 @@ class JobOperations(ServicesCore):
 
         Raises:
             NotFoundError: no job has that id.
-            InvalidRequestError: the job is running or finished.
+            ConflictError: the job is running or finished.
         """
         record = self.job(job_id)
         if not record["resumable"]:
-            raise InvalidRequestError(f"job {job_id} is {record['state']}; only a failed or interrupted job resumes")
+            raise ConflictError(f"job {job_id} is {record['state']}; only a failed or interrupted job resumes")
         inline = (record.get("options") or {}).get("inline") is not False  # as the job was started
         return self._launch(tuple(record.get("sources") or ()), inline=inline, wait=wait, job_id=job_id)
 
@@ -127,7 +147,7 @@ class JobOperations(ServicesCore):
         try:  # without `wait`, returns once the job has written its document, so that its page shows real figures
             self.runner.start_job(encoder, config, wait=wait, since=self._job_updated_at(job_id))
         except AlreadyRunningError as error:
-            raise InvalidRequestError(error.message) from error
+            raise ConflictError(error.message) from error
         return self.job(job_id)
 
     def _job_updated_at(self, job_id: str) -> str | None:

@@ -29,9 +29,12 @@ from eqsearch.webui.index_operations import IndexOperations, IndexRow
 from eqsearch.webui.job_operations import JOB_BATCH_EQUATIONS, JobOperations
 from eqsearch.webui.service_base import (
     BackendUnavailableError,
+    ConflictError,
     InvalidRequestError,
     NotFoundError,
     NotIndexedError,
+    PathForbiddenError,
+    PathMissingError,
 )
 
 if TYPE_CHECKING:
@@ -46,10 +49,13 @@ __all__ = [
     "JOB_BATCH_EQUATIONS",
     "MAX_RENDER_CHARS",
     "BackendUnavailableError",
+    "ConflictError",
     "IndexRow",
     "InvalidRequestError",
     "NotFoundError",
     "NotIndexedError",
+    "PathForbiddenError",
+    "PathMissingError",
     "WebServices",
     "init_app",
 ]

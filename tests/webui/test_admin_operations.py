@@ -68,13 +68,16 @@ def test_jobs_through_the_api_with_a_bearer_token(fresh_app, tmp_path):
     relative = client.post("/api/jobs", json={"path": "relative/path"}, headers=bearer)
     assert relative.status_code == 400 and "absolute" in relative.get_json()["error"]["message"]
     missing = client.post("/api/jobs", json={"path": str(tmp_path / "missing")}, headers=bearer)
-    assert missing.status_code == 400 and "does not exist" in missing.get_json()["error"]["message"]
+    assert missing.status_code == 422 and "does not exist" in missing.get_json()["error"]["message"]
+    assert missing.get_json()["error"]["code"] == "path_not_found"
     started = client.post("/api/jobs", json={"path": str(CORPUS / "latex")}, headers=bearer)
     assert started.status_code == 202
     job_id = started.get_json()["job_id"]
     fresh_app.extensions["eqsearch.services"].runner.jobs[job_id].join(timeout=120)
     job = client.get(f"/api/jobs/{job_id}", headers=bearer).get_json()
     assert job["state"] == "finished" and job["counts"]["equations_indexed"] == 5
+    finished = client.post(f"/api/jobs/{job_id}/resume", headers=bearer)  # only a failed or interrupted job resumes
+    assert finished.status_code == 409 and finished.get_json()["error"]["code"] == "conflict"
     citations = client.get("/api/papers/latex/heat").get_json()["citations_out"]
     assert citations == [{"paper_id": "math/0001001", "indexed": False, "title": None}]
     inline = job["counts"]["inline_indexed"]

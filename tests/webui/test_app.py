@@ -204,6 +204,39 @@ def test_openapi_document_lists_the_api():
         assert path in document["paths"]
 
 
+@pytest.mark.parametrize("method", ["TRACE", "PUT", "DELETE", "PATCH"])
+def test_an_undeclared_method_is_a_405_with_allow(method):
+    response = dead_app().test_client().open("/api/search", method=method)
+    assert response.status_code == 405 and response.get_json()["error"]["code"] == "method_not_allowed"
+    assert set(response.headers["Allow"].split(", ")) == {"GET", "HEAD", "OPTIONS", "POST"}
+
+
+def test_render_needs_its_parameter():
+    client = dead_app().test_client()  # refused before KaTeX: no converter needed
+    missing = client.get("/api/render")
+    assert missing.status_code == 400 and missing.get_json()["error"]["code"] == "invalid_request"
+    assert "?latex=" in missing.get_json()["error"]["message"]
+    no_body = client.post("/api/render")
+    assert no_body.status_code == 400 and "JSON object" in no_body.get_json()["error"]["message"]
+    assert client.get("/api/render", query_string={"latex": " "}).get_json()["status"] == "empty"
+
+
+def test_an_api_job_path_is_checked_before_anything_runs(tmp_path):
+    client = dead_app(INGEST_ROOT=str(tmp_path)).test_client()
+
+    def start(body):
+        response = client.post("/api/jobs", json=body, headers=BEARER)
+        return response.status_code, response.get_json()["error"]["code"]
+
+    assert start({"path": "relative/path"}) == (400, "invalid_request")
+    assert start({"path": " /leading/space"}) == (400, "invalid_request")  # the API takes the path as it is
+    assert start({"path": "/a\x00b"}) == (400, "invalid_request")
+    assert start({"path": str(tmp_path), "restart": "yes"}) == (400, "invalid_request")
+    assert start({"path": "/etc"}) == (403, "path_forbidden")
+    assert start({"path": str(tmp_path / "missing")}) == (422, "path_not_found")
+    assert start({"path": str(tmp_path / ("x" * 5000))}) == (422, "path_not_found")  # too long for a file name
+
+
 def test_a_malformed_query_variable_is_a_400_saying_where():
     client = dead_app().test_client()  # refused before any search: no backend needed
     response = client.get("/api/search", query_string={"latex": "?a^2 + ?1b"})
