@@ -1,46 +1,124 @@
-"""The OpenAPI 3.1 document served at ``/api/openapi.json`` (kept next to the views it describes, in code)."""
+"""The OpenAPI 3.1 document served at ``/api/openapi.json``, kept in code next to the views it describes.
+
+Clients are generated from it, so it says what the server does, no more and no less: each parameter with the
+constraints the views enforce (lengths, ranges, enumerations, the JSON type of every body field, which fields a body
+needs), every status each operation can answer with its error body, and the admin API's two ways in (a Bearer token,
+or the admin session's cookie with its CSRF header). ``tests/webui/test_openapi_contract.py`` holds the server to it
+with schemathesis. Where JSON Schema cannot state a rule (a reversed year range, a malformed query variable, "a
+formula or keywords" across two query parameters) the 400 response says it in words.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from eqsearch import __version__
-from eqsearch.engine.search.query import FUSIONS
+from eqsearch.engine.search.query import FUSIONS, INLINE_CHOICES, MAX_PAGE_SIZE
+from eqsearch.webui.query import MAX_KEYWORDS_CHARS, MAX_LATEX_CHARS, MAX_PAGE, YEAR_RANGE
+from eqsearch.webui.services import MAX_RENDER_CHARS
+
+#: What Python's ``str.strip()`` removes (``str.isspace``), spelled out: a search needs a formula or keywords that
+#: are more than these. Listed rather than written ``\s``, whose meaning differs between regex dialects.
+_WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+#: A string holding something besides white space (JSON Schema's ``pattern`` is unanchored).
+NOT_BLANK = f"[^{_WHITESPACE}]"
+
+#: Session cookie and CSRF header of the admin pages (`eqsearch.webui.app`, `eqsearch.webui.security`).
+SESSION_COOKIE = "eqsearch_session"
+CSRF_HEADER = "X-CSRF-Token"
+#: The request line gunicorn reads at most (``limit_request_line``), past which it answers 414.
+REQUEST_LINE_LIMIT = 4094
+
+_ERROR_REF = "#/components/schemas/Error"
 
 
 def _param(name: str, description: str, schema: dict[str, Any], where: str = "query", required: bool = False) -> dict:
     return {"name": name, "in": where, "required": required, "description": description, "schema": schema}
 
 
-def _body(field: str, **optional: dict[str, Any]) -> dict[str, Any]:
-    schema = {"type": "object", "properties": {field: {"type": "string"}, **optional}, "required": [field]}
-    return {"content": {"application/json": {"schema": schema}}}
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def _json(schema_ref: str, description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": {"$ref": schema_ref}}}}
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
 
 
-_ERRORS = {
-    "400": _json("#/components/schemas/Error", "The request is malformed (the message says which parameter)."),
-    "404": _json("#/components/schemas/Error", "No such equation, paper or job."),
-    "503": _json("#/components/schemas/Error", "Elasticsearch is not answering."),
-}
-_ADMIN_ERRORS = {
-    **_ERRORS,
-    "401": _json("#/components/schemas/Error", "No or wrong admin token."),
-    "403": _json("#/components/schemas/Error", "Admin is switched off, or a session request lacks its CSRF token."),
-}
-_ID = {"type": "string"}
+def _error(description: str, *codes: str) -> dict[str, Any]:
+    """An error response: the ``Error`` body, its ``code`` one of `codes`."""
+    schema = {
+        "allOf": [
+            {"$ref": _ERROR_REF},
+            {"properties": {"error": {"properties": {"code": {"type": "string", "enum": list(codes)}}}}},
+        ]
+    }
+    return _json(schema, description)
 
 
-def openapi_document(server_url: str) -> dict[str, Any]:
-    """The API's OpenAPI description.
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` or null (a JSON body's null means the parameter is absent)."""
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        nullable = {**schema, "type": [kind, "null"]}
+        if "enum" in schema:
+            nullable["enum"] = [*schema["enum"], None]
+        return nullable
+    return {"anyOf": [schema, {"type": "null"}]}
 
-    Args:
-        server_url: the base URL the document lists as its server.
+
+def _responses(*statuses: str, bad_request: str, **answers: dict[str, Any]) -> dict[str, Any]:
+    """An operation's responses: the errors of `statuses` (their shared wording), and `answers` (status -> response:
+    its successes, and errors worded for it alone).
+
+    Every operation may get 400 (`bad_request`, or gunicorn's refusal of a request it cannot read), 414 and 431 (an
+    over-long request line or headers: gunicorn refuses them before the app sees them).
     """
-    search_params = [
+    known = {
+        "401": _error(
+            "No admin credentials, or the Bearer token is not the admin token.",
+            "unauthorized",
+        ),
+        "403": _error(
+            "Admin is switched off (the server has no EQSEARCH_ADMIN_TOKEN: admin_disabled), or a request on the "
+            f"admin session lacks its {CSRF_HEADER} header (csrf).",
+            "admin_disabled",
+            "csrf",
+        ),
+        "404": _error("No such equation, paper or job (or no such URL).", "not_found"),
+        "409": _error(
+            "The job's state refuses the request: it is already running, or it is neither failed nor interrupted.",
+            "conflict",
+        ),
+        "413": _error("The body is larger than 64 KiB.", "request_entity_too_large"),
+        "503": _error(
+            "Elasticsearch is not answering (backend_unavailable), nothing is indexed yet (not_indexed), or another "
+            "part of the service (KaTeX, the model bundle) is broken (unavailable).",
+            "backend_unavailable",
+            "not_indexed",
+            "unavailable",
+        ),
+    }
+    responses: dict[str, Any] = {}
+    responses["400"] = _error(
+        bad_request + " Also: a request the server cannot read as HTTP (bad_request).",
+        "invalid_request",
+        "bad_request",
+    )
+    for status in statuses:
+        responses[status] = known[status]
+    responses["414"] = _error(
+        f"The request line is longer than {REQUEST_LINE_LIMIT:,} bytes (gunicorn's limit, as URL-encoded: a "
+        "formula's non-ASCII characters take up to 12 bytes each); send a long formula by POST.",
+        "request_line_too_long",
+    )
+    responses["431"] = _error("The request's headers are too large.", "headers_too_large")
+    responses.update(answers)
+    return dict(sorted(responses.items()))
+
+
+def _search_params() -> list[dict[str, Any]]:
+    low, high = YEAR_RANGE
+    return [
         _param(
             "latex",
             "A formula in LaTeX. It may hold query variables: ? then a letter, then letters or digits (?a, ?x1), each "
@@ -49,19 +127,27 @@ def openapi_document(server_url: str) -> dict[str, Any]:
             "With variables, only the formulas the pattern matches come back (from the 300 nearest structural "
             "candidates). \\? is a literal question mark, and so is a ? followed by a space, an operator or the "
             "end. A malformed variable (?1x, ??, ?{a}, one inside \\text{...} or an environment's name) is a 400 "
-            "saying where.",
-            {"type": "string", "maxLength": 4000},
+            "saying where. The length limit counts the characters sent, white space around included.",
+            {"type": "string", "maxLength": MAX_LATEX_CHARS},
         ),
-        _param("q", "Keywords.", {"type": "string", "maxLength": 1000}),
+        _param("q", "Keywords.", {"type": "string", "maxLength": MAX_KEYWORDS_CHARS}),
         _param(
             "w",
             "Formula <-> keywords balance: 1 ranks by the formula only, 0 by the keywords only.",
             {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5},
         ),
-        _param("cat", "A category to keep (repeat for several).", {"type": "array", "items": {"type": "string"}}),
-        _param("from", "First publication year.", {"type": "integer"}),
-        _param("to", "Last publication year.", {"type": "integer"}),
-        _param("paper", "Keep only this paper's equations.", _ID),
+        _param(
+            "cat",
+            "Categories to keep (repeat the parameter, or separate them by spaces or commas).",
+            {"type": "array", "items": {"type": "string"}},
+        ),
+        _param(
+            "from",
+            "First publication year (not after `to`).",
+            {"type": "integer", "minimum": low, "maximum": high},
+        ),
+        _param("to", "Last publication year.", {"type": "integer", "minimum": low, "maximum": high}),
+        _param("paper", "Keep only this paper's equations.", {"type": "string"}),
         _param(
             "fusion",
             "How the formula and the keywords combine: evidence (the formula ranks equations, the words re-weigh "
@@ -72,28 +158,63 @@ def openapi_document(server_url: str) -> dict[str, Any]:
             "inline",
             "Inline formulas of the running text (those of three symbols or more are indexed): searched with the "
             "display equations (include), left out (exclude: displays only), or alone (only).",
-            {"type": "string", "enum": ["include", "exclude", "only"], "default": "include"},
+            {"type": "string", "enum": list(INLINE_CHOICES), "default": INLINE_CHOICES[0]},
         ),
-        _param("group", "Group results by paper.", {"type": "boolean", "default": False}),
+        _param(
+            "group",
+            "Group results by paper (true or false; 1/0 and yes/no are read too).",
+            {"type": "boolean", "default": False},
+        ),
         _param(
             "highlight",
             "Say which parts of each hit's formula matched the query formula (formula_highlight); false saves the "
             "server ~0.35 ms of CPU per hit for clients that do not show them.",
             {"type": "boolean", "default": True},
         ),
-        _param("page", "1-based page.", {"type": "integer", "minimum": 1, "default": 1}),
-        _param("size", "Hits (or groups) per page.", {"type": "integer", "minimum": 1, "maximum": 100}),
+        _param("page", "1-based page.", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1}),
+        _param(
+            "size",
+            "Hits (or groups) per page (default: the server's page size, 10 unless configured).",
+            {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE},
+        ),
     ]
+
+
+def _search_body(params: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON body of ``POST /api/search``: the GET parameters by name, with JSON types."""
+    properties: dict[str, Any] = {}
+    for param in params:
+        name, schema = param["name"], param["schema"]
+        if name == "cat":
+            schema = {"anyOf": [{"type": "string"}, schema]}
+        properties[name] = {**_nullable(schema), "description": param["description"]}
+    return {
+        "type": "object",
+        "description": "The GET parameters by name, each of its JSON type or null (absent); `cat` a string or a list "
+        "of strings. It needs a formula or keywords: `latex` or `q` holding more than white space.",
+        "properties": properties,
+        "additionalProperties": False,
+        "anyOf": [
+            {"required": [name], "properties": {name: {"type": "string", "pattern": NOT_BLANK}}}
+            for name in ("latex", "q")
+        ],
+        "example": {"latex": "\\sum_{i=1}^n x_i^2", "q": "inequality", "cat": ["math.CA"], "page": 1},
+    }
+
+
+def _schemas() -> dict[str, Any]:
     hit = {
         "type": "object",
         "properties": {
-            "eq_id": _ID,
-            "paper_id": _ID,
+            "eq_id": {"type": "string"},
+            "paper_id": {"type": "string"},
             "latex": {"type": "string"},
             "mathml": {"type": ["string", "null"], "description": "Sanitised Presentation MathML."},
             "section_title": {"type": "string"},
             "context": {"type": "string"},
             "score": {"type": "number"},
+            "formula_score": {"type": ["number", "null"], "description": "The formula side's score, if it matched."},
+            "text_score": {"type": ["number", "null"], "description": "The words' BM25 score, if they matched."},
             "matched": {"type": "string", "enum": ["formula", "text", "both"]},
             "channels": {
                 "type": "array",
@@ -117,24 +238,28 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                 "description": "An inline formula of the running text (id `<paper key>:i<number>`), not a display "
                 "equation.",
             },
-            "formula_highlight": {"oneOf": [{"$ref": "#/components/schemas/FormulaHighlight"}, {"type": "null"}]},
-            "source": {
-                "type": "object",
-                "description": "Where the document comes from: `collection` (arXiv, the ingested folder such as a "
-                "manual's package, Python docstrings), `document` (the arXiv id with its version, the page, the "
-                "module) and `url` (arXiv papers only, else null).",
-                "properties": {
-                    "collection": {"type": "string"},
-                    "document": {"type": "string"},
-                    "url": {"type": ["string", "null"]},
-                },
-            },
+            "formula_highlight": {"oneOf": [_ref("FormulaHighlight"), {"type": "null"}]},
+            "source": _ref("Source"),
+        },
+    }
+    hit["required"] = list(hit["properties"])  # `api.hit_json` writes every field, null where there is nothing
+    source = {
+        "type": "object",
+        "description": "Where the document comes from: `collection` (arXiv, the ingested folder such as a manual's "
+        "package, Python docstrings), `document` (the arXiv id with its version, the page, the module) and `url` "
+        "(arXiv papers only, else null).",
+        "required": ["collection", "document", "url"],
+        "properties": {
+            "collection": {"type": "string"},
+            "document": {"type": "string"},
+            "url": {"type": ["string", "null"]},
         },
     }
     formula_highlight = {
         "type": "object",
         "description": "Which parts of the hit's formula matched the query formula (null: none, no MathML, or no "
         'formula in the query). In `mathml` the same elements carry class="eqsearch-match".',
+        "required": ["kind", "nodes", "bindings"],
         "properties": {
             "kind": {
                 "type": "string",
@@ -162,12 +287,107 @@ def openapi_document(server_url: str) -> dict[str, Any]:
             },
         },
     }
+    group = {
+        "type": "object",
+        "description": "One paper and its matching equations, best first (`group=true`).",
+        "required": ["paper_id", "title", "authors", "year", "categories", "abstract", "score", "equations", "source"],
+        "properties": {
+            "paper_id": {"type": "string"},
+            "title": {"type": "string"},
+            "authors": {"type": "array", "items": {"type": "string"}},
+            "year": {"type": ["integer", "null"]},
+            "categories": {"type": "array", "items": {"type": "string"}},
+            "abstract": {"type": "string"},
+            "score": {"type": "number"},
+            "equations": {"type": "array", "items": _ref("EquationHit")},
+            "source": _ref("Source"),
+        },
+    }
+    results = {
+        "type": "object",
+        "required": ["total", "page", "size", "hits", "groups", "latex_error", "warnings", "took_ms"],
+        "properties": {
+            "total": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Equations (papers when grouped) matched, as far as the fused candidate lists reach: a "
+                "formula search ranks its nearest candidates, not the whole index, and keyword matches are counted "
+                "up to 1,000.",
+            },
+            "page": {"type": "integer", "minimum": 1},
+            "size": {"type": "integer", "minimum": 1},
+            "hits": {
+                "type": "array",
+                "items": _ref("EquationHit"),
+                "description": "The page's equations (empty when grouped: see groups).",
+            },
+            "groups": {"type": "array", "items": _ref("PaperGroup")},
+            "latex_error": {"type": ["string", "null"], "description": "Set when the LaTeX did not parse."},
+            "warnings": {"type": "array", "items": {"type": "string"}},
+            "took_ms": {"type": "number", "minimum": 0},
+        },
+    }
+    equation = {
+        "type": "object",
+        "description": "A stored equation document as indexed (its vector left out) with its paper's fields; "
+        "`mathml` sanitised. More fields than these may come.",
+        "required": ["eq_id", "paper_id", "latex", "mathml"],
+        "properties": {
+            "eq_id": {"type": "string"},
+            "paper_id": {"type": "string"},
+            "latex": {"type": "string"},
+            "mathml": {"type": ["string", "null"], "description": "Sanitised Presentation MathML."},
+            "inline": {"type": "boolean"},
+            "number": {"type": "integer"},
+            "section_title": {"type": ["string", "null"]},
+            "context": {"type": ["string", "null"]},
+            "title": {"type": ["string", "null"]},
+            "authors": {"type": "array", "items": {"type": "string"}},
+            "year": {"type": ["integer", "null"]},
+            "categories": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    paper = {
+        "type": "object",
+        "description": "A stored paper with its display equations by section, the papers it cites (`citations_out`) "
+        "and the indexed papers citing it (`cited_by`). More fields than these may come.",
+        "required": ["paper_id", "sections", "cited_by", "inline_count"],
+        "properties": {
+            "paper_id": {"type": "string"},
+            "title": {"type": ["string", "null"]},
+            "authors": {"type": "array", "items": {"type": "string"}},
+            "year": {"type": ["integer", "null"]},
+            "categories": {"type": "array", "items": {"type": "string"}},
+            "sections": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["equations"],
+                    "properties": {
+                        "title": {"type": ["string", "null"]},
+                        "equations": {"type": "array", "items": _ref("Equation")},
+                    },
+                },
+            },
+            "citations_out": {"type": "array"},
+            "cited_by": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"paper_id": {"type": "string"}, "title": {"type": ["string", "null"]}},
+                },
+            },
+            "inline_count": {"type": "integer", "minimum": 0, "description": "Inline formulas indexed."},
+        },
+    }
     job = {
         "type": "object",
         "description": "An ingest job document (`eqsearch.ingest.jobs`), with `live`, `resumable` and `path` added.",
+        "required": ["job_id", "state"],
         "properties": {
-            "job_id": _ID,
+            "job_id": {"type": "string"},
             "sources": {"type": "array", "items": {"type": "string"}},
+            "path": {"type": "string", "description": "The sources, comma-separated."},
             "state": {"type": "string", "enum": ["running", "finished", "failed", "interrupted"]},
             "progress": {
                 "type": "object",
@@ -184,185 +404,312 @@ def openapi_document(server_url: str) -> dict[str, Any]:
             "created_at": {"type": "string", "format": "date-time"},
             "updated_at": {"type": "string", "format": "date-time"},
             "live": {"type": "boolean", "description": "A thread or process is running it now."},
-            "resumable": {"type": "boolean"},
+            "resumable": {"type": "boolean", "description": "Failed or interrupted: POST .../resume runs it again."},
         },
     }
-    admin = [{"bearerAuth": []}]
+    error = {
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {
+                    "code": {"type": "string", "description": "A stable machine code (each response lists its own)."},
+                    "message": {"type": "string", "description": "One sentence for a person: what, and what to do."},
+                    "hint": {"type": "string", "description": "What to do about it, when the server knows."},
+                },
+            }
+        },
+    }
+    rendered = {
+        "type": "object",
+        "required": ["ok", "mathml", "status", "message"],
+        "properties": {
+            "ok": {"type": "boolean", "description": "false: KaTeX refused the LaTeX (message says why)."},
+            "mathml": {"type": ["string", "null"], "description": "Sanitised MathML; empty for an empty formula."},
+            "status": {"type": "string", "description": "ok, empty, or how the conversion failed."},
+            "reason": {"type": ["string", "null"]},
+            "message": {"type": ["string", "null"]},
+        },
+    }
+    return {
+        "Error": error,
+        "EquationHit": hit,
+        "FormulaHighlight": formula_highlight,
+        "Source": source,
+        "PaperGroup": group,
+        "SearchResults": results,
+        "Equation": equation,
+        "Paper": paper,
+        "Rendered": rendered,
+        "Job": job,
+        "JobList": {
+            "type": "object",
+            "required": ["jobs"],
+            "properties": {"jobs": {"type": "array", "items": _ref("Job"), "description": "Newest first."}},
+        },
+    }
+
+
+def openapi_document(server_url: str) -> dict[str, Any]:
+    """The API's OpenAPI description.
+
+    Args:
+        server_url: the base URL the document lists as its server.
+    """
+    search_params = _search_params()
+    # Admin operations take either credential: a Bearer token (scripts) or the admin pages' session cookie, with which
+    # a POST also needs the session's CSRF token in the X-CSRF-Token header (`eqsearch.webui.security`).
+    admin = [{"bearerAuth": []}, {"adminSession": []}]
+    job_id = _param("job_id", "The job's id.", {"type": "string", "minLength": 1}, "path", True)
+    search_ok = {"200": _json(_ref("SearchResults"), "One page of results.")}
+    # A search with neither a formula nor keywords is a 400, not an empty page: it is always a client's mistake (a
+    # field left unset), and a 400 that says so finds it where an empty page would hide it. OpenAPI cannot make one of
+    # two query parameters required, so the GET says it in words (and in its 400); the POST body's schema says it with
+    # anyOf. Other rules no schema can state (a reversed year range, a malformed query variable) are 400s too.
+    search_refusals = (
+        "A parameter is malformed or out of range (the message names it); or the search has neither a formula nor "
+        "keywords (`latex` and `q` both absent or white space); or `from` is after `to`; or `latex` holds a malformed "
+        "query variable (the message says where)."
+    )
+    render_ok = {"200": _json(_ref("Rendered"), "The MathML, or ok=false and a message when KaTeX refuses the LaTeX.")}
     return {
         "openapi": "3.1.0",
         "info": {
             "title": "eqsearch API",
             "version": __version__,
-            "description": "Search mathematics by formula (LaTeX) and keywords. Errors: {error: {code, message}}.",
+            "description": "Search mathematics by formula (LaTeX) and keywords. Errors are "
+            '{"error": {"code", "message"}} with the HTTP status; each response lists its codes. An undeclared '
+            "method on a path is a 405 with an Allow header.",
         },
         "servers": [{"url": server_url}],
         "paths": {
             "/api/search": {
                 "get": {
                     "summary": "Hybrid search by formula and/or keywords",
+                    "description": "Give `latex`, `q` or both (not only white space): a search with neither is a "
+                    "400. Each parameter but `cat` at most once, and one of a number, integer, boolean or enumeration "
+                    "type not empty (leave it out for its default). A formula too long for a URL goes by POST.",
                     "parameters": search_params,
-                    "responses": {
-                        "200": _json("#/components/schemas/SearchResults", "One page of results."),
-                        **_ERRORS,
-                        "414": _json("#/components/schemas/Error", "The URL is too long: send the search by POST."),
-                    },
+                    "responses": _responses("503", bad_request=search_refusals, **search_ok),
                 },
                 "post": {
                     "summary": "Hybrid search with the parameters in a JSON body (for formulas too long for a URL)",
                     "requestBody": {
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "description": "The GET parameters by name; `cat` may be a list of strings.",
-                                    "properties": {
-                                        p["name"]: (
-                                            {"oneOf": [p["schema"], {"type": "array", "items": {"type": "string"}}]}
-                                            if p["name"] == "cat"
-                                            else p["schema"]
-                                        )
-                                        for p in search_params
-                                    },
-                                    "additionalProperties": False,
-                                }
-                            }
-                        }
+                        "required": True,
+                        "content": {"application/json": {"schema": _search_body(search_params)}},
                     },
-                    "responses": {
-                        "200": _json("#/components/schemas/SearchResults", "One page of results."),
-                        **_ERRORS,
-                        "413": _json("#/components/schemas/Error", "The body is larger than 64 KiB."),
-                    },
+                    "responses": _responses(
+                        "413",
+                        "503",
+                        bad_request=search_refusals + " Or the body is not a JSON object of these parameters with "
+                        "their JSON types.",
+                        **search_ok,
+                    ),
                 },
             },
             "/api/equations/{eq_id}": {
                 "get": {
                     "summary": "One stored equation",
-                    "parameters": [_param("eq_id", "The equation's id.", _ID, "path", True)],
-                    "responses": {"200": {"description": "The equation document."}, **_ERRORS},
+                    "parameters": [
+                        _param("eq_id", "The equation's id.", {"type": "string", "minLength": 1}, "path", True)
+                    ],
+                    "responses": _responses(
+                        "404",
+                        "503",
+                        bad_request="The request is malformed.",
+                        **{"200": _json(_ref("Equation"), "The equation document.")},
+                    ),
                 }
             },
             "/api/equations/{eq_id}/similar": {
                 "get": {
                     "summary": "The equations nearest to a stored one",
+                    "description": "An id that names no equation (or one without a vector) gives an empty page.",
                     "parameters": [
-                        _param("eq_id", "The equation's id.", _ID, "path", True),
+                        _param("eq_id", "The equation's id.", {"type": "string", "minLength": 1}, "path", True),
                         _param("size", "How many.", {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
                     ],
-                    "responses": {"200": _json("#/components/schemas/SearchResults", "The neighbours."), **_ERRORS},
+                    "responses": _responses(
+                        "503",
+                        bad_request="`size` is not a whole number in 1..100 (or is empty, or given twice).",
+                        **{"200": _json(_ref("SearchResults"), "The neighbours.")},
+                    ),
                 }
             },
             "/api/papers/{paper_id}": {
                 "get": {
                     "summary": "A paper with its equations by section and citations out and in",
-                    "parameters": [_param("paper_id", "The paper's id.", _ID, "path", True)],
-                    "responses": {"200": {"description": "The paper."}, **_ERRORS},
+                    "parameters": [
+                        _param("paper_id", "The paper's id.", {"type": "string", "minLength": 1}, "path", True)
+                    ],
+                    "responses": _responses(
+                        "404",
+                        "503",
+                        bad_request="The request is malformed.",
+                        **{"200": _json(_ref("Paper"), "The paper.")},
+                    ),
                 }
             },
             "/api/render": {
                 "get": {
                     "summary": "LaTeX -> sanitised MathML (live preview)",
+                    "description": "Bad LaTeX is no HTTP error: the answer has ok=false and a message. An empty or "
+                    "white-space formula gives status=empty.",
                     "parameters": [
-                        _param("latex", "The formula.", {"type": "string", "maxLength": 4000}, required=True)
+                        _param(
+                            "latex", "The formula.", {"type": "string", "maxLength": MAX_RENDER_CHARS}, required=True
+                        )
                     ],
-                    "responses": {
-                        "200": _json("#/components/schemas/Rendered", "The MathML, or ok=false and a message."),
-                        **_ERRORS,
-                    },
+                    "responses": _responses(
+                        "503",
+                        bad_request=f"`latex` is missing, or longer than {MAX_RENDER_CHARS:,} characters.",
+                        **render_ok,
+                    ),
                 },
                 "post": {
                     "summary": "LaTeX -> sanitised MathML (JSON body)",
-                    "requestBody": _body("latex"),
-                    "responses": {
-                        "200": _json("#/components/schemas/Rendered", "The MathML, or ok=false and a message."),
-                        **_ERRORS,
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["latex"],
+                                    "properties": {"latex": {"type": "string", "maxLength": MAX_RENDER_CHARS}},
+                                }
+                            }
+                        },
                     },
+                    "responses": _responses(
+                        "413",
+                        "503",
+                        bad_request='The body is not a JSON object {"latex": "..."}, or the formula is longer than '
+                        f"{MAX_RENDER_CHARS:,} characters.",
+                        **render_ok,
+                    ),
                 },
             },
             "/api/jobs": {
                 "get": {
                     "summary": "Recent ingest jobs",
                     "security": admin,
-                    "responses": {"200": {"description": "{jobs: [Job]}"}, **_ADMIN_ERRORS},
+                    "responses": _responses(
+                        "401",
+                        "403",
+                        "503",
+                        bad_request="The request is malformed.",
+                        **{"200": _json(_ref("JobList"), "Recent jobs, newest first.")},
+                    ),
                 },
                 "post": {
                     "summary": "Start an ingest job from a path on the server",
+                    "description": "The same path again resumes its job (papers already checkpointed are skipped) "
+                    "unless `restart` is true. The path must lie under the server's EQSEARCH_INGEST_ROOT when that is "
+                    "set.",
                     "security": admin,
-                    "requestBody": _body(
-                        "path",
-                        restart={"type": "boolean", "default": False},
-                        inline={
-                            "type": "boolean",
-                            "default": True,
-                            "description": "Index the inline formulas (of three symbols or more) too.",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["path"],
+                                    "properties": {
+                                        "path": {
+                                            "type": "string",
+                                            "pattern": "^/[^\\x00]*$",
+                                            "description": "An absolute path on the server: LaTeX sources, arXiv "
+                                            "tarballs, a papers JSONL, or a folder of them.",
+                                        },
+                                        "restart": {
+                                            "type": ["boolean", "null"],
+                                            "default": False,
+                                            "description": "Forget the job's checkpoints and read everything again.",
+                                        },
+                                        "inline": {
+                                            "type": ["boolean", "null"],
+                                            "default": True,
+                                            "description": "Index the inline formulas (of three symbols or more) too.",
+                                        },
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": _responses(
+                        "401",
+                        "403",
+                        "409",
+                        "413",
+                        "503",
+                        bad_request='The body is not a JSON object {"path": "/absolute/path"} with boolean flags.',
+                        **{
+                            "202": _json(_ref("Job"), "The job, started."),
+                            "403": _error(
+                                "Admin is switched off (admin_disabled), a request on the admin session lacks its "
+                                f"{CSRF_HEADER} header (csrf), or the path lies outside the server's "
+                                "EQSEARCH_INGEST_ROOT (path_forbidden).",
+                                "admin_disabled",
+                                "csrf",
+                                "path_forbidden",
+                            ),
+                            "422": _error(
+                                "The path does not exist on the server (or cannot be looked up there).",
+                                "path_not_found",
+                            ),
                         },
                     ),
-                    "responses": {"202": _json("#/components/schemas/Job", "The job, queued."), **_ADMIN_ERRORS},
                 },
             },
             "/api/jobs/{job_id}": {
                 "get": {
                     "summary": "One ingest job: state, progress, errors by reason",
                     "security": admin,
-                    "parameters": [_param("job_id", "The job's id.", _ID, "path", True)],
-                    "responses": {"200": _json("#/components/schemas/Job", "The job."), **_ADMIN_ERRORS},
+                    "parameters": [job_id],
+                    "responses": _responses(
+                        "401",
+                        "403",
+                        "404",
+                        "503",
+                        bad_request="The request is malformed.",
+                        **{"200": _json(_ref("Job"), "The job.")},
+                    ),
                 },
             },
             "/api/jobs/{job_id}/resume": {
                 "post": {
                     "summary": "Resume a failed or interrupted job",
                     "security": admin,
-                    "parameters": [_param("job_id", "The job's id.", _ID, "path", True)],
-                    "responses": {"202": _json("#/components/schemas/Job", "The job, queued again."), **_ADMIN_ERRORS},
+                    "parameters": [job_id],
+                    "responses": _responses(
+                        "401",
+                        "403",
+                        "404",
+                        "409",
+                        "503",
+                        bad_request="The request is malformed.",
+                        **{"202": _json(_ref("Job"), "The job, running again.")},
+                    ),
                 },
             },
         },
         "components": {
             "securitySchemes": {
-                "bearerAuth": {"type": "http", "scheme": "bearer", "description": "EQSEARCH_ADMIN_TOKEN"}
+                "bearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The server's admin token (EQSEARCH_ADMIN_TOKEN): Authorization: Bearer TOKEN.",
+                },
+                "adminSession": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": SESSION_COOKIE,
+                    "description": "The session the admin login form (/admin/login) starts. A POST on it must also "
+                    f"send the session's CSRF token in the {CSRF_HEADER} header.",
+                },
             },
-            "schemas": {
-                "Error": {
-                    "type": "object",
-                    "properties": {
-                        "error": {
-                            "type": "object",
-                            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
-                            "required": ["code", "message"],
-                        }
-                    },
-                },
-                "EquationHit": hit,
-                "FormulaHighlight": formula_highlight,
-                "SearchResults": {
-                    "type": "object",
-                    "properties": {
-                        "total": {
-                            "type": "integer",
-                            "description": "Equations (papers when grouped) matched, as far as the fused candidate "
-                            "lists reach: a formula search ranks its nearest candidates, not the whole index, and "
-                            "keyword matches are counted up to 1,000.",
-                        },
-                        "page": {"type": "integer"},
-                        "size": {"type": "integer"},
-                        "hits": {"type": "array", "items": {"$ref": "#/components/schemas/EquationHit"}},
-                        "groups": {"type": "array", "items": {"type": "object"}},
-                        "latex_error": {"type": ["string", "null"], "description": "Set when the LaTeX did not parse."},
-                        "warnings": {"type": "array", "items": {"type": "string"}},
-                        "took_ms": {"type": "number"},
-                    },
-                },
-                "Rendered": {
-                    "type": "object",
-                    "properties": {
-                        "ok": {"type": "boolean"},
-                        "mathml": {"type": ["string", "null"]},
-                        "status": {"type": "string"},
-                        "reason": {"type": ["string", "null"]},
-                        "message": {"type": ["string", "null"]},
-                    },
-                },
-                "Job": job,
-            },
+            "schemas": _schemas(),
         },
     }
