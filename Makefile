@@ -98,7 +98,7 @@ run: setup apt-lists  ## the main job: Elasticsearch, a real corpus indexed, the
 
 # pytest-xdist workers of `make test`: the suite waits on nodes starting, refreshes and Chromium about half of its time,
 # so three workers keep two cores busy. A test file runs in one worker (its module fixtures built once), tests/cluster
-# in one (its 3-node cluster); 0 runs everything in this process. docs/developing.md has each tier's duration.
+# in one (its 3-node cluster): tests/parallel.py; 0 runs everything in this process. docs/developing.md has each tier's duration.
 TEST_WORKERS ?= 3
 FAST_WORKERS ?= 2
 
@@ -108,12 +108,12 @@ test: setup $(CHROMIUM)  ## the whole test suite against a real local Elasticsea
 	  was_running=0; $(BIN)/eqsearch es status >/dev/null 2>&1 && was_running=1; \
 	  $(BIN)/eqsearch es start || exit $$?; \
 	fi; \
-	$(BIN)/pytest tests -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); rc=$$?; \
+	$(BIN)/pytest tests -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
 	if [ -z "$$EQSEARCH_ES_URL" ] && [ "$$was_running" = 0 ]; then $(BIN)/eqsearch es stop; fi; \
 	exit $$rc
 
 test-fast: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)) $(NODE_PACKAGES)  ## the unit tier: no Elasticsearch, no browser (< 2 min)
-	$(BIN)/pytest tests -m "not es and not browser and not slow" -n $(FAST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/pytest tests -m "not es and not browser and not slow" -n $(FAST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The default encoder bundle: the real math of CORPUS_SETS (see ingest/fetch_corpus.py: TeX Live manuals, gretl, 236 R
 # packages' vignettes, 51 Python packages' docstrings, SageMath, deal.II and 25 Sphinx manuals; ~1.6 GB of downloads)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from eqsearch.engine.es.config import EsConfig
 from outside_reads import CHECKOUT, OutsideReads, default_keep, neighbours
+from parallel import Scheduling, slow_units_first
 from tiny_papers import random_graph, write_papers
 
 ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -28,23 +29,15 @@ OUTSIDE = OutsideReads(neighbours(CHECKOUT, default_keep()))
 OUTSIDE.install()
 
 
-#: folders whose tests share one session-wide resource (tests/cluster: its 3-node cluster) and so run in one worker
-#: when the suite runs in parallel; elsewhere a file's tests run together (their module fixtures built once)
-ONE_WORKER_FOLDERS = ("cluster",)
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):  # `make test` runs the suite in workers: tests/parallel.py
+        config.pluginmanager.register(Scheduling(), "eqsearch-scheduling")
 
 
-def _worker_group(item: pytest.Item) -> str:
-    """The ``xdist_group`` of a test under ``make test``'s ``--dist loadgroup``: its file, or its folder above."""
-    path = Path(str(item.path)).relative_to(Path(__file__).parent)
-    return path.parts[0] if path.parts[0] in ONE_WORKER_FOLDERS else path.as_posix()
-
-
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects and before pytest-xdist's own hook reads the groups
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    parallel = config.pluginmanager.hasplugin("xdist")
+    slow_units_first(items)
     for item in items:
-        if parallel:
-            item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
         # a test that reaches Elasticsearch or Chromium is in that tier, marked or not (`make test-fast` skips them)
         if "es_config" in item.fixturenames and "es" not in item.keywords:
             item.add_marker(pytest.mark.es)
