@@ -14,6 +14,7 @@ from typing import Any
 
 from eqsearch import __version__
 from eqsearch.engine.search.query import FUSIONS, INLINE_CHOICES, MAX_PAGE_SIZE
+from eqsearch.webui.openapi_schemas import component_schemas, schema_ref
 from eqsearch.webui.query import MAX_KEYWORDS_CHARS, MAX_LATEX_CHARS, MAX_PAGE, YEAR_RANGE
 from eqsearch.webui.services import MAX_RENDER_CHARS
 
@@ -38,10 +39,6 @@ def _param(name: str, description: str, schema: dict[str, Any], where: str = "qu
 
 def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
-
-
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
 
 
 def _error(description: str, *codes: str) -> dict[str, Any]:
@@ -202,256 +199,6 @@ def _search_body(params: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _schemas() -> dict[str, Any]:
-    hit = {
-        "type": "object",
-        "properties": {
-            "eq_id": {"type": "string"},
-            "paper_id": {"type": "string"},
-            "latex": {"type": "string"},
-            "mathml": {"type": ["string", "null"], "description": "Sanitised Presentation MathML."},
-            "section_title": {"type": "string"},
-            "context": {"type": "string"},
-            "score": {"type": "number"},
-            "formula_score": {"type": ["number", "null"], "description": "The formula side's score, if it matched."},
-            "text_score": {"type": ["number", "null"], "description": "The words' BM25 score, if they matched."},
-            "matched": {"type": "string", "enum": ["formula", "text", "both"]},
-            "channels": {
-                "type": "array",
-                "items": {"type": "string", "enum": ["structure", "embedding", "text", "context"]},
-                "description": "The channels whose ranked lists found the equation: structure (BM25 over the "
-                "formula's structural terms), embedding (kNN on the model's vectors), text (BM25 over the words), "
-                "context (kNN of the keywords' embedding on the equations' context embeddings).",
-            },
-            "highlights": {
-                "type": "object",
-                "additionalProperties": {"type": "array", "items": {"type": "string"}},
-                "description": "Field -> escaped fragments with <mark> around matched terms.",
-            },
-            "title": {"type": "string"},
-            "authors": {"type": "array", "items": {"type": "string"}},
-            "year": {"type": ["integer", "null"]},
-            "categories": {"type": "array", "items": {"type": "string"}},
-            "abstract": {"type": "string"},
-            "inline": {
-                "type": "boolean",
-                "description": "An inline formula of the running text (id `<paper key>:i<number>`), not a display "
-                "equation.",
-            },
-            "formula_highlight": {"oneOf": [_ref("FormulaHighlight"), {"type": "null"}]},
-            "source": _ref("Source"),
-        },
-    }
-    hit["required"] = list(hit["properties"])  # `api.hit_json` writes every field, null where there is nothing
-    source = {
-        "type": "object",
-        "description": "Where the document comes from: `collection` (arXiv, the ingested folder such as a manual's "
-        "package, Python docstrings), `document` (the arXiv id with its version, the page, the module) and `url` "
-        "(arXiv papers only, else null).",
-        "required": ["collection", "document", "url"],
-        "properties": {
-            "collection": {"type": "string"},
-            "document": {"type": "string"},
-            "url": {"type": ["string", "null"]},
-        },
-    }
-    formula_highlight = {
-        "type": "object",
-        "description": "Which parts of the hit's formula matched the query formula (null: none, no MathML, or no "
-        'formula in the query). In `mathml` the same elements carry class="eqsearch-match".',
-        "required": ["kind", "nodes", "bindings"],
-        "properties": {
-            "kind": {
-                "type": "string",
-                "enum": ["pattern", "shared"],
-                "description": "pattern: the sub-expression a query with variables matched; shared: the largest "
-                "sub-expression the hit shares with a query without variables (exact, else in other letters).",
-            },
-            "nodes": {
-                "type": "array",
-                "items": {"type": "integer", "minimum": 0},
-                "description": "Pre-order indices of the matched elements of the hit's MathML: <math> is 0, then every "
-                "element in document order (elements only, not text).",
-            },
-            "bindings": {
-                "type": "object",
-                "description": "?name -> what the variable matched (pattern only): its text (LaTeX-like, e.g. x^{2}) "
-                "and its elements (as in nodes).",
-                "additionalProperties": {
-                    "type": "object",
-                    "properties": {
-                        "text": {"type": "string"},
-                        "nodes": {"type": "array", "items": {"type": "integer", "minimum": 0}},
-                    },
-                },
-            },
-        },
-    }
-    group = {
-        "type": "object",
-        "description": "One paper and its matching equations, best first (`group=true`).",
-        "required": ["paper_id", "title", "authors", "year", "categories", "abstract", "score", "equations", "source"],
-        "properties": {
-            "paper_id": {"type": "string"},
-            "title": {"type": "string"},
-            "authors": {"type": "array", "items": {"type": "string"}},
-            "year": {"type": ["integer", "null"]},
-            "categories": {"type": "array", "items": {"type": "string"}},
-            "abstract": {"type": "string"},
-            "score": {"type": "number"},
-            "equations": {"type": "array", "items": _ref("EquationHit")},
-            "source": _ref("Source"),
-        },
-    }
-    results = {
-        "type": "object",
-        "required": ["total", "page", "size", "hits", "groups", "latex_error", "warnings", "took_ms"],
-        "properties": {
-            "total": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "Equations (papers when grouped) matched, as far as the fused candidate lists reach: a "
-                "formula search ranks its nearest candidates, not the whole index, and keyword matches are counted "
-                "up to 1,000.",
-            },
-            "page": {"type": "integer", "minimum": 1},
-            "size": {"type": "integer", "minimum": 1},
-            "hits": {
-                "type": "array",
-                "items": _ref("EquationHit"),
-                "description": "The page's equations (empty when grouped: see groups).",
-            },
-            "groups": {"type": "array", "items": _ref("PaperGroup")},
-            "latex_error": {"type": ["string", "null"], "description": "Set when the LaTeX did not parse."},
-            "warnings": {"type": "array", "items": {"type": "string"}},
-            "took_ms": {"type": "number", "minimum": 0},
-        },
-    }
-    equation = {
-        "type": "object",
-        "description": "A stored equation document as indexed (its vector left out) with its paper's fields; "
-        "`mathml` sanitised. More fields than these may come.",
-        "required": ["eq_id", "paper_id", "latex", "mathml"],
-        "properties": {
-            "eq_id": {"type": "string"},
-            "paper_id": {"type": "string"},
-            "latex": {"type": "string"},
-            "mathml": {"type": ["string", "null"], "description": "Sanitised Presentation MathML."},
-            "inline": {"type": "boolean"},
-            "number": {"type": "integer"},
-            "section_title": {"type": ["string", "null"]},
-            "context": {"type": ["string", "null"]},
-            "title": {"type": ["string", "null"]},
-            "authors": {"type": "array", "items": {"type": "string"}},
-            "year": {"type": ["integer", "null"]},
-            "categories": {"type": "array", "items": {"type": "string"}},
-        },
-    }
-    paper = {
-        "type": "object",
-        "description": "A stored paper with its display equations by section, the papers it cites (`citations_out`) "
-        "and the indexed papers citing it (`cited_by`). More fields than these may come.",
-        "required": ["paper_id", "sections", "cited_by", "inline_count"],
-        "properties": {
-            "paper_id": {"type": "string"},
-            "title": {"type": ["string", "null"]},
-            "authors": {"type": "array", "items": {"type": "string"}},
-            "year": {"type": ["integer", "null"]},
-            "categories": {"type": "array", "items": {"type": "string"}},
-            "sections": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["equations"],
-                    "properties": {
-                        "title": {"type": ["string", "null"]},
-                        "equations": {"type": "array", "items": _ref("Equation")},
-                    },
-                },
-            },
-            "citations_out": {"type": "array"},
-            "cited_by": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"paper_id": {"type": "string"}, "title": {"type": ["string", "null"]}},
-                },
-            },
-            "inline_count": {"type": "integer", "minimum": 0, "description": "Inline formulas indexed."},
-        },
-    }
-    job = {
-        "type": "object",
-        "description": "An ingest job document (`eqsearch.ingest.jobs`), with `live`, `resumable` and `path` added.",
-        "required": ["job_id", "state"],
-        "properties": {
-            "job_id": {"type": "string"},
-            "sources": {"type": "array", "items": {"type": "string"}},
-            "path": {"type": "string", "description": "The sources, comma-separated."},
-            "state": {"type": "string", "enum": ["running", "finished", "failed", "interrupted"]},
-            "progress": {
-                "type": "object",
-                "properties": {"papers_done": {"type": "integer"}, "papers_total": {"type": "integer"}},
-            },
-            "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
-            "errors_by_reason": {
-                "type": "object",
-                "description": "stage:reason -> count (extract:..., convert:..., encode:..., index:...).",
-                "additionalProperties": {"type": "integer"},
-            },
-            "failures": {"type": "array", "items": {"type": "object"}, "description": "First refused documents."},
-            "message": {"type": ["string", "null"]},
-            "created_at": {"type": "string", "format": "date-time"},
-            "updated_at": {"type": "string", "format": "date-time"},
-            "live": {"type": "boolean", "description": "A thread or process is running it now."},
-            "resumable": {"type": "boolean", "description": "Failed or interrupted: POST .../resume runs it again."},
-        },
-    }
-    error = {
-        "type": "object",
-        "required": ["error"],
-        "properties": {
-            "error": {
-                "type": "object",
-                "required": ["code", "message"],
-                "properties": {
-                    "code": {"type": "string", "description": "A stable machine code (each response lists its own)."},
-                    "message": {"type": "string", "description": "One sentence for a person: what, and what to do."},
-                    "hint": {"type": "string", "description": "What to do about it, when the server knows."},
-                },
-            }
-        },
-    }
-    rendered = {
-        "type": "object",
-        "required": ["ok", "mathml", "status", "message"],
-        "properties": {
-            "ok": {"type": "boolean", "description": "false: KaTeX refused the LaTeX (message says why)."},
-            "mathml": {"type": ["string", "null"], "description": "Sanitised MathML; empty for an empty formula."},
-            "status": {"type": "string", "description": "ok, empty, or how the conversion failed."},
-            "reason": {"type": ["string", "null"]},
-            "message": {"type": ["string", "null"]},
-        },
-    }
-    return {
-        "Error": error,
-        "EquationHit": hit,
-        "FormulaHighlight": formula_highlight,
-        "Source": source,
-        "PaperGroup": group,
-        "SearchResults": results,
-        "Equation": equation,
-        "Paper": paper,
-        "Rendered": rendered,
-        "Job": job,
-        "JobList": {
-            "type": "object",
-            "required": ["jobs"],
-            "properties": {"jobs": {"type": "array", "items": _ref("Job"), "description": "Newest first."}},
-        },
-    }
-
-
 def openapi_document(server_url: str) -> dict[str, Any]:
     """The API's OpenAPI description.
 
@@ -463,7 +210,7 @@ def openapi_document(server_url: str) -> dict[str, Any]:
     # a POST also needs the session's CSRF token in the X-CSRF-Token header (`eqsearch.webui.security`).
     admin = [{"bearerAuth": []}, {"adminSession": []}]
     job_id = _param("job_id", "The job's id.", {"type": "string", "minLength": 1}, "path", True)
-    search_ok = {"200": _json(_ref("SearchResults"), "One page of results.")}
+    search_ok = {"200": _json(schema_ref("SearchResults"), "One page of results.")}
     # A search with neither a formula nor keywords is a 400, not an empty page: it is always a client's mistake (a
     # field left unset), and a 400 that says so finds it where an empty page would hide it. OpenAPI cannot make one of
     # two query parameters required, so the GET says it in words (and in its 400); the POST body's schema says it with
@@ -473,7 +220,9 @@ def openapi_document(server_url: str) -> dict[str, Any]:
         "keywords (`latex` and `q` both absent or white space); or `from` is after `to`; or `latex` holds a malformed "
         "query variable (the message says where)."
     )
-    render_ok = {"200": _json(_ref("Rendered"), "The MathML, or ok=false and a message when KaTeX refuses the LaTeX.")}
+    render_ok = {
+        "200": _json(schema_ref("Rendered"), "The MathML, or ok=false and a message when KaTeX refuses the LaTeX.")
+    }
     return {
         "openapi": "3.1.0",
         "info": {
@@ -519,7 +268,7 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                         "404",
                         "503",
                         bad_request="The request is malformed.",
-                        **{"200": _json(_ref("Equation"), "The equation document.")},
+                        **{"200": _json(schema_ref("Equation"), "The equation document.")},
                     ),
                 }
             },
@@ -534,7 +283,7 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                     "responses": _responses(
                         "503",
                         bad_request="`size` is not a whole number in 1..100 (or is empty, or given twice).",
-                        **{"200": _json(_ref("SearchResults"), "The neighbours.")},
+                        **{"200": _json(schema_ref("SearchResults"), "The neighbours.")},
                     ),
                 }
             },
@@ -548,7 +297,7 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                         "404",
                         "503",
                         bad_request="The request is malformed.",
-                        **{"200": _json(_ref("Paper"), "The paper.")},
+                        **{"200": _json(schema_ref("Paper"), "The paper.")},
                     ),
                 }
             },
@@ -600,7 +349,7 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                         "403",
                         "503",
                         bad_request="The request is malformed.",
-                        **{"200": _json(_ref("JobList"), "Recent jobs, newest first.")},
+                        **{"200": _json(schema_ref("JobList"), "Recent jobs, newest first.")},
                     ),
                 },
                 "post": {
@@ -646,7 +395,7 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                         "503",
                         bad_request='The body is not a JSON object {"path": "/absolute/path"} with boolean flags.',
                         **{
-                            "202": _json(_ref("Job"), "The job, started."),
+                            "202": _json(schema_ref("Job"), "The job, started."),
                             "403": _error(
                                 "Admin is switched off (admin_disabled), a request on the admin session lacks its "
                                 f"{CSRF_HEADER} header (csrf), or the path lies outside the server's "
@@ -674,7 +423,7 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                         "404",
                         "503",
                         bad_request="The request is malformed.",
-                        **{"200": _json(_ref("Job"), "The job.")},
+                        **{"200": _json(schema_ref("Job"), "The job.")},
                     ),
                 },
             },
@@ -690,7 +439,7 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                         "409",
                         "503",
                         bad_request="The request is malformed.",
-                        **{"202": _json(_ref("Job"), "The job, running again.")},
+                        **{"202": _json(schema_ref("Job"), "The job, running again.")},
                     ),
                 },
             },
@@ -710,6 +459,6 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                     f"send the session's CSRF token in the {CSRF_HEADER} header.",
                 },
             },
-            "schemas": _schemas(),
+            "schemas": component_schemas(),
         },
     }
