@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from eqsearch.engine.latex.diagrams import diagram_kind, replace_diagrams
+from eqsearch.engine.latex.diagrams import REPLACED_KINDS, diagram_kind, replace_diagrams
 from eqsearch.engine.latex.install import DEFAULT_KATEX_DIR, check_installed
 from eqsearch.engine.latex.katexnames import katex_commands
 from eqsearch.engine.latex.macros import (
@@ -45,7 +45,7 @@ from eqsearch.engine.latex.macros import (
 )
 from eqsearch.engine.latex.outcome import survival
 from eqsearch.engine.latex.packagenv import chemistry_in_text, inline_code
-from eqsearch.engine.latex.plaintex import change_case, resolve_ensuremath
+from eqsearch.engine.latex.plaintex import change_case, resolve_ensuremath, tex_switches
 from eqsearch.engine.latex.preprocess import preprocess_latex
 from eqsearch.engine.latex.worker import ConversionJob, KatexWorker
 
@@ -220,6 +220,8 @@ class KatexConverter:
                 text = brace_scripted_macros(text, katex_macros)
                 text = expand_macros(text, katex_macros, max_expansions=self.config.max_expand, max_length=max_length)
                 text = inline_code(resolve_ensuremath(chemistry_in_text(change_case(text))))
+                if "\\iftrue" in text or "\\iffalse" in text:  # a document's \newif switches, once expanded
+                    text = tex_switches(text)
             except MacroExpansionError as error:
                 results[index] = _failed("too-many-expansions", error.message)
                 continue
@@ -231,6 +233,8 @@ class KatexConverter:
                     f"the equation has {len(text):,} characters after macro "
                     f"expansion; the limit is {max_length:,}: {_snippet(text, 0)}",
                 )
+            elif (drawn := diagram_kind(text)) is not None and drawn not in REPLACED_KINDS:
+                results[index] = _picture([drawn], 1)  # a macro that draws a whole diagram (dynkin, feynmf)
             else:
                 text, pictures = replace_diagrams(text)
                 drawn = [p.kind for p in pictures if not p.symbol]

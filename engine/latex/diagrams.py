@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from eqsearch.engine.latex.scan import read_argument
 
-__all__ = ["Picture", "diagram_kind", "replace_diagrams"]
+__all__ = ["REPLACED_KINDS", "Picture", "diagram_kind", "replace_diagrams"]
 
 
 class Picture(NamedTuple):
@@ -63,7 +63,27 @@ def replace_diagrams(latex: str) -> tuple[str, list[Picture]]:
         latex = _inline_tikz(latex, found)
     if "\\includegraphics" in latex:  # a picture file set inside the formula (a tensor-network equation)
         latex = _IMAGE.sub(lambda m: found("includegraphics", m.string, m.start()), latex)
+    if "tikzfig" in latex:  # TikZiT's figure of a .tikz file (a ZX-calculus spider)
+        latex = _TIKZFIG.sub(lambda m: found("tikzfig", m.string, m.start()), latex)
     return latex, pictures
+
+
+#: The kinds `replace_diagrams` finds inside a formula (the others make the whole display a diagram).
+REPLACED_KINDS = frozenset(
+    {
+        "tikzcd",
+        "tikzpicture",
+        "xy",
+        "psmatrix",
+        "xymatrix",
+        "tikz",
+        "tikzfig",
+        "ctikzfig",
+        "iltikzfig",
+        "includegraphics",
+    }
+)
+_TIKZFIG = re.compile(r"\\(?:tikzfig|ctikzfig|iltikzfig)(?![A-Za-z@])\s*(?:\[[^\]]*\]\s*)?\{[^{}]*\}")
 
 
 # Commands whose argument is one symbol of the formula, or a label set small beside one

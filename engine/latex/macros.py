@@ -30,7 +30,7 @@ from eqsearch.engine.latex.aliases import PRIMITIVE, resolve_aliases
 from eqsearch.engine.latex.brackets import rewrite_brackets
 from eqsearch.engine.latex.idioms import rewrite_idioms
 from eqsearch.engine.latex.paired import LOCAL_DEFINITION, delimsize, local_definitions
-from eqsearch.engine.latex.plaintex import box_shifts
+from eqsearch.engine.latex.plaintex import box_shifts, overlays
 from eqsearch.engine.latex.preprocess import clean_latex, register_spacing
 from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_arguments, read_optional
 from eqsearch.engine.latex.xparse import parse_argument_spec, read_spec_arguments, resolve_conditionals
@@ -105,7 +105,8 @@ _INTERNALS = re.compile(
 )
 # a body the converter rewrites after expansion (a picture, an xy-pic arrow, minted's or listings' inline code)
 _DRAWS = re.compile(
-    r"\\begin\s*\{(?:tikzcd|tikzpicture|xy|psmatrix)\}|\\(?:tikz|xymatrix|mintinline|lstinline)(?![A-Za-z@])"
+    r"\\begin\s*\{(?:tikzcd|tikzpicture|xy|psmatrix)\}"
+    r"|\\(?:tikz|xymatrix|mintinline|lstinline|includegraphics|tikzfig|ctikzfig|iltikzfig)(?![A-Za-z@])"
 )
 # \ifmmode A\else B\fi in a macro body: a formula is in math mode, so A
 _IFMMODE = re.compile(r"\\ifmmode(?![A-Za-z@])(.*?)(?:\\else(?![A-Za-z@]).*?)?\\fi(?![A-Za-z@])", re.DOTALL)
@@ -205,13 +206,21 @@ def build_katex_macros(macros: Sequence[MacroDef], builtins: frozenset[str] = fr
         body = rewrite_brackets(register_spacing(clean_latex(_IFMMODE.sub(r"\1", macro.body))))
         if "\\raise" in body or "\\lower" in body:  # \lower4pt\hbox{$\sim$} in a \lsim
             body = box_shifts(body)
+        if "\\ooalign" in body:  # \ooalign{$\sum$\cr$\int$\cr}: a sum with an integral over it
+            body = overlays(body)
+        if body.strip() == name and not macro.nargs:
+            # cleaned into its own name (\renewcommand{\text}{\mbox}, \mbox being KaTeX's \text): the built-in stays
+            katex.pop(name, None)
+            expanded.pop(name, None)
+            continue
         if macro.source.startswith("DeclareMathOperator") and not body.lstrip().startswith("\\operatorname"):
             star = "*" if macro.source.endswith("*") else ""
             body = f"\\operatorname{star}{{{body}}}"
         katex.pop(name, None)
         expanded.pop(name, None)
         nargs = max(0, min(9, macro.nargs))
-        if _DRAWS.search(body) or PRIMITIVE in body:  # a diagram, a built-in by its own name: expanded here
+        if _DRAWS.search(body) or PRIMITIVE in body or macro.source == "newif":
+            # a diagram, a built-in by its own name, a \newif switch (\iftrue): expanded here
             expanded[name] = MacroDef(name, body, nargs, macro.default, macro.source, macro.spec, macro.delimiters)
         elif macro.spec is not None or macro.delimiters is not None or LOCAL_DEFINITION.search(body):
             pair = macro.delimiters

@@ -254,6 +254,15 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\symfrak": (1, "\\mathfrak{#1}"),
     "\\symtt": (1, "\\mathtt{#1}"),
     "\\mathbfup": (1, "\\mathbf{#1}"),
+    "\\mathup": (1, "\\mathrm{#1}"),
+    "\\mathsfup": (1, "\\mathsf{#1}"),
+    "\\mathsfit": (1, "\\mathsf{#1}"),
+    "\\mathbfsfup": (1, "\\boldsymbol{\\mathsf{#1}}"),
+    "\\mathbfsfit": (1, "\\boldsymbol{\\mathsf{#1}}"),
+    "\\mathbfcal": (1, "\\boldsymbol{\\mathcal{#1}}"),
+    "\\mathbfscr": (1, "\\boldsymbol{\\mathscr{#1}}"),
+    "\\mathbffrak": (1, "\\boldsymbol{\\mathfrak{#1}}"),
+    "\\mathbbit": (1, "\\mathbb{#1}"),
     # amsmath's capital accents (for nesting) -> the plain accents
     **{f"\\{a}": (1, f"\\{a.lower()}{{#1}}") for a in _ACCENTS},
     "\\hdots": (0, "\\ldots"),
@@ -372,6 +381,10 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\vtop": (1, "{#1}"),
     # mathtools' size of a paired delimiter's call, met outside one: no size
     "\\delimsize": (0, ""),
+    # LaTeX's bar-under text accent (\text{\b{S}})
+    "\\b": (1, "\\underline{#1}"),
+    # beamer's highlight, met in papers written from slides
+    "\\alert": (1, "#1"),
     # soul: underline, highlight, strike-through
     "\\ul": (1, "\\underline{#1}"),
     "\\hl": (1, "#1"),
@@ -476,6 +489,8 @@ _SPEC: dict[str, tuple[str, str]] = {
     # tensor: staggered indices
     "\\tensor": ("s o m m", "{#3}{}#4"),
     "\\indices": ("m", "{}#1"),
+    # LaTeX's picture-mode circle set where it stands (\mbox{\circle{2}} over a letter): the glyph, filled when starred
+    "\\circle": ("s m", "\\IfBooleanTF{#1}{\\text{●}}{\\text{○}}"),
     # a framed box around math (proof trees): \framebox[width][pos]{...}
     "\\framebox": ("o o m", "\\boxed{#3}"),
     # hyperref's link inside a formula: its text

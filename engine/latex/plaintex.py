@@ -288,3 +288,62 @@ def box_shifts(text: str) -> str:
         pos = box[1]
     out.append(text[pos:])
     return "".join(out)
+
+
+_OOALIGN = re.compile(r"\\ooalign\s*(?=\{)")
+_LAYER_FILL = re.compile(r"\\hidewidth(?![A-Za-z@])|\\hfil+(?![A-Za-z@])")
+
+
+def overlays(text: str) -> str:
+    """Plain TeX's overlay ``\\ooalign{A\\cr\\hidewidth B\\hidewidth\\cr}`` (a summation sign with an integral drawn
+    over it) -> ``\\text{\\rlap{A}B}``: each layer but the last set without width, the last after them (text mode,
+    as in TeX, so the layers keep their ``$..$``)."""
+    out: list[str] = []
+    pos = 0
+    for m in _OOALIGN.finditer(text):
+        if m.start() < pos:
+            continue
+        arg = read_argument(text, m.end())
+        if arg is None:
+            continue
+        layers = [_LAYER_FILL.sub("", layer).strip() for layer in _CR.split(arg[0])]
+        layers = [layer for layer in layers if layer]
+        body = "".join(f"\\rlap{{{layer}}}" for layer in layers[:-1]) + (layers[-1] if layers else "")
+        out += [text[pos : m.start()], f"\\text{{{body}}}"]
+        pos = arg[1]
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_SWITCH = re.compile(r"\\(iftrue|iffalse)(?![A-Za-z@])")
+_CONDITIONAL_TOKEN = re.compile(r"\\(if[A-Za-z@]*|else|fi)(?![A-Za-z@])")
+
+
+def tex_switches(text: str) -> str:
+    """``\\iftrue A\\else B\\fi`` -> ``A`` and ``\\iffalse A\\else B\\fi`` -> ``B``: what a document's ``\\newif``
+    switches (``\\newif\\ifthesis`` then ``\\thesistrue``) become once expanded, nested conditionals skipped whole."""
+    for _ in range(64):
+        m = _SWITCH.search(text)
+        if m is None:
+            break
+        depth, middle, end = 0, None, None
+        for token in _CONDITIONAL_TOKEN.finditer(text, m.end()):
+            name = token.group(1)
+            if name.startswith("if"):
+                depth += 1
+            elif name == "else" and depth == 0 and middle is None:
+                middle = token
+            elif name == "fi":
+                if depth == 0:
+                    end = token
+                    break
+                depth -= 1
+        if end is None:
+            text = text[: m.start()] + text[m.end() :]  # unbalanced: the switch alone is dropped
+            continue
+        if m.group(1) == "iftrue":
+            kept = text[m.end() : middle.start() if middle else end.start()]
+        else:
+            kept = text[middle.end() : end.start()] if middle else ""
+        text = text[: m.start()] + kept + text[end.end() :]
+    return text

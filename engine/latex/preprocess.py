@@ -16,7 +16,8 @@ Two steps, both pure functions of the text:
   or ``\\\\`` -> ``aligned``.
 
 A ``minipage`` inside a display becomes its text and the displays it holds, one over the other; nicematrix and
-Young tableaux are rewritten in `engine.latex.packagenv`. Diagrams and pictures, which KaTeX does not draw, are told
+Young tableaux are rewritten in `engine.latex.packagenv`, plain TeX's registers, boxes and alignment
+details in `engine.latex.texrules`. Diagrams and pictures, which KaTeX does not draw, are told
 apart in `engine.latex.diagrams`.
 """
 
@@ -29,9 +30,20 @@ from eqsearch.engine.latex.arrays import rewrite_array_specs, rewrite_tabulars
 from eqsearch.engine.latex.brackets import rewrite_brackets
 from eqsearch.engine.latex.colors import color_rule
 from eqsearch.engine.latex.packagenv import rewrite_nicematrix, rewrite_young_tableaux
-from eqsearch.engine.latex.plaintex import box_shifts, rewrite_plain_tex, stagger_indices
+from eqsearch.engine.latex.plaintex import box_shifts, overlays, rewrite_plain_tex, stagger_indices
 from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
-from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optional, skip_space
+from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optional
+from eqsearch.engine.latex.texrules import (
+    assignment,
+    mapsto_char,
+    mathchoice_rule,
+    multlined,
+    noalign,
+    raisebox,
+    row_gaps,
+    sets_before_tabs,
+    skip_glue,
+)
 from eqsearch.engine.latex.units import unit_rule
 
 __all__ = [
@@ -119,16 +131,6 @@ def _unwrap_into(prefix: str) -> _Rule:
     return rule
 
 
-def _skip_glue(text: str, end: int) -> tuple[str, int]:
-    m = _GLUE.match(text, end)
-    return "", m.end() if m else end
-
-
-_GLUE = re.compile(
-    r"\s*=?\s*-?[\d.]+\s*(?:pt|em|ex|mm|cm|in|bp|mu|sp|pc|dd|cc)(?:\s*(?:plus|minus)\s*-?[\d.]+\s*(?:pt|em|ex|fil+))*"
-)
-
-
 def _cut_equation_number(text: str, end: int) -> tuple[str, int]:
     # \eqno / \leqno: the rest of the row is the equation number
     stop = text.find("\\\\", end)
@@ -163,39 +165,6 @@ def _multicolumn(text: str, end: int) -> tuple[str, int]:
     if len(args) < 3 or not args[0].strip().isdigit():
         return "\\multicolumn", end
     return clean_latex(args[2]) + " &" * (min(int(args[0]), 64) - 1), resume
-
-
-def _assignment(text: str, end: int) -> tuple[str, int]:
-    # \baselineskip0.5ex (a register set inside a box): dropped with its value; a use as a unit (0.5\baselineskip) stays
-    m = _GLUE.match(text, end)
-    return ("", m.end()) if m else (text[text.rfind("\\", 0, end) : end], end)
-
-
-def _noalign(text: str, end: int) -> tuple[str, int]:
-    # \noalign{\smallskip} between the rows of an array: vertical material; a rule in it is a horizontal line
-    arg = read_argument(text, end)
-    if arg is None:
-        return "", end
-    return ("\\hline " if "\\hrule" in arg[0] else ""), arg[1]
-
-
-_ARROWS_AFTER_MAPSTO = {
-    "\\rightarrow": "\\mapsto",
-    "\\to": "\\mapsto",
-    "\\longrightarrow": "\\longmapsto",
-    "\\leftarrow": "\\mapsfrom",
-    "\\gets": "\\mapsfrom",
-    "\\Rightarrow": "\\Mapsto",
-}
-_NEXT_WORD = re.compile(r"\s*(\\[A-Za-z]+)")
-
-
-def _mapsto_char(text: str, end: int) -> tuple[str, int]:
-    # plain TeX's bar of \mapsto, set before an arrow (\mapstochar\rightarrow); alone, a short bar of class relation
-    m = _NEXT_WORD.match(text, end)
-    if m is not None and m.group(1) in _ARROWS_AFTER_MAPSTO:
-        return _ARROWS_AFTER_MAPSTO[m.group(1)], m.end()
-    return "\\mathrel{\\shortmid}", end
 
 
 def _drop_star_optional_argument(latex: str, pos: int) -> tuple[str, int]:
@@ -237,7 +206,7 @@ _RULES: dict[str, _Rule] = {
     "pagebreak": _drop_star_optional,
     "linebreak": _drop_star_optional,
     "nolinebreak": _drop_star_optional,
-    "vskip": _skip_glue,
+    "vskip": skip_glue,
     "xspace": _drop,
     "qedhere": _drop,
     "mprset": _drop_arguments(1),  # mathpartir's rule layout
@@ -252,11 +221,18 @@ _RULES: dict[str, _Rule] = {
     "null": _drop,
     "nonscript": _drop,  # the next space is not set in script styles: a spacing detail
     "par": _drop,  # a paragraph end inside a box of a display
-    "noalign": _noalign,
-    "baselineskip": _assignment,
-    "lineskip": _assignment,
-    "lineskiplimit": _assignment,
-    "mapstochar": _mapsto_char,
+    "noalign": noalign,
+    "baselineskip": assignment,
+    "lineskip": assignment,
+    "lineskiplimit": assignment,
+    "thinmuskip": assignment,  # \medmuskip=0mu inside a display: the spacing of the operators around
+    "medmuskip": assignment,
+    "thickmuskip": assignment,
+    "mapstochar": mapsto_char,
+    "raisebox": raisebox,
+    "mathchoice": mathchoice_rule(lambda text: clean_latex(text)),
+    "hidewidth": _drop,
+    "bigstrut": _drop_star_optional,  # bigstrut's row spacing in tables
     "strut": _drop,
     "leavevmode": _drop,
     "addtocounter": _drop_arguments(2),
@@ -267,11 +243,11 @@ _RULES: dict[str, _Rule] = {
     "addtolength": _drop_arguments(2),
     "linespread": _drop_arguments(1),
     "renewcommand": _renew_layout,
-    "abovedisplayskip": _skip_glue,
-    "belowdisplayskip": _skip_glue,
-    "abovedisplayshortskip": _skip_glue,
-    "belowdisplayshortskip": _skip_glue,
-    "jot": _skip_glue,
+    "abovedisplayskip": skip_glue,
+    "belowdisplayskip": skip_glue,
+    "abovedisplayshortskip": skip_glue,
+    "belowdisplayshortskip": skip_glue,
+    "jot": skip_glue,
     "eqno": _cut_equation_number,
     "leqno": _cut_equation_number,
     # cross references and citations
@@ -467,29 +443,6 @@ _MUSKIP = re.compile(r"\\(mskip|mkern|hskip|kern)\s*(-?)\s*(\d*\.?\d*)\s*\\(thin
 _MU = {"thin": 3, "med": 4, "thick": 5}
 
 
-# \overset{(a)}&= in an alignment: amsmath sets the relation in the next column; KaTeX wants the tab first
-_SET_BEFORE_TAB = re.compile(r"\\(overset|underset|stackrel)(?![A-Za-z@])\s*")
-
-
-def _sets_before_tabs(text: str) -> str:
-    out: list[str] = []
-    pos = 0
-    for m in _SET_BEFORE_TAB.finditer(text):
-        if m.start() < pos:
-            continue
-        above = read_argument(text, m.end())
-        tab = None if above is None else skip_space(text, above[1])
-        if tab is None or not text.startswith("&", tab):
-            continue
-        base = read_argument(text, tab + 1)
-        if base is None:
-            continue
-        out += [text[pos : m.start()], f"&\\{m.group(1)}{{{above[0]}}}{{{base[0]}}}"]
-        pos = base[1]
-    out.append(text[pos:])
-    return "".join(out)
-
-
 # \begin{center} or \begin{small} inside a display: layout of the text around, which KaTeX does not have
 _LAYOUT_ENVIRONMENT = re.compile(
     r"\\(?:begin|end)\s*\{(?:center|flushleft|flushright|tiny|scriptsize|footnotesize|small|normalsize|large|Large)\}"
@@ -514,6 +467,8 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
     `clean_latex`, then `wrap_environment`: the text KaTeX gets for one display."""
     if "\\y" in body or "ytableau" in body:  # before clean_latex, which drops youngtab's \hfil (an empty box)
         body = rewrite_young_tableaux(body)
+    if "amount" in body or "\\jot" in body:  # before clean_latex, which drops a \jot setting
+        body = row_gaps(body)
     text = clean_latex(rewrite_plain_tex(rewrite_proof_trees(body)))
     if "Nice" in text or "dots" in text:
         text = rewrite_nicematrix(text)
@@ -521,6 +476,8 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
         text = _LAYOUT_ENVIRONMENT.sub("", text)
     if "minipage" in text:
         text = _minipages(text)
+    if "multlined" in text:
+        text = multlined(text)
     if "tabular" in text:
         text = rewrite_tabulars(text)
     text = stagger_indices(text)
@@ -530,8 +487,10 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
         text = rewrite_array_specs(text)
     text = register_spacing(text)
     if "&" in text and ("set" in text or "stackrel" in text):
-        text = _sets_before_tabs(text)
+        text = sets_before_tabs(text)
     if "\\raise" in text or "\\lower" in text:
         text = box_shifts(text)
+    if "\\ooalign" in text:
+        text = overlays(text)
     text = rewrite_brackets(text)  # semantic brackets after \left/\big.., \leftroot (engine.latex.brackets)
     return wrap_environment(text, environment)
