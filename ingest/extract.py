@@ -32,6 +32,7 @@ from eqsearch.ingest.files import MemoryFiles, SourceFiles, decode_text, is_tex_
 from eqsearch.ingest.frontmatter import read_front_matter, untitled
 from eqsearch.ingest.includes import expand_document, find_documents, read_tex
 from eqsearch.ingest.macros import DocumentMacros, expand_environments, extract_macros
+from eqsearch.ingest.macroversions import body_versions
 from eqsearch.ingest.mathenv import DisplayMath, InlineMath, labels_in, scan_math
 from eqsearch.ingest.plaintext import first_words, last_words, latex_to_text, title_text
 from eqsearch.ingest.records import STATUS_FAILED, Equation, InlineFormula, Paper, PaperDocument, Section
@@ -143,10 +144,12 @@ def _extract_document(
 
     front = read_front_matter(doc.text, macros.definitions())
     document = PaperDocument(index=index, file=name, title=front.title)
+    versions = body_versions(macros.definitions(), macros.history, body_offset)  # notation renewed chapter by chapter
+    definitions = macros.definitions() if versions is None else versions.macros
     if index == 0:
-        paper.macros = macros.definitions()
+        paper.macros = definitions
     else:
-        document.macros = macros.definitions()
+        document.macros = definitions
     paper.documents.append(document)
 
     first = len(paper.sections)
@@ -178,6 +181,10 @@ def _extract_document(
         section.equations.append(equation)
         number += 1
     _inline_formulas(body, kept, inline, sections, starts, body_offset, len(paper.inline_formulas()), config)
+    if versions is not None:
+        for section in sections:
+            for formula in [*section.equations, *section.inline]:
+                formula.latex = versions.rename(formula.latex, formula.offset)
 
     if index == 0:
         paper.title, paper.abstract, paper.authors = front.title, front.abstract, front.authors
@@ -387,7 +394,8 @@ def _sections(body: str, body_offset: int, first: int, document: int) -> list[Se
 def _local_packages(files: SourceFiles, preamble: str, main_dir: str) -> list[str]:
     """The texts of the ``.sty`` files of the source that the preamble loads, packages they load first; a copy of a
     package KaTeX or the converter's package table covers (``physics.sty``) is the package, not the author's
-    macros, and is not read."""
+    macros, and is not read. A package loaded by a path of the author's machine (``\\usepackage{/home/me/defs}``)
+    is the source's file of that name."""
     texts: list[str] = []
     seen: set[str] = set()
 
@@ -399,6 +407,10 @@ def _local_packages(files: SourceFiles, preamble: str, main_dir: str) -> list[st
                     continue
                 seen.add(path)
                 data = files.read(path)
+                if data is None and "/" in name:  # a path of the author's machine: \usepackage{/home/me/defs}
+                    found = _by_name(files, posixpath.basename(name.strip()) + ".sty")
+                    data = None if found is None or found in seen else files.read(found)
+                    seen.add(found or path)
                 if data is None:
                     continue
                 decoded, _ = decode_text(data)
@@ -410,6 +422,12 @@ def _local_packages(files: SourceFiles, preamble: str, main_dir: str) -> list[st
 
     load(preamble, 0)
     return texts
+
+
+def _by_name(files: SourceFiles, base: str) -> str | None:
+    """The file of the source named ``base`` (the shallowest), or None."""
+    matches = [n for n in files.names() if n == base or n.endswith("/" + base)]
+    return min(matches, key=lambda n: (n.count("/"), n)) if matches else None
 
 
 def _citations(paper: Paper, files: SourceFiles, text: str, name: str, *, main: bool) -> None:

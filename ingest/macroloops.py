@@ -3,7 +3,8 @@
 Preambles define families of macros at once: ``\\@for\\i:=\\lst\\do{\\expandafter\\MakeLie\\i}`` with
 ``\\def\\MakeLie#1{\\expandafter\\def\\csname Lie#1\\endcsname{\\mathfrak{#1}}}`` makes ``\\LieB``, ``\\LieG``...;
 ``\\foreach \\x in {A,...,Z}{\\expandafter\\xdef\\csname c\\x\\endcsname{\\noexpand\\mathcal{\\x}}}`` makes ``\\cA``
-to ``\\cZ``. `unrolled_loops` writes out what such loops run, one body per item, and `named_definitions` turns a
+to ``\\cZ``; a preamble's own iterator in TeX's ``\\csname``/``\\next`` idiom (``\\applytolist{calc}QWERTY;``) does
+the same. `unrolled_loops` writes out what such loops run, one body per item, and `named_definitions` turns a
 definition of a ``\\csname``-built name into the plain definition (``\\def\\LieB{...}``), so that the document's
 macro reader (`eqsearch.ingest.macros`) reads both like any other definition.
 """
@@ -14,7 +15,7 @@ import re
 
 from eqsearch.engine.latex.scan import read_argument, skip_space
 
-__all__ = ["CSNAME_DEFINITION", "named_definitions", "unrolled_loops"]
+__all__ = ["CSNAME_DEFINITION", "applied_lists", "named_definitions", "unrolled_loops"]
 
 _DEFINERS = (
     r"(?:(?:re|provide)?newcommand\*?|[gex]?def|let|DeclareMathOperator\*?|(?:New|Renew|Provide)DocumentCommand)"
@@ -76,11 +77,11 @@ def _items(text: str, pos: int, preamble: str) -> tuple[list[str], int] | None:
 
 def unrolled_loops(text: str) -> str:
     """What the ``\\@for`` and ``\\foreach`` loops of ``text`` run, written out: each body once per item, the loop
-    variable replaced by the item (``\\expandafter\\MakeLie\\i`` -> ``\\MakeLie{B}``), ``\\csname`` names made plain.
-    Empty when ``text`` has no loop."""
+    variable replaced by the item (``\\expandafter\\MakeLie\\i`` -> ``\\MakeLie{B}``), ``\\csname`` names made plain;
+    and the uses of a preamble's own list iterator (`applied_lists`). Empty when ``text`` has no loop."""
+    made: list[str] = applied_lists(text)
     if "\\@for" not in text and "\\foreach" not in text:
-        return ""
-    made: list[str] = []
+        return named_definitions("\n".join(made)) if made else ""
     for pattern in (_FOR, _FOREACH):
         for m in pattern.finditer(text):
             found = _items(text, skip_space(text, m.end()), text[: m.start()])
@@ -100,6 +101,58 @@ def unrolled_loops(text: str) -> str:
                 )
                 made.append(re.sub(variable, lambda _, item=item: item, once))
     return named_definitions("\n".join(made))
+
+
+# \def\applytolist#1{\expandafter\def\csname multi#1\endcsname##1{..\ifx\multiack\semicolon..
+#   \csname #1\endcsname{##1}..}}: a one-parameter macro that calls the macro named by its argument on each item
+# after it, up to a terminator
+_ITERATOR = re.compile(
+    r"\\(?:[gex]?def\s*\\([A-Za-z@]+)\s*#1|(?:re)?newcommand\*?\s*\{?\s*\\([A-Za-z@]+)\s*\}?\s*\[1\])\s*(?=\{)"
+)
+_APPLIES_ARGUMENT = re.compile(r"\\csname\s*#1\s*\\endcsname\s*\{?\s*##1")
+_TERMINATOR_TEST = re.compile(r"\\ifx\s*\\[A-Za-z@]+\s*\\([A-Za-z@]+)")
+
+
+def applied_lists(text: str) -> list[str]:
+    """The calls a preamble's own list iterator makes, written out: with ``\\def\\applytolist#1{..}`` iterating in
+    TeX's ``\\csname``/``\\next`` idiom (its body calls ``\\csname #1\\endcsname{##1}`` and compares each item with
+    a terminator, ``\\ifx\\item\\semicolon`` where ``\\def\\semicolon{;}``), ``\\applytolist{calc}QW;`` is
+    ``\\calc{Q}`` and ``\\calc{W}`` (items: single tokens or brace groups, up to the terminator)."""
+    if "\\csname" not in text:
+        return []
+    made: list[str] = []
+    for m in _ITERATOR.finditer(text):
+        body = read_argument(text, m.end())
+        if body is None or not _APPLIES_ARGUMENT.search(body[0]):
+            continue
+        test = _TERMINATOR_TEST.search(body[0])
+        terminator = ";"
+        if test is not None:
+            value = re.search(r"\\def\s*\\" + re.escape(test.group(1)) + r"\s*\{(.)\}", text)
+            terminator = value.group(1) if value else terminator
+        name = re.escape(m.group(1) or m.group(2))
+        for use in re.finditer(r"\\" + name + r"(?![A-Za-z@])\s*(?=\{)", text):
+            if use.start() < body[1] and use.start() >= m.start():
+                continue  # the definition itself
+            applied = read_argument(text, use.end())
+            if applied is None or not re.fullmatch(r"\s*[A-Za-z@]+\s*", applied[0]):
+                continue
+            pos, items = applied[1], []
+            while pos < len(text) and len(items) < _LIMIT:
+                pos = skip_space(text, pos)
+                if text.startswith(terminator, pos) or pos >= len(text):
+                    break
+                group = read_argument(text, pos) if text.startswith("{", pos) else None
+                if group is not None:
+                    items.append(group[0])
+                    pos = group[1]
+                elif text[pos] == "\\":
+                    break  # a command, not an item: the list ended without its terminator
+                else:
+                    items.append(text[pos])
+                    pos += 1
+            made += [f"\\{applied[0].strip()}{{{item}}}" for item in items]
+    return made
 
 
 _PARAM_TOKEN = re.compile(r"#(\d)|(\\[A-Za-z@]+|\\.|[^\s#])")

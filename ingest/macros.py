@@ -21,7 +21,7 @@ from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optio
 from eqsearch.engine.latex.xparse import format_argument_spec, parse_argument_spec
 from eqsearch.ingest.macrocycles import drop_recursive
 from eqsearch.ingest.macroloops import delimited_spec, named_definitions, unrolled_loops
-from eqsearch.ingest.mathfonts import declared_alphabets
+from eqsearch.ingest.mathfonts import declared_alphabets, font_switches
 from eqsearch.ingest.records import Issue
 
 _DEFINERS = {
@@ -99,6 +99,8 @@ class DocumentMacros:
             inside displays (KaTeX has no ``\\newenvironment``).
         spans: ``(start, end)`` of every definition read, in the text it was read from.
         issues: definitions dropped (delimited ``\\def`` parameters, recursion), as recorded warnings.
+        history: the definitions the last `extract_macros` read from its text, with their offsets there, in text
+            order (a name redefined in a document's body: `eqsearch.ingest.macroversions`).
     """
 
     macros: dict[str, MacroDef] = field(default_factory=dict)
@@ -107,6 +109,7 @@ class DocumentMacros:
     environments: dict[str, tuple[str, str]] = field(default_factory=dict)
     spans: list[tuple[int, int]] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)
+    history: list[tuple[int, MacroDef]] = field(default_factory=list)
 
     def definitions(self) -> list[MacroDef]:
         return list(self.macros.values())
@@ -132,10 +135,14 @@ def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMa
     table = table if table is not None else DocumentMacros()
     aliases = _definer_aliases(text)
     definer = _definer_pattern(aliases) if aliases else _DEFINER
-    table.spans = _read_definitions(text, table, definer, aliases)
-    for alphabet in declared_alphabets(text):  # \DeclareMathAlphabet{\mathpzc}{OT1}{pzc}{m}{it}
+    table.history = []
+    table.spans = _read_definitions(text, table, definer, aliases, table.history)
+    # \DeclareMathAlphabet{\mathpzc}{OT1}{pzc}{m}{it}; fontspec's \newfontfamily\cyrillicfont{..}
+    for alphabet in [*declared_alphabets(text), *font_switches(text)]:
         if alphabet.name not in table.macros:
             _store(table, alphabet)
+    for switch in newif_switches(text):  # \newif\ifthesis, then \thesistrue: \ifthesis is \iftrue
+        _store(table, switch)
     loops = unrolled_loops(text)  # what \@for / \foreach loops define (after the definitions they use)
     if loops:
         _read_definitions(loops, table, definer, aliases)
@@ -147,10 +154,32 @@ def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMa
     return table
 
 
+_NEWIF = re.compile(r"\\newif\s*\\if([A-Za-z@]+)")
+
+
+def newif_switches(text: str) -> list[MacroDef]:
+    """A document's ``\\newif\\ifNAME`` switches as macros for ``\\iftrue`` or ``\\iffalse``: the last
+    ``\\NAMEtrue``/``\\NAMEfalse`` of the text decides (a new switch is false)."""
+    if "\\newif" not in text:
+        return []
+    made = []
+    for m in _NEWIF.finditer(text):
+        name = m.group(1)
+        settings = re.findall(r"\\" + re.escape(name) + r"(true|false)(?![A-Za-z@])", text[m.end() :])
+        value = settings[-1] if settings else "false"
+        made.append(MacroDef(f"\\if{name}", f"\\if{value}", 0, None, "newif"))
+    return made
+
+
 def _read_definitions(
-    text: str, table: DocumentMacros, definer: re.Pattern[str], aliases: dict[str, str]
+    text: str,
+    table: DocumentMacros,
+    definer: re.Pattern[str],
+    aliases: dict[str, str],
+    history: list[tuple[int, MacroDef]] | None = None,
 ) -> list[tuple[int, int]]:
-    """Record every definition of ``text`` into ``table``; their spans."""
+    """Record every definition of ``text`` into ``table``; their spans (and, into ``history``, each definition
+    stored with its offset)."""
     spans: list[tuple[int, int]] = []
     pos = 0
     while True:
@@ -158,8 +187,12 @@ def _read_definitions(
         if m is None:
             break
         pos = m.end()
+        last = next(reversed(table.macros.values()), None)
         try:
             end = _read_definition(text, m, table, aliases)
+            stored = next(reversed(table.macros.values()), None)
+            if history is not None and stored is not None and stored is not last:
+                history.append((m.start(), stored))
         except _SkipDefinition as skip:
             if skip.issue is not None:
                 table.issues.append(skip.issue)
@@ -172,7 +205,8 @@ def _read_definitions(
 # A user macro that defines the macro named by its first argument: \def\newbfop#1#2{\def#1{\mathbf{#2}}}
 _DEFINES_ARGUMENT = re.compile(
     r"\A\s*\\(?:(?:re|provide)?newcommand\*?|[gex]?def|DeclareMathOperator\*?|(?:re)?newrobustcmd)\s*\{?\s*#1(?!\d)"
-    r"|\A\s*\\expandafter\s*\\(?:(?:re|provide)?newcommand\*?|[gex]?def|let)\s*\\csname[^\\]*?#1(?!\d)"
+    r"|\A\s*\\expandafter\s*\\(?:(?:re|provide)?newcommand\*?|[gex]?def|let|DeclareMathOperator\*?)\s*"
+    r"\\csname[^\\]*?#1(?!\d)"
 )
 _PARAMETER = re.compile(r"(?<!#)#([1-9])")
 

@@ -3,8 +3,9 @@ formulas (``$...$``, ``\\(...\\)``, ``\\begin{math}``).
 
 The scanner walks the text once, skipping escaped characters, recording inline math, and jumping past each display
 it finds: an environment nested in a display (``split`` in ``equation``, ``aligned`` in ``\\[``) stays part of the
-outer body and is never extracted twice. A ``$$`` inside a ``tabular`` is an empty formula (TeX reads a table cell
-in restricted horizontal mode, where ``$$`` opens no display), not a display. breqn's ``dgroup`` is a grouping, like
+outer body and is never extracted twice. A ``$$`` inside a ``tabular`` or a ``tikzpicture`` is an empty formula
+(TeX reads a table cell or a node's text in restricted horizontal mode, where ``$$`` opens no display), not a
+display. breqn's ``dgroup`` is a grouping, like
 ``subequations``: the ``dmath`` inside it are the displays.
 """
 
@@ -158,7 +159,8 @@ def scan_math(text: str, aliases: dict[str, str] | None = None) -> tuple[list[Di
             return out, inline
 
 
-_TABULAR = re.compile(r"\\(begin|end)\s*\{(?:tabular\*?|tabularx|tabulary|longtable\*?)\}")
+# table cells and TikZ node texts: TeX reads them in restricted horizontal mode, where $$ is an empty formula
+_TABULAR = re.compile(r"\\(begin|end)\s*\{(?:tabular\*?|tabularx|tabulary|longtable\*?|tikzpicture)\}")
 
 
 def _table_spans(text: str) -> list[tuple[int, int]]:

@@ -7,6 +7,9 @@ family (``bbold``, ``BOONDOX-ds``, ``msb``) -> ``\\mathbb``, a calligraphic one 
 sans serif -> ``\\mathsf``, typewriter -> ``\\mathtt``, else by series and shape (bold italic ->
 ``\\boldsymbol``, bold -> ``\\mathbf``, italic -> ``\\mathit``, upright -> ``\\mathrm``). An alphabet KaTeX has
 already (a document re-declaring ``\\mathbf`` from Times) keeps KaTeX's.
+
+fontspec's font families (``\\newfontfamily\\cyrillicfont[Script=Cyrillic]{XITS}``, ``\\newfontface``) are font
+switches: the text after them keeps its characters, so the switch itself stands for nothing in a formula.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import re
 from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.engine.latex.scan import read_arguments
 
-__all__ = ["declared_alphabets"]
+__all__ = ["declared_alphabets", "font_switches"]
 
 _DECLARE = re.compile(r"\\DeclareMathAlphabet(?![A-Za-z@])\s*")
 _KATEX_ALPHABETS = frozenset(
@@ -68,3 +71,13 @@ def declared_alphabets(text: str) -> list[MacroDef]:
         name, _encoding, family, series, shape = parts
         made.append(MacroDef(name, f"{_alphabet(family, series, shape)}{{#1}}", 1, None, "DeclareMathAlphabet"))
     return made
+
+
+_FONT_FAMILY = re.compile(r"\\(?:new|renew|set)fontfa(?:mily|ce)\s*\{?\s*(\\[A-Za-z@]+)\s*\}?")
+
+
+def font_switches(text: str) -> list[MacroDef]:
+    """fontspec's font families ``text`` declares, as argument-less macros with an empty body (module docstring)."""
+    if "fontfa" not in text:
+        return []
+    return [MacroDef(m.group(1), "", 0, None, "newfontfamily") for m in _FONT_FAMILY.finditer(text)]

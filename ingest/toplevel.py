@@ -21,8 +21,9 @@ __all__ = ["IncludeGraph", "TexFacts", "candidates", "include_pattern", "tex_fac
 
 _DOCUMENTCLASS = re.compile(r"\\document(?:class|style)\b\s*(?:\[[^\]]*\])?\s*\{\s*([^{}\s]*)\s*\}?")
 _BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
+# \include{{./Sections/intro}}: a second pair of braces around the name, which LaTeX reads through
 _INCLUDE_SOURCE = (
-    r"\\(?P<cmd>input|include|subfile|subfileinclude)\s*\{(?P<file>[^{}]*)\}"
+    r"\\(?P<cmd>input|include|subfile|subfileinclude)\s*\{\{?(?P<file>[^{}]*)\}?\}"
     r"|\\input\s+(?P<bare>[^\s{}\\%]+)"
     r"|\\(?P<icmd>import|subimport|inputfrom|subinputfrom|includefrom|subincludefrom)\*?\s*"
     r"\{(?P<dir>[^{}]*)\}\s*\{(?P<ifile>[^{}]*)\}"

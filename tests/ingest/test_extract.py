@@ -143,3 +143,12 @@ def test_include_wrappers_and_standalone_children():
     assert [s.title for s in paper.sections] == ["", "One", "Two"]
     assert [eq.latex for eq in paper.equations()] == ["a", "b"]
     assert include_wrappers(r"\newcommand{\chap}[1]{\include{#1}} \def\inp#1{\input{#1}}") == ("chap", "inp")
+
+
+def test_a_package_loaded_by_a_path_of_the_authors_machine_is_found_by_its_name():
+    """A thesis: ``\\usepackage{/home/greg/thesis/definitions}``, the file being ``definitions.sty`` of the source."""
+    main = rb"\documentclass{report}\usepackage{/home/greg/thesis/definitions}\begin{document}\[\epsI\]\end{document}"
+    definitions = rb"\newcommand{\epsI}{\epsilon_{\mathrm{I}}}"
+    files = MemoryFiles({"full_thesis/main.tex": main, "definitions.sty": definitions})
+    paper = extract_latex_paper(files, paper_id="t", source="t", kind="arxiv", config=ExtractConfig(convert=False))
+    assert [(m.name, m.body) for m in paper.macros] == [("\\epsI", "\\epsilon_{\\mathrm{I}}")]

@@ -47,3 +47,25 @@ def test_declared_math_alphabets_become_the_closest_katex_alphabet():
     assert made["\\mathbfcal"] == "\\mathcal{#1}" and made["\\mathbold"] == "\\boldsymbol{#1}"
     assert made["\\mathsfit"] == "\\mathsf{#1}"
     assert "\\mathbf" not in made  # KaTeX's own alphabet is kept
+
+
+def test_a_preambles_own_list_iterator_applies_its_macro_to_each_item():
+    """The blob complex paper: ``\\applytolist{calc}QWERTY...;`` in TeX's ``\\csname``/``\\next`` idiom."""
+    text = r"""\def\semicolon{;}
+\def\applytolist#1{
+    \expandafter\def\csname multi#1\endcsname##1{
+        \def\multiack{##1}\ifx\multiack\semicolon
+            \def\next{\relax}
+        \else
+            \csname #1\endcsname{##1}
+            \def\next{\csname multi#1\endcsname}
+        \fi
+        \next}
+    \csname multi#1\endcsname}
+\def\calc#1{\expandafter\def\csname c#1\endcsname{{\mathcal #1}}}
+\applytolist{calc}QWC;
+\def\declaremathop#1{\expandafter\DeclareMathOperator\csname #1\endcsname{#1}}
+\applytolist{declaremathop}{im}{gl}{Maps};"""
+    made = {m.name: m.body for m in extract_macros(text).definitions()}
+    assert made["\\cC"] == "{\\mathcal C}" and made["\\cQ"] == "{\\mathcal Q}" and made["\\cW"] == "{\\mathcal W}"
+    assert made["\\Maps"] == "\\operatorname{Maps}" and made["\\gl"] == "\\operatorname{gl}"

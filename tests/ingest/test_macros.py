@@ -209,3 +209,18 @@ def test_aliases_paired_delimiters_and_operators_of_a_preamble_convert_exactly(c
     assert [(r.status, r.message) for r in results] == [("ok", None)] * len(DISPLAYS)
     # \providecommand of a command of KaTeX or the package table defines nothing; the alias holds the built-in
     assert "<msqrt>" in results[3].mathml and "X" not in results[3].mathml and "<mfrac>" in results[1].mathml
+
+
+def test_newif_switches_and_font_families():
+    table = extract_macros(
+        r"\newif\ifthesis \thesistrue \newif\ifdraft \newfontfamily\cyrillicfont[Script=Cyrillic]{XITS}"
+    )
+    made = {m.name: m.body for m in table.definitions()}
+    assert made["\\ifthesis"] == "\\iftrue" and made["\\ifdraft"] == "\\iffalse" and made["\\cyrillicfont"] == ""
+
+
+def test_a_documents_switches_decide_its_conditionals(converter):
+    macros = extract_macros(r"\newif\ifthesis \thesistrue \newcommand{\N}{\ifthesis\mathbb{N}\else N\fi}")
+    result = converter.convert(r"\N + \ifthesis a \else b \fi", macros=macros.definitions())
+    assert result.status == "ok" and '<mi mathvariant="double-struck">N</mi>' in result.mathml
+    assert "<mi>a</mi>" in result.mathml and "<mi>b</mi>" not in result.mathml

@@ -77,3 +77,13 @@ def test_double_dollars_in_a_table_cell_are_empty_formulas_not_displays():
     displays, inline = scan_math(text)
     assert [d.body.strip() for d in displays] == ["z = 8x + 6y"]
     assert [i.body for i in inline] == ["x_3", "5", "x_4", "1"]
+
+
+def test_dollar_pairs_in_tikz_node_texts_are_empty_formulas_not_displays():
+    """An econometrics paper's vine diagram: ``node {$$}`` in a ``tikzpicture``; the displays after it stay whole."""
+    body = (
+        "\\begin{tikzpicture}\\path (2) edge node (2T-1) {$$} (T-1); (23T) edge node {$$} (T);\\end{tikzpicture}"
+        " and then $$a = b$$ and \\begin{equation}c\\end{equation}"
+    )
+    displays, _ = scan_math(body)
+    assert [d.body for d in displays] == ["a = b", "c"]

@@ -133,3 +133,13 @@ def test_a_source_with_no_document_is_a_failed_record_with_its_reason(tmp_path: 
     paper = process_task(task, ExtractConfig(convert=False), None)
     assert paper.status == "failed" and paper.error is not None and paper.error.reason == "no_document"
     assert str(tmp_path / "notes") in paper.error.message
+
+
+def test_an_input_named_inside_a_second_pair_of_braces_is_followed():
+    """An Oxford thesis: ``\\include{{./Sections/Chapter1/intro}}`` (466 displays were lost in the chapters)."""
+    main = rb"\documentclass{report}\begin{document}\include{{./Sections/Chapter1/intro}}\end{document}"
+    chapter = rb"\chapter{Intro}\begin{equation}x=1\end{equation}"
+    files = MemoryFiles({"thesis_main.tex": main, "Sections/Chapter1/intro.tex": chapter})
+    assert find_documents(files) == ["thesis_main.tex"]
+    paper = extract_latex_paper(files, paper_id="t", source="t", kind="arxiv", config=ExtractConfig(convert=False))
+    assert [eq.latex.strip() for eq in paper.equations()] == ["x=1"]
