@@ -12,8 +12,8 @@ definition opens or closes a display replaced by what they stand for (``\\def\\b
 ``\\let\\beq\\equation``, ``\\newcommand{\\al}[1]{\\begin{align}#1\\end{align}}``, ``\\def\\beas#1\\eeas{...}``,
 ``\\newenvironment{eqn}{\\begin{equation}}{\\end{equation}}``), definitions blanked; then a text / inline / display
 walk counts the outermost non-empty displays (environments, ``\\[ \\]``, ``$$ $$``; a ``$$`` inside a ``tabular`` is an
-empty formula, as TeX reads it in a table cell). ``--show NAME`` prints the
-first characters of each counted display of one paper, to read by hand where the numbers disagree.
+empty formula, as TeX reads it in a table cell, and so is one in a ``tikzpicture``'s node text). ``--show NAME``
+prints the first characters of each counted display of one paper, to read by hand where the numbers disagree.
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def display_text(text: str) -> str:
 
 
 BEGIN = re.compile(r"\\begin\s*\{(" + DISPLAYS + r")(\*?)\}")
-TABULAR = re.compile(r"\\(begin|end)\s*\{(?:tabular\*?|tabularx|tabulary|longtable\*?)\}")
+TABULAR = re.compile(r"\\(begin|end)\s*\{(?:tabular\*?|tabularx|tabulary|longtable\*?|tikzpicture)\}")
 
 
 def displays(text: str) -> list[str]:
@@ -252,7 +252,7 @@ def displays(text: str) -> list[str]:
     found: list[str] = []
     i = 0
     n = len(text)
-    tables = 0  # inside a tabular, $$ is an empty formula (TeX's restricted horizontal mode), not a display
+    tables = 0  # inside a tabular or tikzpicture, $$ is an empty formula (restricted horizontal mode), not a display
     while i < n:
         c = text[i]
         if c == "\\":

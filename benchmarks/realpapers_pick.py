@@ -11,7 +11,8 @@ this reader does not follow (``\\includechapter{x}`` of a thesis class). For eac
 is read from ``MIRRORS/owner+repo/repo`` (a git directory, as the search tools' ``fetch`` leaves it) at ``HEAD``,
 and the files are: the main file; what it inputs, recursively (``\\input``, ``\\include``, ``\\subfile``,
 ``\\import``/``\\subimport``, ``\\input file`` without braces; ``.tex`` added where the name has no extension);
-the ``.sty`` files of its folder that it or they load, recursively; the class file of its folder that
+the ``.sty`` files of its folder that it or they load, recursively (one named by a path of the author's machine,
+found by its name); the class file of its folder that
 ``\\documentclass`` names; the ``.bbl`` of the main file. Figures and ``.bib`` files are left out, as in the earlier
 sets. The entries carry ``repo``, ``commit``, ``folder`` (the main file's folder, or the one above it that holds
 every file), ``main`` and ``files`` (relative to that folder) and ``area``; ``benchmarks/realpapers_export.py``
@@ -73,6 +74,9 @@ def paper_files(tree: set[str], read: Callable[[str], str], main: str) -> list[s
         for m in _PACKAGE.finditer(text):
             for name in m.group(1).split(","):
                 full = posixpath.normpath(posixpath.join(folder, name.strip() + ".sty"))
+                if full not in tree:  # a path of the author's machine (\usepackage{/home/me/defs}): by its name
+                    base = posixpath.basename(name.strip()) + ".sty"
+                    full = next((p for p in sorted(tree) if p == base or p.endswith("/" + base)), full)
                 if add(full):
                     visit(full)
         for m in _CLASS.finditer(text):
