@@ -6,16 +6,18 @@ Preambles define families of macros at once: ``\\@for\\i:=\\lst\\do{\\expandafte
 to ``\\cZ``; a preamble's own iterator in TeX's ``\\csname``/``\\next`` idiom (``\\applytolist{calc}QWERTY;``) does
 the same. `unrolled_loops` writes out what such loops run, one body per item, and `named_definitions` turns a
 definition of a ``\\csname``-built name into the plain definition (``\\def\\LieB{...}``), so that the document's
-macro reader (`eqsearch.ingest.macros`) reads both like any other definition.
+macro reader (`eqsearch.ingest.macros`) reads both like any other definition. ``\\newif\\ifthesis`` makes a switch:
+`newif_switches` gives it the value the preamble sets (``\\thesistrue``).
 """
 
 from __future__ import annotations
 
 import re
 
+from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.engine.latex.scan import read_argument, skip_space
 
-__all__ = ["CSNAME_DEFINITION", "applied_lists", "named_definitions", "unrolled_loops"]
+__all__ = ["CSNAME_DEFINITION", "applied_lists", "named_definitions", "newif_switches", "unrolled_loops"]
 
 _DEFINERS = (
     r"(?:(?:re|provide)?newcommand\*?|[gex]?def|let|DeclareMathOperator\*?|(?:New|Renew|Provide)DocumentCommand)"
@@ -203,3 +205,20 @@ def delimited_spec(params: str, body: str) -> tuple[str, str] | None:
         return None
     renumbered = re.sub(r"(?<!#)#([1-9])", lambda p: f"#{numbers.get(p.group(1), p.group(1))}", body)
     return " ".join(spec), renumbered
+
+
+_NEWIF = re.compile(r"\\newif\s*\\if([A-Za-z@]+)")
+
+
+def newif_switches(text: str) -> list[MacroDef]:
+    """A document's ``\\newif\\ifNAME`` switches as macros for ``\\iftrue`` or ``\\iffalse``: the last
+    ``\\NAMEtrue``/``\\NAMEfalse`` of the text decides (a new switch is false)."""
+    if "\\newif" not in text:
+        return []
+    made = []
+    for m in _NEWIF.finditer(text):
+        name = m.group(1)
+        settings = re.findall(r"\\" + re.escape(name) + r"(true|false)(?![A-Za-z@])", text[m.end() :])
+        value = settings[-1] if settings else "false"
+        made.append(MacroDef(f"\\if{name}", f"\\if{value}", 0, None, "newif"))
+    return made

@@ -20,7 +20,7 @@ from eqsearch.engine.latex.paired import xpp_definition
 from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optional
 from eqsearch.engine.latex.xparse import format_argument_spec, parse_argument_spec
 from eqsearch.ingest.macrocycles import drop_recursive
-from eqsearch.ingest.macroloops import delimited_spec, named_definitions, unrolled_loops
+from eqsearch.ingest.macroloops import delimited_spec, named_definitions, newif_switches, unrolled_loops
 from eqsearch.ingest.mathfonts import declared_alphabets, font_switches
 from eqsearch.ingest.records import Issue
 
@@ -152,23 +152,6 @@ def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMa
     drop_recursive(table)
     split_display_macros(table)
     return table
-
-
-_NEWIF = re.compile(r"\\newif\s*\\if([A-Za-z@]+)")
-
-
-def newif_switches(text: str) -> list[MacroDef]:
-    """A document's ``\\newif\\ifNAME`` switches as macros for ``\\iftrue`` or ``\\iffalse``: the last
-    ``\\NAMEtrue``/``\\NAMEfalse`` of the text decides (a new switch is false)."""
-    if "\\newif" not in text:
-        return []
-    made = []
-    for m in _NEWIF.finditer(text):
-        name = m.group(1)
-        settings = re.findall(r"\\" + re.escape(name) + r"(true|false)(?![A-Za-z@])", text[m.end() :])
-        value = settings[-1] if settings else "false"
-        made.append(MacroDef(f"\\if{name}", f"\\if{value}", 0, None, "newif"))
-    return made
 
 
 def _read_definitions(
