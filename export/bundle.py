@@ -228,7 +228,7 @@ def write_bundle(
             soft-normalised vectors, but cosine ranks better on every evaluation of the shipped model (held-out
             ranking 91.4 vs 91.3, labelled-set MAP 34.3 vs 33.2, §6.3 study P@10 0.29 vs 0.13: the inner product
             lets a few long vectors crowd the top of every list; benchmarks/encoder.md), and it is cheaper to search
-            (benchmarks/search.md). ``max_inner_product`` stays available.
+            (docs/decisions/equation-index-layout.md). ``max_inner_product`` stays available.
         overwrite: replace an existing ``out_dir``.
 
     Raises:

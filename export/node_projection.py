@@ -2,12 +2,12 @@
 
 MaxSim's cost in the node is candidates x query nodes x candidate nodes x dimensions, and its stored node vectors
 take 5 + nodes x dimensions bytes an equation: the KDD'20 network's node states are 512-d. A linear map to 64 keeps
-their ranking (``benchmarks/search.md``, update 15: the development figures of MaxSim over the states and over their
-64-d projection are within a topic of each other) at an eighth of the bytes. The map is fitted here, on node states
-of formulas of a *training* corpus (a papers JSONL, never an evaluation collection): the top right singular vectors
-of their unit rows, uncentred, which keep their inner products best in the least-squares sense. It is written beside
-the sidecar as ``node-projection-<key>.npy`` and listed, with its checksum and where it was fitted, in
-``node-states.json`` (`engine.model.nodes.projection_entry`), where `engine.model.nodes.NodeEncoder` reads it
+their ranking at an eighth of the bytes (the development figures of MaxSim over the states and over their 64-d
+projection are within a topic of each other: ``docs/decisions/maxsim-node-vectors.md``). The map is fitted here, on
+node states of formulas of a *training* corpus (a papers JSONL, never an evaluation collection): the top right
+singular vectors of their unit rows, uncentred, which keep their inner products best in the least-squares sense. It
+is written beside the sidecar as ``node-projection-<key>.npy`` and listed, with its checksum and where it was fitted,
+in ``node-states.json`` (`engine.model.nodes.projection_entry`), where `engine.model.nodes.NodeEncoder` reads it
 (``output="node_states@p64"``). numpy only.
 """
 

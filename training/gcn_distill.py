@@ -10,10 +10,10 @@ view of the MathML tree, while it is taught the structural similarity it lacks. 
 
 where the teacher is `training.structure_distill.teacher_matrix` (the structural BM25, optionally the network's own
 original similarities with ``vector_weight`` and the contextual signal, "from the same document", with
-``context_weight``; round 4) and the second term holds each formula's vector near the shipped one, so the network does
-not drift into a copy of the structure. Batch and soft normalisation stay frozen (eval mode: the running statistics of
-the shipped model), so the exported function is the one trained. Runs of other seeds average into one network
-(`average_states`, a soup).
+``context_weight``; ``benchmarks/history/encoder.md``, "Round 4") and the second term holds each formula's vector near
+the shipped one, so the network does not drift into a copy of the structure. Batch and soft normalisation stay frozen
+(eval mode: the running statistics of the shipped model), so the exported function is the one trained. Runs of other
+seeds average into one network (`average_states`, a soup).
 """
 
 from __future__ import annotations

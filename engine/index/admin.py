@@ -51,8 +51,9 @@ def recommended_layout(data_nodes: int) -> tuple[int, int]:
 
     One primary per data node (each node then searches its share of a query in parallel) and one replica as soon as a
     second node can hold it (losing one node then loses no document and no search: ``tests/cluster/``). Past ~30 GB
-    per shard (about 4.8M equations) more primaries are needed: pass them explicitly (``--shards``); the table and its
-    reasons are in ``benchmarks/scale.md``, "Shards and replicas by cluster size".
+    per shard (about 4.8M equations) more primaries are needed: pass them explicitly (``--shards``). The reasons and
+    their figures: ``docs/decisions/shard-layout.md``; the table by cluster size: ``benchmarks/scale.md``, "Shards and
+    replicas by cluster size".
     """
     nodes = max(1, data_nodes)
     return nodes, min(1, nodes - 1)

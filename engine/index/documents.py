@@ -334,7 +334,7 @@ CONTEXT_TEXT_FIELDS = ("section_title", "context")
 def context_text(document: Mapping[str, Any]) -> str:
     """The words the context vector of an equation document embeds: its section's title and its context (the words
     before and after it). The paper's title is left out: it is the same for every formula of a paper and is
-    searched by BM25 already (measured: ``benchmarks/formula_search.md``, "The context channel")."""
+    searched by BM25 already (measured: ``docs/decisions/context-channel.md``)."""
     return " ".join(str(document.get(name) or "").strip() for name in CONTEXT_TEXT_FIELDS).strip()
 
 

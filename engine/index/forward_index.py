@@ -3,7 +3,7 @@
 The structural list's rescore window gets the BM25 of the query's terms (`engine.search.structure_query`). Walking
 the terms' posting lists for 300 candidates costs ~2.7 ms of node CPU at a million equations; eqsearch's plugin
 (``es-plugin/``, ``eqsearch_bm25``) instead reads each candidate's terms from this value and scores them with the
-field's own BM25 (``benchmarks/search.md``, update 13). The value holds the distinct terms of the structural field
+field's own BM25 (``docs/decisions/forward-index.md``). The value holds the distinct terms of the structural field
 *as its analyzer makes them* (Elasticsearch's ``whitespace`` analyzer: `analysed_terms`), so that a candidate's counts
 are the postings' frequencies; each term as the first 8 bytes of its UTF-8 bytes' SHA-256 (`term_hash`, the one
 definition here and in ``es-plugin/.../ForwardIndex.java``; tested for parity on a real node), with its count.

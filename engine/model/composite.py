@@ -1,7 +1,7 @@
 """The ``composite`` encoder kind: one stored vector made of other bundles' vectors, which a query may weigh anew.
 
 Why: the structure-bag student ranks formulas well alone but adds nothing beside the structural channel, and the
-graph network adds to the default ranker but is weak alone (``benchmarks/encoder.md``, round 6). A composite stores
+graph network adds to the default ranker but is weak alone (``docs/decisions/composite-encoder.md``). A composite stores
 ``sqrt(w_1) u_1 ++ ... ++ sqrt(w_k) u_k`` of its parts' unit vectors ``u_i`` (the weights ``w_i`` add up to 1), so
 the cosine of two stored vectors is ``sum_i w_i cos_i``. A query may weigh the parts otherwise (`weigh_query`): kNN
 then ranks by ``sum_i q_i cos_i``, any mix of the parts' cosines over the same index, so each ranker asks the one

@@ -10,7 +10,7 @@ scale applied to each node (``node_vectors``, 64-d): the mean of an equation's `
 A node output may also go through a fixed linear *projection* listed in the sidecar's manifest (``projections``:
 ``node_states@p64`` is each node state scaled to unit length times a 512 x 64 matrix, ``node-projection-p64.npy``,
 fitted on node states of the training corpus by ``eqsearch export node-projection``): 8x fewer bytes to store and
-dimensions to compare for the MaxSim rerank (``benchmarks/search.md``, update 15).
+dimensions to compare for the MaxSim rerank (``docs/decisions/maxsim-node-vectors.md``).
 
 The sidecar never changes the bundle: ``model.onnx`` and ``manifest.json`` are untouched, so the bundle's identity
 (and every index that records it) stays. The sidecar has a small manifest of its own, ``node-states.json``, that

@@ -53,8 +53,8 @@ QUERY_SPAN_KINDS = ("e", "r", "g")
 MAX_PATH = 3
 #: The lengths (baseline symbols) of the runs hashed as spans: every run of 1 to 6 (all that version 2 had), then a
 #: ladder that grows by half at most (8, 12, ... 64), so that a long shared run is credited at two thirds of its length
-#: or more, for far fewer spans than every length up to 64 (version 3; benchmarks/formula_search.md, "Longer shared
-#: sub-expressions").
+#: or more, for far fewer spans than every length up to 64 (version 3; why, with its figures:
+#: ``docs/decisions/structural-rerank.md``).
 SPAN_LENGTHS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
@@ -218,5 +218,5 @@ def _structure_of_mathml(mathml: str) -> FormulaStructure:
     """`formula_structure` of well-formed MathML, remembered for the last 512 formulas (~15 MB for formulas of the
     ARQMath collection's size): the ingest asks for each formula's structure twice, paper by paper, for the search
     bundle's structure-bag half and then for its structural terms (~1 ms each). Callers never change a structure (its
-    ``spans`` are read only)."""
+    ``spans`` are read only). Figures: ``docs/decisions/structure-cache.md``."""
     return structure_of_layout(parse_layout(mathml))

@@ -15,7 +15,7 @@ parity test holds the vectors of fixed sentences. The equations index records `T
 
 The channel follows SSEmb (Li and Chen, ARQMath-3): an equation's context embedded by a sentence encoder, searched
 by kNN and fused with the structural ranking. Measurements and the choice of model and width:
-``benchmarks/formula_search.md``, "The context channel".
+``docs/decisions/context-channel.md``.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ Ranking = Sequence[tuple[str, float]]
 #: What an inline formula's formula evidence is multiplied by in the evidence fusion when the formula and the words
 #: are both searched: an inline formula is often a fragment of a display of its page (a term of it, its left-hand
 #: side), matching the query's formula as well as the display does, and the display should then come first
-#: (benchmarks/hybrid.md, "Inline formulas in a combined search": dev "both" equation MRR@10 0.958 -> 0.962 and
-#: 0.869 -> 0.895 on the two query sets). Only the formula's share: an inline formula found by its words keeps them.
+#: (docs/decisions/evidence-fusion.md: dev "both" equation MRR@10 0.958 -> 0.962 and 0.869 -> 0.895 on the two query
+#: sets). Only the formula's share: an inline formula found by its words keeps them.
 INLINE_FACTOR = 0.8
 
 

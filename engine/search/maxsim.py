@@ -1,20 +1,24 @@
 """MaxSim reranking of the formula side (Amador and Zanibbi, ICTIR'25): node vectors compared ColBERT-style.
 
-A formula is a bag of node vectors (`engine.model.nodes`: the KDD'20 network's node states, or each node's projection;
-the states rank better, ``benchmarks/formula_search.md``). A candidate's
-MaxSim score is, for every query node, the cosine of its most similar candidate node, averaged over the query's
-nodes (the paper sums them, eq. 4: for one query the mean ranks alike and stays in [-1, 1], so it blends with other
-scores without knowing the query's size). It rewards a candidate that holds every part of the query somewhere, where
+A formula is a bag of node vectors (`engine.model.nodes`: the KDD'20 network's node states, or a fixed projection of
+them; the states rank better than the bundle's own per-node projections). A candidate's MaxSim score is, for every
+query node, the cosine of its most similar candidate node, averaged over the query's nodes (the paper sums them, eq.
+4: for one query the mean ranks alike and stays in [-1, 1], so it blends with other scores without knowing the
+query's size). It rewards a candidate that holds every part of the query somewhere, where
 the pooled formula vector only compares averages.
 
 It reranks the top ``window`` of the formula side after fusion (`maxsim_rerank`): their normalised fused score and
 their normalised MaxSim score are blended by ``weight`` (1: MaxSim alone), and the window stays ahead of the rest,
-whose order is kept. Elasticsearch's multi-vector field needs an Enterprise licence, so the candidates' node vectors
-are computed here, from their stored MathML, and cached by equation id (`NodeVectorCache`):
-``benchmarks/formula_search.md`` ("Amador & Zanibbi's MaxSim rerank") measures that against storing them per
-equation. Pure functions on numpy arrays, the cache, the search's step (`rerank_formula_side`, with
-`candidate_node_vectors` reading the candidates' MathML in one request), and `MaxSimStage`, a search service's rerank
-with the choice of where its scores come from (the ranked lists, the node, or here).
+whose order is kept. Elasticsearch's multi-vector field needs an Enterprise licence, so the scores come from one of
+two places. Where the index stores the ranker's node vectors (int8 rows in one doc value, written at ingest where an
+index opts in: `engine.index.documents.with_node_vectors`) and every node has eqsearch's plugin, the node scores
+MaxSim: the ranked lists bring their top hits' scores, or its rescorer scores the candidates in a second request
+(`stored_maxsim_scores`). Elsewhere the candidates' node vectors are computed here, from their stored MathML, and
+cached by equation id (`NodeVectorCache`). Which vectors and why: ``docs/decisions/maxsim-node-vectors.md``; where
+the scores come from and why: ``docs/decisions/maxsim-placement.md``. Pure functions on numpy arrays, the cache, the
+search's step (`rerank_formula_side`, with `candidate_node_vectors` reading the candidates' MathML in one request),
+and `MaxSimStage`, a search service's rerank with the choice of where its scores come from (the ranked lists, the
+node, or here).
 """
 
 from __future__ import annotations
@@ -247,10 +251,10 @@ def candidate_node_vectors(
     return {eq_id: v for (eq_id, _), v in zip(found, vectors, strict=True) if len(v)}
 
 
-#: How deep each ranked list's hits bring their MaxSim scores (plugin 1.5), as a multiple of the MaxSim window: the
-#: fused window mostly comes from the lists' tops, and a candidate below every list's scored top is asked of the
-#: rescorer (exact either way). On the 22 development topics, lists scored to the window itself (30) sent that request
-#: for 3 topics (6 candidates), to 40 for none (``benchmarks/search.md`` update 17).
+#: How deep each ranked list's hits bring their MaxSim scores (the plugin's window rescore), as a multiple of the
+#: MaxSim window: the fused window mostly comes from the lists' tops, and a candidate below every list's scored top is
+#: asked of the rescorer (exact either way). On the 22 development topics, lists scored to the window itself (30) sent
+#: that request for 3 topics (6 candidates), to 40 for none (``docs/decisions/maxsim-placement.md``).
 LIST_WINDOW_FACTOR = 1.5
 
 
@@ -261,7 +265,7 @@ def list_window(maxsim_window: int) -> int:
 
 @dataclass(frozen=True)
 class Brought:
-    """The MaxSim scores the ranked lists brought (plugin 1.4's search extension).
+    """The MaxSim scores the ranked lists brought (the plugin's search extension).
 
     Args:
         scores: eq_id -> MaxSim score, of the scored hits that have node vectors.
@@ -274,9 +278,9 @@ class Brought:
 
 class MaxSimStage:
     """A search service's MaxSim rerank of the formula side, and where its scores come from: brought by the ranked lists
-    (plugin 1.4's search extension, asked for by `ask_in_lists`; with 1.5, for each list's top hits), scored by the
-    node's rescorer in a second request (where the index stores this service's node vectors), or computed here from the
-    candidates' MathML and cached (`NodeVectorCache`).
+    (the plugin's search extension, asked for by `ask_in_lists`; with its window rescore, for each list's top hits),
+    scored by the node's rescorer in a second request (where the index stores this service's node vectors), or computed
+    here from the candidates' MathML and cached (`NodeVectorCache`).
 
     Args:
         client: the cluster.
@@ -324,11 +328,12 @@ class MaxSimStage:
         return not self.ranking.maxsim_in_node or self.stores_node_vectors()
 
     def ask_in_lists(self, searches: list[tuple[str, dict[str, Any]]], query_nodes: np.ndarray | None) -> int | None:
-        """Adds plugin 1.4's MaxSim extension (`engine.search.plugin.maxsim_ext`) to the formula lists' requests
-        where the ranking reranks by MaxSim, the node can score it (`stores_node_vectors`) and every node has 1.4;
-        where every node has 1.5, with the rescore that limits the scoring to each list's top `list_window` hits
-        (`engine.search.plugin.maxsim_window_rescore`). Returns how deep each list's hits bring their scores (0:
-        all of them), or None where it asked nothing (then the rerank asks the node in a second request)."""
+        """Adds the plugin's MaxSim extension (`engine.search.plugin.maxsim_ext`) to the formula lists' requests
+        where the ranking reranks by MaxSim, the node can score it (`stores_node_vectors`) and every node has the
+        extension; where every node also has the window rescore, with it, limiting the scoring to each list's top
+        `list_window` hits (`engine.search.plugin.maxsim_window_rescore`). Returns how deep each list's hits bring
+        their scores (0: all of them), or None where it asked nothing (then the rerank asks the node in a second
+        request)."""
         from eqsearch.engine.search.pattern_filter import FORMULA_LISTS
         from eqsearch.engine.search.plugin import maxsim_ext, maxsim_window_rescore
 
@@ -355,7 +360,7 @@ class MaxSimStage:
     ) -> Brought:
         """What the ranked ``lists`` (as Elasticsearch returned them) brought: the MaxSim ``scores`` of their hits,
         and which hits were scored: each formula list's top ``window`` (0: every hit), and any hit that brought a
-        score (a node at 1.6.1 also scores the hits tied with its window's last)."""
+        score (the plugin's window rescore may also score the hits tied with its window's last)."""
         from eqsearch.engine.search.pattern_filter import FORMULA_LISTS
 
         scored = {eq_id for name in FORMULA_LISTS for eq_id, _ in (lists.get(name) or [])[: window or None]}
@@ -365,7 +370,7 @@ class MaxSimStage:
         self, ranking: list[tuple[str, float]], query_nodes: np.ndarray, brought: Brought | None = None
     ) -> list[tuple[str, float]]:
         """The formula side's top ``maxsim_window`` reranked by MaxSim: from the scores the ranked lists ``brought``
-        (plugin 1.4; a candidate they did not score is asked of the node's rescorer), or by the node's rescorer in a
+        (a candidate they did not score is asked of the node's rescorer), or by the node's rescorer in a
         second request, or computed here (not for a ranking whose MaxSim is ``maxsim_in_node``: it goes without)."""
         stored = None
         symmetric = self.ranking.maxsim_symmetric

@@ -1,4 +1,4 @@
-"""eqsearch's Elasticsearch plugin as the search sees it: is it on every node, and the rescore it is sent.
+"""eqsearch's Elasticsearch plugin as the search sees it: is it on every node, and the requests it is sent.
 
 With the plugin (``es-plugin/``, installed by ``eqsearch es start``), the structural rerank is one
 ``eqsearch_structure`` rescorer: the query's sub-expressions as a list of span hashes and sizes, scored inside the
@@ -7,29 +7,32 @@ node against each candidate's spans and size, where without it the same scores t
 plugin computes exactly those scores (``tests/es_plugin/`` compares them on a real node), so the ranking is the
 same either way.
 
-Plugin 1.2 also scores the structural list's BM25 over a rescore window (``eqsearch_bm25``, `bm25_rescore`) from the
-equations' forward index (`engine.index.forward_index`) where the plain request adds a ``bool`` of ``term`` clauses
-that walk posting lists: the same scores, the shard's own term statistics, used where the index maps the field.
+The plugin's other requests give the same scores as the plain requests they replace:
 
-Plugin 1.3 also matches the structural list's first stage (``eqsearch_terms``, `terms_query`): the query's terms
-once each with their counts, to the same Lucene query as the ``bool`` of ``term`` clauses, and with a `RareRule` the
-shard chooses the rare terms itself from its own frequencies, so that the client sends no ``_termvectors`` request
-first; the BM25 rescorer with the same rule (``except_rare``) adds the other terms' BM25 to the window.
+- ``eqsearch_bm25`` (`bm25_rescore`) scores the structural list's BM25 over a rescore window from the equations'
+  forward index (`engine.index.forward_index`), where the plain request adds a ``bool`` of ``term`` clauses that walk
+  posting lists: the shard's own term statistics, used where the index maps the field.
+- ``eqsearch_terms`` (`terms_query`) matches the structural list's first stage: the query's terms once each with their
+  counts, to the same Lucene query as the ``bool`` of ``term`` clauses. With a `RareRule` the shard chooses the rare
+  terms itself from its own frequencies, so that the client sends no ``_termvectors`` request first; the BM25 rescorer
+  with the same rule (``except_rare``) adds the other terms' BM25 to the window. With ``top``
+  (`PluginUse.term_at_a_time`) the shard scores it term at a time: it reads each rare term's postings once into an
+  accumulator and keeps its best ``top`` hits, the same hits and scores as Lucene's document-at-a-time MaxScore, which
+  the many clauses of a long formula keep from skipping anything; a search's filters go with it, so that its top hits
+  are the filtered search's.
+- ``eqsearch_maxsim`` scores the MaxSim rerank from the node vectors an index stores: as a rescorer, in a request of
+  its own (`maxsim_body`), or as a search extension in the fetch phase of the ranked lists themselves (`maxsim_ext`):
+  each returned hit of the structural and the kNN lists brings its MaxSim score in its ``fields``
+  (`MAXSIM_HIT_FIELD`), the same score as the rescorer's, so the rerank needs no second request
+  (`PluginUse.maxsim_in_lists`). The ``eqsearch_maxsim_window`` rescore (`maxsim_window_rescore`), last in each
+  list's rescores, limits that scoring to each list's top hits (`engine.search.maxsim.list_window`), the candidates
+  the fused window mostly holds. Scoring every returned hit costs more than the rescorer's second request, so the
+  lists bring the scores by default only where the window rescore is there too (otherwise on request).
 
-Plugin 1.4 also computes the MaxSim rerank's scores in the fetch phase of the ranked lists themselves (the
-``eqsearch_maxsim`` search extension, `maxsim_ext`): each returned hit of the structural and the kNN lists brings its
-MaxSim score in its ``fields`` (`MAXSIM_HIT_FIELD`), the same score as the rescorer's, so the MaxSim rerank needs no
-second request (`PluginUse.maxsim_in_lists`; with 1.4 alone opt-in: scoring every hit costs more than the second
-request). A 1.3 node does not know the extension: it is sent only where every node has 1.4; the rescorer (`maxsim_body`)
-serves every other case. Plugin 1.5's ``eqsearch_maxsim_window`` rescore (`maxsim_window_rescore`), last in each list's
-rescores, limits that scoring to each list's top hits (`engine.search.maxsim.list_window`), the candidates the fused
-window mostly holds; where every node has 1.5 the lists bring the scores by default.
-
-Plugin 1.6 scores that first stage term at a time (``top`` of ``eqsearch_terms``, `PluginUse.term_at_a_time`): the
-shard reads each rare term's postings once into an accumulator and keeps its best ``top`` hits, the same hits and
-scores as Lucene's document-at-a-time MaxScore, which the many clauses of a long formula keep from skipping anything.
-It is sent only where every node has 1.6; a search's filters go with it, so that its top hits are the filtered
-search's.
+A request is sent only where every node's plugin has it (the plugin version that first has each is its ``*_SINCE``
+constant; `PluginSupport` says which of them every node has); elsewhere the plain request, or the rescorer's second
+request, gives the same ranking. Why each request, with its figures: ``docs/decisions/structural-first-stage.md``,
+``docs/decisions/forward-index.md``, ``docs/decisions/maxsim-placement.md``.
 
 A cluster may lack the plugin (a hosted cluster, another version, a node added later): `detect_plugin` asks
 ``_nodes/plugins`` once, and the engine uses the plugin only when every node has a compatible version of it; otherwise
@@ -76,23 +79,25 @@ PLUGIN_NAME = "eqsearch"
 PLUGIN_MAJOR = 1
 #: The rescorer's name in a search body's ``rescore``.
 STRUCTURE_RESCORER = "eqsearch_structure"
-#: The MaxSim rescorer over stored node vectors (plugin 1.1 and later), and the score it gives a candidate without any.
+#: The MaxSim rescorer over stored node vectors, the plugin version that first has it, and the score it gives a
+#: candidate without any.
 MAXSIM_RESCORER = "eqsearch_maxsim"
 MAXSIM_SINCE = (1, 1)
 MAXSIM_MISSING = -2.0
-#: The search extension that puts each returned hit's MaxSim score in its fields (plugin 1.4 and later), and that field.
+#: The search extension that puts each returned hit's MaxSim score in its fields, the plugin version that first has it,
+#: and that field.
 MAXSIM_FETCH_SINCE = (1, 4)
 MAXSIM_HIT_FIELD = "eqsearch_maxsim"
-#: The rescore that limits the extension's scoring to a list's top hits (plugin 1.5 and later).
+#: The rescore that limits the extension's scoring to a list's top hits, and the plugin version that first has it.
 MAXSIM_WINDOW_RESCORER = "eqsearch_maxsim_window"
 MAXSIM_WINDOW_SINCE = (1, 5)
-#: The BM25 rescorer over the forward index (plugin 1.2 and later).
+#: The BM25 rescorer over the forward index, and the plugin version that first has it.
 BM25_RESCORER = "eqsearch_bm25"
 BM25_SINCE = (1, 2)
-#: The first-stage query whose shard chooses the rare terms (plugin 1.3 and later).
+#: The first-stage query whose shard chooses the rare terms, and the plugin version that first has it.
 TERMS_QUERY = "eqsearch_terms"
 TERMS_SINCE = (1, 3)
-#: The same query answering with its top hits, scored term at a time (plugin 1.6 and later).
+#: The plugin version whose first-stage query answers with its top hits, scored term at a time (``top``).
 TERMS_TOP_SINCE = (1, 6)
 
 
@@ -230,12 +235,14 @@ class PluginUse:
         shard_rare_terms: whether the shard may choose the first stage's rare terms where the plugin and the index
             allow it (`shard_rare_terms`); False keeps the client's choice from ``_termvectors`` (a side-by-side).
         maxsim_in_lists: whether the ranked lists may bring the MaxSim scores where the plugin and the index allow
-            it (`maxsim_in_lists`); None (the default): where every node has plugin 1.5, whose window rescore limits
-            the scoring to each list's top hits (as cheap as the rescorer's second request on 9k equations, cheaper
-            at 1M: ``benchmarks/search.md`` update 17); True: with 1.4 too (every returned hit scored, costlier);
-            False: never (the second request).
+            it (`maxsim_in_lists`); None (the default): where every node also has the window rescore
+            (`MAXSIM_WINDOW_SINCE`), which limits the scoring to each list's top hits (as cheap as the rescorer's
+            second request on 9k equations, cheaper at 1M: ``docs/decisions/maxsim-placement.md``); True: with the
+            search extension alone too (`MAXSIM_FETCH_SINCE`: every returned hit scored, costlier); False: never (the
+            second request).
         term_at_a_time: whether the first stage may be scored term at a time where the shard chooses the rare
-            terms and every node has plugin 1.6 (`term_at_a_time`); False keeps Lucene's MaxScore (a side-by-side).
+            terms and every node's plugin has it (`TERMS_TOP_SINCE`, `term_at_a_time`); False keeps Lucene's
+            MaxScore (a side-by-side).
     """
 
     def __init__(
@@ -264,8 +271,9 @@ class PluginUse:
 
     def maxsim_in_lists(self, alias: str) -> bool:
         """Whether the ranked lists can bring their hits' MaxSim scores on ``alias`` (`maxsim_ext`): the MaxSim rerank
-        can run in the node there (`stored_node_vectors`), every node has plugin 1.4's search extension, and the
-        service asks for it (by default where every node has 1.5's window too)."""
+        can run in the node there (`stored_node_vectors`), every node has the search extension
+        (`MAXSIM_FETCH_SINCE`), and the service asks for it (by default where every node has the window rescore too,
+        `MAXSIM_WINDOW_SINCE`)."""
         wanted = self.support.maxsim_window if self.use_maxsim_in_lists is None else self.use_maxsim_in_lists
         return wanted and self.stored_node_vectors(alias) and self.support.maxsim_fetch
 
@@ -282,8 +290,8 @@ class PluginUse:
 
     def term_at_a_time(self, alias: str) -> bool:
         """Whether the shard-chosen first stage (`shard_rare_terms`) may answer with its top hits scored term at a
-        time (``top`` of ``eqsearch_terms``, plugin 1.6): the same hits and scores as Lucene's MaxScore, for less
-        CPU on long formulas (``benchmarks/search.md`` update 19)."""
+        time (``top`` of ``eqsearch_terms``, `TERMS_TOP_SINCE`): the same hits and scores as Lucene's MaxScore, for
+        less CPU on long formulas (``docs/decisions/structural-first-stage.md``)."""
         return self.use_term_at_a_time and self.shard_rare_terms(alias) and self.support.terms_top
 
     def _maps(self, alias: str, field: str) -> bool:
@@ -398,9 +406,9 @@ def terms_query(
     """The plugin's query of the structural terms ``counts`` (term -> its count, in the query's order): the BM25 of
     a ``bool`` of one ``term`` clause per term, its count as boost, as the same Lucene query; with ``rare``, of the
     terms the shard finds rare by that rule (`engine.search.termstats.rarest_terms`'s, on the shard's frequencies).
-    With ``top`` (plugin 1.6), the shard scores it term at a time and matches its best ``top`` hits alone, with the
-    same scores, of the documents ``filters`` (filter clauses) let through: valid where the search reads no deeper
-    than ``top`` and filters by no more than ``filters``."""
+    With ``top`` (`TERMS_TOP_SINCE`), the shard scores it term at a time and matches its best ``top`` hits alone, with
+    the same scores, of the documents ``filters`` (filter clauses) let through: valid where the search reads no
+    deeper than ``top`` and filters by no more than ``filters``."""
     body: dict[str, Any] = {
         "terms": list(counts),
         "boosts": [float(count) for count in counts.values()],
@@ -450,9 +458,10 @@ def maxsim_body(eq_ids: Sequence[str], query_nodes: Any, *, symmetric: bool) -> 
 
 
 def maxsim_ext(query_nodes: Any, *, symmetric: bool) -> dict[str, Any]:
-    """A search body's ``ext`` that asks plugin 1.4 for each returned hit's MaxSim score against the query's node
-    vectors, in the hit's ``fields`` under `MAXSIM_HIT_FIELD` (absent for a hit without stored vectors); the
-    search's own scores and order are untouched. The same scores as `maxsim_body`'s, to the last bit (one code).
+    """A search body's ``ext`` that asks the plugin (`MAXSIM_FETCH_SINCE`) for each returned hit's MaxSim score against
+    the query's node vectors, in the hit's ``fields`` under `MAXSIM_HIT_FIELD` (absent for a hit without stored
+    vectors); the search's own scores and order are untouched. The same scores as `maxsim_body`'s, to the last bit
+    (one code).
 
     Shapes:
         query_nodes: ``[nodes, width]``.
@@ -462,5 +471,5 @@ def maxsim_ext(query_nodes: Any, *, symmetric: bool) -> dict[str, Any]:
 
 def maxsim_window_rescore(window: int) -> dict[str, Any]:
     """The rescore, last in a ranked list's rescores, that limits `maxsim_ext`'s scoring to the list's top ``window``
-    hits on each shard (plugin 1.5): the hits' scores and order are untouched."""
+    hits on each shard (`MAXSIM_WINDOW_SINCE`): the hits' scores and order are untouched."""
     return {"window_size": window, MAXSIM_WINDOW_RESCORER: {}}

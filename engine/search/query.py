@@ -66,7 +66,7 @@ _OWN_FIELDS = ("section_title^1.5", "context")
 #: BM25 hits counted exactly for `SearchResults.total`: no page past the result window can be asked for, so a count
 #: beyond it tells nothing, and while hits must be counted Lucene cannot skip the ones that cannot reach the top k.
 #: (No measurable effect on the replicated benchmark corpus, whose ~185 copies of each text tie at the top score so
-#: that nothing can be skipped anyway; see benchmarks/search.md.)
+#: that nothing can be skipped anyway; see docs/decisions/query-path.md.)
 TEXT_COUNT_LIMIT = MAX_RESULT_WINDOW
 #: Never sent back: the vectors are large and no caller reads them from a hit.
 SOURCE_EXCLUDES = list(SOURCE_EXCLUDED_FIELDS)
@@ -221,7 +221,7 @@ def knn_body(
     if filters or exclude:
         knn["filter"] = pre_filter  # inside knn: a pre-filter, so k hits come back when k exist
     # a knn query, not the top-level knn section: the same per-shard search, without the extra DFS round that the
-    # top-level section takes (about 0.3 ms of the node's CPU per search here, see benchmarks/search.md)
+    # top-level section takes (about 0.3 ms of the node's CPU per search here, see docs/decisions/query-path.md)
     return {"query": {"knn": knn}, "size": k, "_source": {"excludes": SOURCE_EXCLUDES}, "track_total_hits": False}
 
 
@@ -272,7 +272,7 @@ def ranking_only(body: dict[str, Any], fields: Sequence[str] = RANKING_FIELDS) -
     Fusion ranks up to ``candidate_depth`` candidates per list but a page shows a handful, so the lists read no
     stored field at all (``stored_fields: _none_``; not even ``_id``): stored fields are compressed in blocks
     shared with the large ``_source`` (MathML), and decompressing one per candidate was most of the lists' cost
-    (see benchmarks/search.md). ``eq_id`` equals ``_id`` for every writer, and doc values are cheap to read.
+    (see docs/decisions/query-path.md). ``eq_id`` equals ``_id`` for every writer, and doc values are cheap to read.
     """
     light = {key: value for key, value in body.items() if key not in ("highlight", "_source")}
     return {**light, "stored_fields": "_none_", "docvalue_fields": list(fields)}
@@ -282,7 +282,7 @@ def needs_papers(query: HybridQuery) -> bool:
     """Whether the fusion reads the papers of the formula lists' candidates: to weigh the words' evidence of each
     candidate's paper (words searched beside the formula), or to group the page by paper. A formula-only search
     that does not group reads none, so its formula lists fetch ``eq_id`` alone: each keyword doc value read costs
-    the node a few microseconds per candidate (benchmarks/search.md, update 14)."""
+    the node a few microseconds per candidate (docs/decisions/query-path.md)."""
     return query.group_by_paper or (query.has_keywords and query.formula_weight < 1)
 
 

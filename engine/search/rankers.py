@@ -11,7 +11,8 @@ same way. It finds the equation whose surrounding words say what the keywords sa
 keywords does not use it.
 
 The default is chosen with ``eqsearch evaluate formulas`` on the development topics (``benchmarks/formula_search.md``
-holds every ranker's figures); a channel that does not raise the score there stays out of the default.
+holds every ranker's figures today); a channel that does not raise the score there stays out of the default. Why the
+default is what it is, and what stays out of it: ``docs/decisions/default-ranker.md``.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class FormulaRanking:
             for a new query).
         maxsim_formula_only: MaxSim reranks formula-only searches; with keywords the structure, the embedding and
             the words decide (on the hybrid development sets MaxSim lowered combined queries' MRR@10:
-            ``benchmarks/hybrid.md``).
+            ``docs/decisions/maxsim-placement.md``).
         embedding_parts: the query's weight of each part of a composite encoder's vector (`engine.model.composite`),
             as ``(part name, weight)`` pairs: the kNN then ranks by those parts' cosines so weighed; a part not named
             keeps its stored weight, and an encoder that is no composite ignores them (empty: the vector as stored).
@@ -125,30 +126,31 @@ class FormulaRanking:
 
 
 #: Rescored candidates and weight of the sub-expression match (chosen on the development topics), the match weighed
-#: by the larger of the two formulas (a similarity, not the query's coverage: benchmarks/formula_search.md), and the
-#: structural first stage: the query's terms found in at most 5% of the equations, the other terms' BM25 added on the
-#: rerank window (the same scores there as all terms from the start, for a third less node CPU at 1M).
+#: by the larger of the two formulas (a similarity, not the query's coverage: docs/decisions/structural-rerank.md), and
+#: the structural first stage: the query's terms found in at most 5% of the equations, the other terms' BM25 added on
+#: the rerank window (the same scores there as all terms from the start, for a third less node CPU at 1M:
+#: docs/decisions/structural-first-stage.md).
 _RERANK = {"rerank_window": 300, "rerank_weight": 0.5, "rerank_symmetric": True, "first_stage_share": 0.05}
 #: The embedding's share of the formula side when fused with the structure (chosen on the development topics with
-#: the shipped network, benchmarks/encoder.md round 4; the bitmap CNN keeps the share it was measured with).
+#: the shipped network, docs/decisions/composite-encoder.md; the bitmap CNN keeps the share it was measured with).
 _EMBEDDING_SHARE = 0.15
 _BITMAP_SHARE = 0.1
-#: What the shipped composite's kNN ranks by (benchmarks/encoder.md, round 6): alone, its structure-bag part's cosine
-#: weighed 0.7 and the network's 0.3; beside the structural channel, the network's alone (the student of the structure
-#: adds nothing there: it says what the structural list says).
+#: What the shipped composite's kNN ranks by (docs/decisions/composite-encoder.md): alone, its structure-bag part's
+#: cosine weighed 0.7 and the network's 0.3; beside the structural channel, the network's alone (the student of the
+#: structure adds nothing there: it says what the structural list says).
 _ALONE_PARTS = (("graph", 0.3), ("structure", 0.7))
 _FUSED_PARTS = (("graph", 1.0), ("structure", 0.0))
 #: The MaxSim rerank (Amador and Zanibbi): alone over the kNN candidates as their system ranks, and as a share of the
 #: default's formula side (window and weight from a grid of round values on the development topics,
-#: benchmarks/formula_search.md, "Amador & Zanibbi's MaxSim rerank").
+#: docs/decisions/maxsim-node-vectors.md).
 _MAXSIM_ALONE = {"maxsim_window": 300, "maxsim_weight": 1.0, "maxsim_nodes": "node_states"}
 #: The share's window of 30 over the node states' fixed 64-d projection (fitted on the training corpus,
 #: ``node-projection-p64.npy``): the window of 100 over the 512-d states ranks alike at three times the cost and eight
-#: times the stored bytes (benchmarks/search.md, update 15).
+#: times the stored bytes (docs/decisions/maxsim-node-vectors.md).
 _MAXSIM_SHARE = {"maxsim_window": 30, "maxsim_weight": 0.3, "maxsim_nodes": "node_states@p64"}
 #: The shipped bundle of the ECML'19 bitmap CNN (Pfahler, Schill & Morik), encoder kind ``ecml19-cnn``.
 _BITMAP_BUNDLE = "bitmap-bundle"
-#: The context channel's share of the keyword side (chosen on the paraphrase study, benchmarks/formula_search.md).
+#: The context channel's share of the keyword side (chosen on the paraphrase study, docs/decisions/context-channel.md).
 _CONTEXT_SHARE = 0.5
 
 RANKERS: dict[str, FormulaRanking] = {

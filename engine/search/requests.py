@@ -43,7 +43,7 @@ class RankedLists:
             `engine.search.query.TEXT_COUNT_LIMIT`; 0 without keywords).
         missing_shards: how many shard searches failed (a cluster that lost a node answers from the shards it
             still has).
-        maxsim: eq_id -> MaxSim score, of the hits that brought one (plugin 1.4's search extension,
+        maxsim: eq_id -> MaxSim score, of the hits that brought one (the plugin's search extension,
             `engine.search.plugin.maxsim_ext`, sent with the formula lists; empty otherwise).
     """
 

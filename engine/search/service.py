@@ -8,8 +8,8 @@
    the words, kNN on the context vectors) and send them as one ``_msearch`` of ranked ids (`requests`);
 4. keep the candidates a pattern with variables matches (`pattern_filter`);
 5. blend each side's lists and fuse the sides (`fusion`), with the optional MaxSim rerank of the formula side
-   (`maxsim`; where the index stores node vectors and every node has plugin 1.5, its scores come with the formula
-   lists of step 3);
+   (`maxsim`; where the index stores node vectors and every node's plugin has the MaxSim window rescore, its scores
+   come with the formula lists of step 3);
 6. cut the page (`results.select_page`), fetch its equations with highlights (`requests`) and mark what of each
    formula matched (`highlight`).
 
@@ -86,11 +86,11 @@ class SearchService:
         rrf_k: the rank constant of reciprocal rank fusion.
         candidate_depth: how many candidates each ranked list contributes to fusion, whatever the page, its size or
             the grouping, so that every page is a slice of one ranking; a page past it comes back empty with a
-            warning. 100, the largest page (benchmarks/hybrid.md: what the exact paging costs).
+            warning. 100, the largest page (what the exact paging costs: docs/decisions/query-path.md).
         paper_share: the paper's share of the words' evidence in the evidence fusion (`evidence_fusion`) when a
             formula ranks the equations; the rest is the equation's own text.
         words_paper_share: the same when the words are alone: then they must also choose the paper's equations, so
-            the equation's own text weighs more (benchmarks/hybrid.md).
+            the equation's own text weighs more (docs/decisions/evidence-fusion.md).
         formula_cache_size: how many prepared query formulas to keep (`QueryFormulas`; 0 keeps none).
         ranking: how the formula side is ranked (default: the registered `DEFAULT_RANKER`).
         pattern_candidates: how deep the structural list of a query with variables reaches: the candidates its

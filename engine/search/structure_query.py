@@ -6,8 +6,9 @@ The rerank rescores the list's top window by the largest sub-expressions each ca
 distribution has no Painless) it is a ``function_score`` over a ``dis_max`` of one constant-score term per span;
 where every node has eqsearch's plugin, the plugin's ``eqsearch_structure`` rescorer computes the same scores from
 the same spans (`engine.search.plugin`), and where the index also stores each equation's forward index, the
-plugin's ``eqsearch_bm25`` rescorer gives the window its BM25 from it instead of walking the terms' posting lists; with
-plugin 1.3 there, the first stage is the plugin's ``eqsearch_terms`` query, whose shard chooses the rare terms.
+plugin's ``eqsearch_bm25`` rescorer gives the window its BM25 from it instead of walking the terms' posting lists, and
+where every node's plugin has the ``eqsearch_terms`` query, the first stage is that query, whose shard chooses the rare
+terms.
 Pure functions of their arguments, like the rest of `engine.search.query`.
 """
 
@@ -52,7 +53,8 @@ def _larger_size_share(query_size: int) -> list[dict[str, Any]]:
 
 #: The smallest sub-expression the rerank looks for. One symbol (``x``, ``=``, ``V:*``) is shared by nearly every
 #: candidate in the window, so its posting list is the longest to walk for the smallest share: left out, the
-#: development figures do not move and the structural request takes ~0.5 ms less at 1M (benchmarks/formula_search.md).
+#: development figures do not move and the structural request takes ~0.5 ms less at 1M
+#: (docs/decisions/structural-rerank.md).
 MIN_RERANK_SPAN = 2
 #: The most sub-expressions of one kind a query sends to the rerank: its largest. A formula of a few hundred symbols
 #: has thousands of spans, and Elasticsearch refuses a query of more clauses than its ``max_clause_count`` (16,384 on
@@ -182,14 +184,14 @@ def structure_body(
             ``rerank_window`` and a ``knn_window``).
         knn_window: how many nearest the kNN first stage finds (at least ``k``).
         knn_candidates: the kNN's ``num_candidates`` with a ``structure_vector``.
-        rare_rule: with ``plugin`` and ``forward_index`` (and a plugin of 1.3 or later on every node), the first
+        rare_rule: with ``plugin`` and ``forward_index`` (and the ``eqsearch_terms`` query on every node), the first
             stage's rare terms are chosen by the shard by this rule (`engine.search.termstats.RareRule`) in place of
             ``first_stage``: the plugin's ``eqsearch_terms`` query of every term, then its BM25 rescorer of the terms
             the rule does not keep; the same scores and windows as ``first_stage`` chosen by the client from the same
             frequencies. Ignored without a ``rerank_window`` or with a ``structure_vector``.
-        term_at_a_time: with ``rare_rule`` (and plugin 1.6 on every node), the shard scores that first stage term at
-            a time and keeps its best ``max(k, rerank_window)`` hits among those ``filters`` let through (sent to
-            it as well), the only ones the search reads: the same hits and scores.
+        term_at_a_time: with ``rare_rule`` (and a plugin that scores it so on every node), the shard scores that first
+            stage term at a time and keeps its best ``max(k, rerank_window)`` hits among those ``filters`` let
+            through (sent to it as well), the only ones the search reads: the same hits and scores.
 
     Returns:
         The search body.

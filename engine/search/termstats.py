@@ -3,7 +3,7 @@ terms.
 
 BM25 over every structural term of a query (some eighty, many of them in a large share of all equations: ``=``,
 ``V:x``, ``V:*|N:*|sup``) walks long posting lists, and that walk is most of a formula query's cost at a million
-equations (``benchmarks/search.md``). The rare terms carry most of the score, so a ranker with a
+equations (``docs/decisions/structural-first-stage.md``). The rare terms carry most of the score, so a ranker with a
 ``first_stage_share`` matches on the query's terms found in at most that share of the documents first, and lets the
 rescore window bring back the full BM25 (`rarest_terms`, `engine.search.structure_query.structure_body`). Which terms
 are rare is read from the index: one ``_termvectors`` request on an artificial document of the query's terms returns
@@ -13,9 +13,10 @@ once.
 
 Reading the frequencies never fails a search: when the request fails, the query uses all of its terms.
 
-Where every node has eqsearch's plugin (1.3) and the index stores the forward index, none of this is asked: the
-structural list sends the rule itself (`RareRule`), and the shard applies it to its own frequencies (the plugin's
-``eqsearch_terms`` query and ``eqsearch_bm25`` rescorer, ``es-plugin/``), with the same arithmetic.
+Where every node's plugin has the ``eqsearch_terms`` query (`engine.search.plugin.TERMS_SINCE`) and the index stores
+the forward index, none of this is asked: the structural list sends the rule itself (`RareRule`), and the shard
+applies it to its own frequencies (the plugin's ``eqsearch_terms`` query and ``eqsearch_bm25`` rescorer,
+``es-plugin/``), with the same arithmetic.
 """
 
 from __future__ import annotations

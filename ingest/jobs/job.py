@@ -96,7 +96,7 @@ class IngestJobConfig:
             keeps its own.
         replicas: replicas of the indices the job creates (None: one when the cluster has a second data node).
         context_vectors: embed each equation's context with the text encoder (the context channel's
-            ``context_vector``, an option: +~1.5 ms of CPU and ~1 KB per equation, `benchmarks/formula_search.md`).
+            ``context_vector``, an option: +~1.5 ms of CPU and ~1 KB per equation, `docs/decisions/context-channel.md`).
             Off, a job still fills them into an index that holds them already (its ``_meta`` records a text
             encoder), so that a deployment that chose the channel keeps it whole.
         node_vectors: store each formula's node vectors for the MaxSim rerank (`NODE_VECTORS_FIELD`, int8 rows; the

@@ -301,7 +301,7 @@ def test_npm_ci_reproduces_the_pinned_install_from_the_lockfile(tmp_path: Path):
         assert conv.convert("x").status == "ok"
 
 
-# -- mechanisms found on unseen real papers (benchmarks/ingest.md, "Real arXiv papers II") --------------------------
+# -- mechanisms found on unseen real papers (benchmarks/history/ingest.md, "Real arXiv papers II") ------------------
 
 
 def test_a_macro_use_right_after_a_control_word_keeps_the_tokens_apart(converter):

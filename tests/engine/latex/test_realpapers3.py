@@ -1,5 +1,6 @@
-"""Constructs of the third set of unseen real papers (benchmarks/ingest.md, issue 25), through the real KaTeX:
-graphicx boxes holding ``$..$``, T1 glyphs, Euler script, case changes after expansion, and an inline TikZ node."""
+"""Constructs of the third set of unseen real papers (benchmarks/history/ingest.md, "Real arXiv papers III"), through
+the real KaTeX: graphicx boxes holding ``$..$``, T1 glyphs, Euler script, case changes after expansion, and an inline
+TikZ node."""
 
 from __future__ import annotations
 

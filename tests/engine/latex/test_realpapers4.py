@@ -1,6 +1,6 @@
-"""Constructs of the fourth set of unseen real papers (benchmarks/ingest.md, "Real arXiv papers IV"), through the real
-KaTeX: references inside ``\\shortintertext``, paragraph columns of an array, nicematrix, inline code and xy-pic arrows
-brought by macros, textcomp's symbols."""
+"""Constructs of the fourth set of unseen real papers (benchmarks/history/ingest.md, "Real arXiv papers IV"), through
+the real KaTeX: references inside ``\\shortintertext``, paragraph columns of an array, nicematrix, inline code and
+xy-pic arrows brought by macros, textcomp's symbols."""
 
 from __future__ import annotations
 

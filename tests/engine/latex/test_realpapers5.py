@@ -1,5 +1,5 @@
-"""Constructs of the fifth set of unseen real papers (benchmarks/ingest.md, "Real arXiv papers V"), through the real
-KaTeX: semantic brackets after ``\\left``/``\\right`` and the ``\\big`` family, amsmath's root-index placement, and
+"""Constructs of the fifth set of unseen real papers (benchmarks/history/ingest.md, "Real arXiv papers V"), through the
+real KaTeX: semantic brackets after ``\\left``/``\\right`` and the ``\\big`` family, amsmath's root-index placement, and
 cancel's ``\\CancelColor`` redefined in a macro."""
 
 from __future__ import annotations

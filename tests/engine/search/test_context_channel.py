@@ -85,7 +85,7 @@ def test_the_context_list_is_asked_for_only_with_keywords_and_a_context_weight()
     ]
     assert names == ["text", "papers", "context"]
     default = get_ranker(DEFAULT_RANKER)
-    assert default.context == 0  # the default stays keyword BM25 only (benchmarks/formula_search.md)
+    assert default.context == 0  # the default stays keyword BM25 only (docs/decisions/context-channel.md)
     body = dict(
         ranking_searches(
             HybridQuery(keywords="bell curve"),

@@ -17,11 +17,11 @@ import org.apache.lucene.search.DocIdSetIterator;
  *
  * <p>Why: Lucene's {@code TermScorer} reads each posting's norm through {@code NumericDocValues}, a bounds-checked
  * read of the memory-mapped norms file; at 1M equations that was 29% of the structural request's node CPU
- * ({@code benchmarks/search.md}, update 21). BM25's norms are one byte a document, so the field's norms of a segment
- * are copied once into a {@code byte[]} (one byte per document: 1 MB per million equations), shared by every search
- * of the segment and dropped when the segment's core is closed. The values are the same longs, so the same scores.
- * Where the reader has no core cache key or a norm does not fit in a byte, they are read as {@code TermScorer} reads
- * them.
+ * ({@code benchmarks/history/search.md}, update 21). BM25's norms are one byte a document, so the field's norms of a
+ * segment are copied once into a {@code byte[]} (one byte per document: 1 MB per million equations), shared by every
+ * search of the segment and dropped when the segment's core is closed. The values are the same longs, so the same
+ * scores. Where the reader has no core cache key or a norm does not fit in a byte, they are read as {@code TermScorer}
+ * reads them.
  */
 abstract class SegmentNorms {
     /** {@code out[i]} = the norm of {@code docs[i]}, for {@code i < size}; docs increase within one instance. */

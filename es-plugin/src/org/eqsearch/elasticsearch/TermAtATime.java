@@ -35,7 +35,7 @@ import org.apache.lucene.util.IOSupplier;
  *
  * <p>Why: the structural first stage of a long formula is a disjunction of 50 to 200 rare terms whose 300th best score
  * stays low, so MaxScore can skip little, and its work goes to merging many essential clauses window by window
- * ({@code benchmarks/search.md}, updates 18 and 19). Here each posting is scored once, in batches, as Lucene's
+ * ({@code benchmarks/history/search.md}, updates 18 and 19). Here each posting is scored once, in batches, as Lucene's
  * {@code TermScorer} scores a batch (the clause's {@code SimScorer}, made as {@code TermQuery} makes it, so the same
  * floats), with the norms read from a copy of the segment's ({@link SegmentNorms}, since 1.6.2), and added to a
  * {@code double}, as Lucene's disjunction sums its clauses. Only the order of the additions differs; a {@code double}
