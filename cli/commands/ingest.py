@@ -323,6 +323,8 @@ def _run_job(args: argparse.Namespace, converter: object, extract: object) -> in
           + (f", {counts.get('equations_with_node_vectors', 0):,} with node vectors"
              if args.node_vectors or counts.get("equations_with_node_vectors") else "") + "), "
           f"{counts['documents_failed']:,} documents failed, {report.equations_per_second:.0f} eq/s"
+          + (f", {counts['equations_approximate']:,} converted approximately (each says what stood in)"
+             if counts.get("equations_approximate") else "")
           + (f", {counts['equations_diagrams']:,} diagrams (kept as LaTeX)" if counts.get("equations_diagrams") else "")
           + (f"; {counts['inline_indexed']:,} of {counts['inline']:,} inline formulas indexed "
              f"({counts['inline_skipped']:,} under {MIN_INLINE_SYMBOLS} symbols left out)"
