@@ -2,7 +2,7 @@
 
 ::
 
-    python benchmarks/realpapers_export.py benchmarks/realpapers5_counts.json --mirrors /work/.mirror \\
+    python benchmarks/realpapers_export.py benchmarks/realpapers5_counts.json --mirrors MIRRORS \\
         --out /work/realpapers5/heldout [--split held-out-8] [--only NAME ...]
 
 A set file (``benchmarks/realpapers*_counts.json``) records, per paper, the repository, the commit, the main file
@@ -74,7 +74,9 @@ def export_paper(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("setfile", type=Path)
-    parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument(
+        "--mirrors", type=Path, required=True, help="bare git copies, OWNER+NAME/repo, of the papers' repositories"
+    )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--split", action="append", help="export only these splits (repeatable)")
     parser.add_argument("--only", nargs="*", help="export only these papers")

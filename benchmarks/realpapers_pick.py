@@ -3,7 +3,7 @@ it would hold, at the repository's newest commit.
 
 ::
 
-    python benchmarks/realpapers_pick.py PICKS.tsv --mirrors /work/.mirror --out SET.json [--description TEXT]
+    python benchmarks/realpapers_pick.py PICKS.tsv --mirrors MIRRORS --out SET.json [--description TEXT]
 
 ``PICKS.tsv`` holds one paper a line: ``name<TAB>owner/repo<TAB>path/of/main.tex<TAB>area``, and optionally a fifth
 field of glob patterns (comma separated) naming files the main file reaches through a command of its class, which
@@ -100,7 +100,9 @@ def paper_root(files: list[str], main: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("picks", type=Path)
-    parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument(
+        "--mirrors", type=Path, required=True, help="bare git copies, OWNER+NAME/repo, of the papers' repositories"
+    )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--description", default="")
     args = parser.parse_args(argv)
