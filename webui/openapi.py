@@ -199,6 +199,20 @@ def _search_body(params: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _stored(summary: str, id_name: str, id_description: str, schema: str, answer: str) -> dict[str, Any]:
+    """The path item of a stored document looked up by its id: the document, 404 when no such id, 503."""
+    id_schema = {"type": "string", "minLength": 1}
+    return {
+        "get": {
+            "summary": summary,
+            "parameters": [_param(id_name, id_description, id_schema, "path", True)],
+            "responses": _responses(
+                "404", "503", bad_request="The request is malformed.", **{"200": _json(schema_ref(schema), answer)}
+            ),
+        }
+    }
+
+
 def openapi_document(server_url: str) -> dict[str, Any]:
     """The API's OpenAPI description.
 
@@ -258,20 +272,9 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                     ),
                 },
             },
-            "/api/equations/{eq_id}": {
-                "get": {
-                    "summary": "One stored equation",
-                    "parameters": [
-                        _param("eq_id", "The equation's id.", {"type": "string", "minLength": 1}, "path", True)
-                    ],
-                    "responses": _responses(
-                        "404",
-                        "503",
-                        bad_request="The request is malformed.",
-                        **{"200": _json(schema_ref("Equation"), "The equation document.")},
-                    ),
-                }
-            },
+            "/api/equations/{eq_id}": _stored(
+                "One stored equation", "eq_id", "The equation's id.", "Equation", "The equation document."
+            ),
             "/api/equations/{eq_id}/similar": {
                 "get": {
                     "summary": "The equations nearest to a stored one",
@@ -287,20 +290,13 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                     ),
                 }
             },
-            "/api/papers/{paper_id}": {
-                "get": {
-                    "summary": "A paper with its equations by section and citations out and in",
-                    "parameters": [
-                        _param("paper_id", "The paper's id.", {"type": "string", "minLength": 1}, "path", True)
-                    ],
-                    "responses": _responses(
-                        "404",
-                        "503",
-                        bad_request="The request is malformed.",
-                        **{"200": _json(schema_ref("Paper"), "The paper.")},
-                    ),
-                }
-            },
+            "/api/papers/{paper_id}": _stored(
+                "A paper with its equations by section and citations out and in",
+                "paper_id",
+                "The paper's id.",
+                "Paper",
+                "The paper.",
+            ),
             "/api/render": {
                 "get": {
                     "summary": "LaTeX -> sanitised MathML (live preview)",
