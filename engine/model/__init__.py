@@ -24,7 +24,15 @@ from eqsearch.engine.model.bundle import (
     vocabulary_sizes,
     write_manifest,
 )
-from eqsearch.engine.model.encoder import ENCODER_LOADERS, Encoder, GraphEncoder, available_providers, load_encoder
+from eqsearch.engine.model.encoder import (
+    ENCODER_LOADERS,
+    ONNX_PROVIDERS,
+    Encoder,
+    GraphEncoder,
+    available_providers,
+    load_encoder,
+    onnx_provider_setting,
+)
 from eqsearch.engine.model.featurize import (
     DEFAULT_ATTRIBUTE_KEYS,
     FeatureCounts,
@@ -57,6 +65,7 @@ __all__ = [
     "ENCODER_KINDS",
     "ENCODER_LOADERS",
     "GRAPH_INPUTS",
+    "ONNX_PROVIDERS",
     "REQUIRED_KEYS",
     "SIMILARITIES",
     "STRUCTURE_VERSION",
@@ -90,6 +99,7 @@ __all__ = [
     "load_node_encoder",
     "load_text_encoder",
     "make_manifest",
+    "onnx_provider_setting",
     "read_manifest",
     "read_text_manifest",
     "search_bundle_path",

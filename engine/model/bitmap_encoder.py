@@ -41,7 +41,8 @@ class BitmapEncoder(ManifestEncoder):
     Args:
         manifest: a checked manifest (see `engine.model.bundle.read_manifest`).
         batch_size: bitmaps per onnxruntime call.
-        prefer_gpu: use the CUDA provider when onnxruntime-gpu is installed.
+        prefer_gpu: use the CUDA provider when onnxruntime-gpu is installed (where ``provider`` is not given).
+        provider: the execution provider setting (`engine.model.encoder.ONNX_PROVIDERS`).
         render_timeout_s: time limit for rendering one formula.
         node: the Node.js executable.
 
@@ -56,6 +57,7 @@ class BitmapEncoder(ManifestEncoder):
         *,
         batch_size: int = 64,
         prefer_gpu: bool = True,
+        provider: str | None = None,
         render_timeout_s: float = 5.0,
         node: str = "node",
     ) -> None:
@@ -75,7 +77,7 @@ class BitmapEncoder(ManifestEncoder):
         self.renderer = BitmapRenderer(self.render_config)
         self._lock = threading.Lock()  # one Node process: searches from several threads take turns
         self._retry: dict[str, RenderResult] = {}  # the renderings of the last batch that failed
-        self.session = open_bundle_session(manifest, prefer_gpu=prefer_gpu)
+        self.session = open_bundle_session(manifest, prefer_gpu=prefer_gpu, provider=provider)
 
     def _check_renderer(self, settings: dict[str, Any]) -> None:
         try:

@@ -3,11 +3,16 @@
 `Encoder` is the protocol every encoder follows, so that other models (the ECML'19 bitmap CNN, node-level
 multi-vector encoders) can be added beside the KDD'20 graph network: register a loader in `ENCODER_LOADERS` under
 the manifest's ``encoder`` kind, and `load_encoder` picks it.
+
+Which onnxruntime execution provider runs a bundle is a setting (`ONNX_PROVIDERS`: ``cpu``, ``cuda``, ``auto``),
+read at the edge from ``EQSEARCH_ONNX_PROVIDER`` (`onnx_provider_setting`) and passed to `load_encoder` as
+``provider``: ``cuda`` asked of an onnxruntime without a working CUDA provider is an error that says so, never a
+silent fall back to the CPU.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -48,16 +53,60 @@ class Encoder(Protocol):
         ...
 
 
-def available_providers(prefer_gpu: bool = True) -> list[str]:
-    """onnxruntime execution providers to use: CUDA first when onnxruntime-gpu provides it, then CPU."""
+#: The settings of the execution provider: ``cpu`` (onnxruntime's CPU provider alone), ``cuda`` (the CUDA provider,
+#: an error where onnxruntime has none), ``auto`` (CUDA where onnxruntime-gpu offers it, else the CPU).
+ONNX_PROVIDERS = ("cpu", "cuda", "auto")
+#: The variable the edges (CLI, web app) read the setting from (`onnx_provider_setting`).
+PROVIDER_VARIABLE = "EQSEARCH_ONNX_PROVIDER"
+_CUDA = "CUDAExecutionProvider"
+_CUDA_HINT = (
+    "install onnxruntime-gpu in place of onnxruntime (pip uninstall onnxruntime; pip install onnxruntime-gpu) on a "
+    f"machine with an NVIDIA GPU, CUDA 12 and cuDNN 9, or set {PROVIDER_VARIABLE}=cpu"
+)
+
+
+def onnx_provider_setting(environ: Mapping[str, str], default: str = "cpu") -> str:
+    """The execution provider an edge's environment asks for (``EQSEARCH_ONNX_PROVIDER``, case and spaces ignored;
+    unset or empty: ``default``). Library code never reads ``os.environ``: the edge passes it here.
+
+    Raises:
+        BundleError: a value that is not one of `ONNX_PROVIDERS`.
+    """
+    value = (environ.get(PROVIDER_VARIABLE) or default).strip().lower()
+    if value not in ONNX_PROVIDERS:
+        raise BundleError(
+            f"{PROVIDER_VARIABLE}={environ.get(PROVIDER_VARIABLE)!r} is not an execution provider",
+            hint=f"use one of {', '.join(ONNX_PROVIDERS)}",
+        )
+    return value
+
+
+def available_providers(prefer_gpu: bool = True, provider: str | None = None) -> list[str]:
+    """onnxruntime execution providers to use, CPU last. ``provider`` (`ONNX_PROVIDERS`) decides where given;
+    otherwise ``prefer_gpu`` means ``auto`` and its absence ``cpu``.
+
+    Raises:
+        BundleError: ``provider`` is unknown, or is ``cuda`` and this onnxruntime has no CUDA provider.
+    """
     import onnxruntime as ort
 
+    setting = provider if provider is not None else ("auto" if prefer_gpu else "cpu")
+    if setting not in ONNX_PROVIDERS:
+        raise BundleError(f"unknown execution provider {setting!r}", hint=f"use one of {', '.join(ONNX_PROVIDERS)}")
     have = ort.get_available_providers()
-    chosen = ["CUDAExecutionProvider"] if prefer_gpu and "CUDAExecutionProvider" in have else []
+    if setting == "cuda" and _CUDA not in have:
+        raise BundleError(
+            f"the CUDA execution provider was asked for ({PROVIDER_VARIABLE}=cuda), but onnxruntime "
+            f"{ort.__version__} offers only {', '.join(have)}",
+            hint=_CUDA_HINT,
+        )
+    chosen = [_CUDA] if setting != "cpu" and _CUDA in have else []
     return [*chosen, "CPUExecutionProvider"]
 
 
-def open_bundle_session(manifest: BundleManifest, *, prefer_gpu: bool = True) -> ort.InferenceSession:
+def open_bundle_session(
+    manifest: BundleManifest, *, prefer_gpu: bool = True, provider: str | None = None
+) -> ort.InferenceSession:
     """An onnxruntime session on a bundle's model, checked against the manifest's inputs and output.
 
     One intra-op thread: the graph network's sums over neighbours and its pooling are ``ScatterND(reduction="add")``
@@ -69,25 +118,32 @@ def open_bundle_session(manifest: BundleManifest, *, prefer_gpu: bool = True) ->
 
     Args:
         manifest: a checked manifest (see `read_manifest`).
-        prefer_gpu: use the CUDA provider when onnxruntime-gpu is installed.
+        prefer_gpu: use the CUDA provider when onnxruntime-gpu is installed (where ``provider`` is not given).
+        provider: the execution provider setting (`ONNX_PROVIDERS`; None: as ``prefer_gpu`` says).
 
     Raises:
-        BundleError: the model does not load, or its inputs or output are not those of the manifest.
+        BundleError: the model does not load, its inputs or output are not those of the manifest, or ``cuda`` was
+            asked for and the session cannot run on it (no CUDA provider, or its libraries missing).
     """
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
+    providers = available_providers(prefer_gpu, provider)
     try:
-        session = ort.InferenceSession(
-            str(manifest.model_path), sess_options=options, providers=available_providers(prefer_gpu)
-        )
+        session = ort.InferenceSession(str(manifest.model_path), sess_options=options, providers=providers)
     except Exception as error:  # onnxruntime raises its own exception types
         raise BundleError(
             f"{manifest.model_path}: onnxruntime cannot load the model ({str(error).splitlines()[0]})",
             hint=f"the bundle declares opset {manifest.opset}; check that this onnxruntime supports it",
         ) from None
+    if provider == "cuda" and _CUDA not in session.get_providers():  # onnxruntime falls back without CUDA's libraries
+        raise BundleError(
+            f"{manifest.model_path}: the CUDA execution provider did not start (the session runs on "
+            f"{', '.join(session.get_providers())}); onnxruntime logs which CUDA or cuDNN library it lacks",
+            hint=_CUDA_HINT,
+        )
     names = tuple(i.name for i in session.get_inputs())
     if names != manifest.inputs:
         raise BundleError(f"{manifest.model_path}: the model takes inputs {names}, the manifest says {manifest.inputs}")
@@ -108,17 +164,25 @@ class GraphEncoder(ManifestEncoder):
     Args:
         manifest: a checked manifest (see `read_manifest`).
         batch_size: equations per onnxruntime call.
-        prefer_gpu: use the CUDA provider when onnxruntime-gpu is installed.
+        prefer_gpu: use the CUDA provider when onnxruntime-gpu is installed (where ``provider`` is not given).
+        provider: the execution provider setting (`ONNX_PROVIDERS`).
 
     Raises:
-        BundleError: the ONNX model does not load or does not match the manifest.
+        BundleError: the ONNX model does not load or does not match the manifest, or CUDA is asked for and absent.
     """
 
-    def __init__(self, manifest: BundleManifest, *, batch_size: int = 256, prefer_gpu: bool = True) -> None:
+    def __init__(
+        self,
+        manifest: BundleManifest,
+        *,
+        batch_size: int = 256,
+        prefer_gpu: bool = True,
+        provider: str | None = None,
+    ) -> None:
         self.manifest = manifest
         self.batch_size = batch_size
         self.vocabulary = load_bundle_vocabulary(manifest)
-        self.session = open_bundle_session(manifest, prefer_gpu=prefer_gpu)
+        self.session = open_bundle_session(manifest, prefer_gpu=prefer_gpu, provider=provider)
 
     @property
     def providers(self) -> list[str]:
@@ -211,7 +275,8 @@ def load_encoder(bundle: str | Path | None = None, **options: Any) -> Encoder:
 
     Args:
         bundle: the bundle directory (None: the search bundle shipped with eqsearch, `search_bundle_path`).
-        **options: passed to the encoder (``batch_size``, ``prefer_gpu`` for the graph encoder).
+        **options: passed to the encoder (``batch_size``; ``provider``, an `ONNX_PROVIDERS` setting, or the older
+            ``prefer_gpu``).
 
     Raises:
         BundleError: the bundle is missing, corrupted, or does not match this eqsearch (the message says which).
