@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from eqsearch.engine.model.graph import GraphArrays
-from eqsearch.evaluation.baseline import bag_of_words
+from eqsearch.evaluation.baseline import bag_of_words, latex_tfidf
 from eqsearch.evaluation.labelled_set import LabelledEquation, LabelledSetError
 from eqsearch.evaluation.metrics import (
     cosine_matrix,
@@ -43,12 +43,13 @@ if TYPE_CHECKING:
     from eqsearch.engine.search import FormulaRanking
 
 #: Representations scored, in report order: the model with the bundle's similarity (as served), the model by cosine,
-#: and the bag-of-words baseline of §6.3 by cosine.
-REPRESENTATIONS = ("model", "model_cosine", "bag_of_words")
+#: the bag-of-words baseline of §6.3 by cosine, and tf-idf over the LaTeX's tokens and bigrams by cosine.
+REPRESENTATIONS = ("model", "model_cosine", "bag_of_words", "latex_tfidf")
 LABELS = {
     "model": "model, as served",
     "model_cosine": "model, cosine",
     "bag_of_words": "bag of words (§6.3), cosine",
+    "latex_tfidf": "tf-idf, LaTeX tokens + bigrams, cosine",
 }
 #: Prefix of the representations that are rankings of the search engine (`search_similarity`): ``search:<ranker>``.
 SEARCH_PREFIX = "search:"
@@ -199,6 +200,7 @@ def encode_labelled_set(
         )
     vectors = encoder.encode_graphs(graphs) if hasattr(encoder, "encode_graphs") else encoder.encode(converted.mathml)
     bow = bag_of_words(graphs, vocab.n_tags, vocab.n_attrs, vocab.n_chars)
+    tfidf = latex_tfidf([e.latex for e in kept])
     served = vectors @ vectors.T if encoder.similarity == "max_inner_product" else cosine_matrix(vectors, vectors)
     if getattr(encoder, "part_names", ()):  # a composite: sum_i q_i cos_i, as kNN ranks a query so weighed
         from eqsearch.engine.search.query_formula import weigh_parts
@@ -214,6 +216,7 @@ def encode_labelled_set(
             "model": served,
             "model_cosine": cosine_matrix(vectors, vectors),
             "bag_of_words": cosine_matrix(bow, bow),
+            "latex_tfidf": cosine_matrix(tfidf, tfidf),
         },
         similarity_of_model=encoder.similarity,
     )

@@ -112,7 +112,7 @@ def test_shipped_bundle_on_a_small_set_reports_failures_and_writes_trec_files(tm
     assert (report.equations, report.categories, report.evaluated) == (6, 2, 5)
     assert [(f.id, f.line, f.reason) for f in report.failures] == [("euler-3", 6, "parse-error")]
     assert report.approximate == ("variance-3",)
-    assert set(report.figures) == {"model", "model_cosine", "bag_of_words"}
+    assert set(report.figures) == {"model", "model_cosine", "bag_of_words", "latex_tfidf"}
     assert report.per_category["euler"]["equations"] == 2.0
     vectors = encoder.encode(_mathml(encoded.equations))  # the runtime path, MathML in
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -130,11 +130,12 @@ def test_shipped_bundle_on_a_small_set_reports_failures_and_writes_trec_files(tm
         "run-model.txt",
         "run-model-cosine.txt",
         "run-bag-of-words.txt",
+        "run-latex-tfidf.txt",
     ]
     qrels = read_qrels(tmp_path / "trec" / "qrels.txt")
     topics = read_topics(tmp_path / "trec" / "topics.tsv")
     assert topics == ["euler-1", "euler-2", "variance-1", "variance-2", "variance-3"]
-    for name in ("model", "model_cosine", "bag_of_words"):
+    for name in ("model", "model_cosine", "bag_of_words", "latex_tfidf"):
         trec = evaluate_run(read_run(tmp_path / "trec" / f"run-{name.replace('_', '-')}.txt"), qrels, topics)
         assert trec.judged_share == 1.0
         assert trec.means["map_prime"] == pytest.approx(report.figures[name].map)
@@ -165,7 +166,14 @@ def test_the_search_engine_is_scored_on_the_set_through_the_production_path(es_c
             similarity = search_similarity(encoded, es_client, encoder, converter, ranking, index_prefix=index_name)
             encoded = with_search(encoded, name, similarity)
     report = labelled_report(encoded, equations, path, encoder.manifest.path)
-    assert list(report.figures) == ["model", "model_cosine", "bag_of_words", "search:embedding", "search:structure"]
+    assert list(report.figures) == [
+        "model",
+        "model_cosine",
+        "bag_of_words",
+        "latex_tfidf",
+        "search:embedding",
+        "search:structure",
+    ]
     # The engine's kNN over the ingested vectors ranks as the offline encoder does: the same figures.
     assert report.figures["search:embedding"] == report.figures["model"]
     similarity = encoded.similarity["search:structure"]
