@@ -18,6 +18,16 @@ Commands that only control layout (``\\xspace``, ``\\qedhere``, ``\\null``, disp
 from __future__ import annotations
 
 from eqsearch.engine.latex.macros import MacroDef
+from eqsearch.engine.latex.packagesymbols import (
+    ACCENTS,
+    AGDA_SANS,
+    CAPITAL_GREEK,
+    GLYPHS,
+    GREEK,
+    PARTICLES,
+    TEXTCOMP,
+    UNITS,
+)
 
 __all__ = ["KNOWN_PACKAGES", "PACKAGE_MACROS"]
 
@@ -74,100 +84,6 @@ KNOWN_PACKAGES = frozenset(
     }
 )
 
-_GREEK = [
-    "alpha",
-    "beta",
-    "gamma",
-    "delta",
-    "epsilon",
-    "varepsilon",
-    "zeta",
-    "eta",
-    "theta",
-    "vartheta",
-    "iota",
-    "kappa",
-    "lambda",
-    "mu",
-    "nu",
-    "xi",
-    "pi",
-    "varpi",
-    "rho",
-    "varrho",
-    "sigma",
-    "varsigma",
-    "tau",
-    "upsilon",
-    "phi",
-    "varphi",
-    "chi",
-    "psi",
-    "omega",
-]
-_CAPITAL_GREEK = ["Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Upsilon", "Phi", "Psi", "Omega"]
-_ACCENTS = ["Dot", "Ddot", "Tilde", "Hat", "Bar", "Vec", "Acute", "Grave", "Breve", "Check"]
-_UNITS = {
-    "metre": "m",
-    "meter": "m",
-    "second": "s",
-    "kilogram": "kg",
-    "gram": "g",
-    "kelvin": "K",
-    "joule": "J",
-    "watt": "W",
-    "hertz": "Hz",
-    "newton": "N",
-    "pascal": "Pa",
-    "volt": "V",
-    "ampere": "A",
-    "tesla": "T",
-    "electronvolt": "eV",
-    "mole": "mol",
-    "litre": "L",
-    "liter": "L",
-    "ohm": "\\Omega",
-    "celsius": "{}^{\\circ}C",
-    "per": "/",
-    "squared": "^{2}",
-    "cubed": "^{3}",
-    "kilo": "k",
-    "milli": "m",
-    "micro": "\\mu",
-    "nano": "n",
-    "mega": "M",
-    "giga": "G",
-    "centi": "c",
-    "percent": "\\%",
-    "parsec": "pc",
-    "year": "yr",
-    "hour": "h",
-}
-_PARTICLES = {
-    "Pnu": "\\nu",
-    "Pgn": "\\nu",
-    "Pe": "e",
-    "Pem": "e^{-}",
-    "Pep": "e^{+}",
-    "Pgm": "\\mu",
-    "Pgt": "\\tau",
-    "Pl": "\\ell",
-    "PW": "W",
-    "PWpm": "W^{\\pm}",
-    "PZ": "Z",
-    "PZz": "Z^{0}",
-    "PH": "H",
-    "Pgg": "\\gamma",
-    "Pg": "g",
-    "Pq": "q",
-    "Paq": "\\bar{q}",
-    "Pqt": "t",
-    "Pqb": "b",
-    "Pp": "p",
-    "Pap": "\\bar{p}",
-    "Pn": "n",
-    "Pgp": "\\pi",
-}
 _BRAKET = (
     "\\IfNoValueTF{#3}{\\left\\langle #2 \\right\\rangle}{\\left\\langle #3 \\middle| #2 \\middle| #3 \\right\\rangle}"
 )
@@ -175,67 +91,11 @@ _BRAKET = (
 _OUTER = "\\left|#1\\right\\rangle\\!\\left\\langle \\IfNoValueTF{#2}{#1}{#2}\\right|"
 
 # name -> (nargs, body); spec'd entries are built below
-_AGDA_SANS = [
-    "Function",
-    "Keyword",
-    "Symbol",
-    "Number",
-    "PrimitiveType",
-    "Operator",
-    "Datatype",
-    "InductiveConstructor",
-    "CoinductiveConstructor",
-    "Field",
-    "Module",
-    "Postulate",
-    "Primitive",
-    "Record",
-    "Argument",
-    "Macro",
-    "Generalizable",
-    "Pragma",
-    "Option",
-    "Hole",
-]
-# textcomp's text symbols KaTeX 0.19 lacks (\textpm in a formula of a thesis): the glyph as text
-_TEXTCOMP = {
-    "pm": "±",
-    "times": "×",
-    "div": "÷",
-    "minus": "−",
-    "onehalf": "½",
-    "onequarter": "¼",
-    "threequarters": "¾",
-    "celsius": "℃",
-    "ohm": "Ω",
-    "mho": "℧",
-    "lnot": "¬",
-    "surd": "√",
-    "section": "§",
-    "paragraph": "¶",
-    "trademark": "™",
-    "cent": "¢",
-    "yen": "¥",
-    "sterling": "£",
-    "euro": "€",
-    "numero": "№",
-    "onesuperior": "¹",
-    "twosuperior": "²",
-    "threesuperior": "³",
-    "leftarrow": "←",
-    "rightarrow": "→",
-    "uparrow": "↑",
-    "downarrow": "↓",
-    "bigcircle": "◯",
-    "langle": "⟨",
-    "rangle": "⟩",
-}
-_GLYPHS = {"dh": "ð", "DH": "Ð", "th": "þ", "TH": "Þ", "dj": "đ", "DJ": "Đ", "ng": "ŋ", "NG": "Ŋ"}
 _SIMPLE: dict[str, tuple[int, str]] = {
     # upgreek (and MNRAS's \upi): upright Greek -> Greek
-    **{f"\\up{g}": (0, f"\\{g}") for g in _GREEK},
-    **{f"\\Up{g[0].lower()}{g[1:]}": (0, f"\\{g}") for g in _CAPITAL_GREEK},
-    **{f"\\Up{g}": (0, f"\\{g}") for g in _CAPITAL_GREEK},
+    **{f"\\up{g}": (0, f"\\{g}") for g in GREEK},
+    **{f"\\Up{g[0].lower()}{g[1:]}": (0, f"\\{g}") for g in CAPITAL_GREEK},
+    **{f"\\Up{g}": (0, f"\\{g}") for g in CAPITAL_GREEK},
     "\\upi": (0, "\\pi"),
     # MNRAS's bold fonts
     "\\mathbfit": (1, "\\boldsymbol{#1}"),
@@ -264,7 +124,9 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\mathbffrak": (1, "\\boldsymbol{\\mathfrak{#1}}"),
     "\\mathbbit": (1, "\\mathbb{#1}"),
     # amsmath's capital accents (for nesting) -> the plain accents
-    **{f"\\{a}": (1, f"\\{a.lower()}{{#1}}") for a in _ACCENTS},
+    **{f"\\{a}": (1, f"\\{a.lower()}{{#1}}") for a in ACCENTS},
+    # accents: an accent set under its argument (\\underaccent{\\vec}{F})
+    "\\underaccent": (2, "\\underset{#1{}}{#2}"),
     "\\hdots": (0, "\\ldots"),
     "\\iddots": (0, "\\mathinner{⋰}"),
     "\\widebar": (1, "\\overline{#1}"),
@@ -273,7 +135,7 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     # slashed (Feynman slash)
     "\\slashed": (1, "\\not{#1}"),
     # hepnames / heppennames: particle names
-    **{f"\\{name}": (0, symbol) for name, symbol in _PARTICLES.items()},
+    **{f"\\{name}": (0, symbol) for name, symbol in PARTICLES.items()},
     # stmaryrd symbols KaTeX lacks
     "\\Yleft": (0, "\\mathbin{⤙}"),
     "\\Yright": (0, "\\mathbin{⤚}"),
@@ -290,9 +152,9 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\textbullet": (0, "\\text{•}"),
     "\\textmu": (0, "\\text{µ}"),
     "\\textperthousand": (0, "\\text{‰}"),
-    **{f"\\text{name}": (0, f"\\text{{{glyph}}}") for name, glyph in _TEXTCOMP.items()},
+    **{f"\\text{name}": (0, f"\\text{{{glyph}}}") for name, glyph in TEXTCOMP.items()},
     # T1 glyphs KaTeX lacks (\text{\normalfont\dh} is the spin-raising eth of CMB papers)
-    **{f"\\{name}": (0, f"\\text{{{glyph}}}") for name, glyph in _GLYPHS.items()},
+    **{f"\\{name}": (0, f"\\text{{{glyph}}}") for name, glyph in GLYPHS.items()},
     # plain TeX's \mathpalette\f{x}: \f called with the current style, which \mathchoice picks
     "\\mathpalette": (
         2,
@@ -318,7 +180,7 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\sfrac": (2, "\\tfrac{#1}{#2}"),
     "\\ensuremath": (1, "\\TextOrMath{$#1$}{#1}"),
     # agda.sty (literate Agda in type-theory papers): each aspect in its font, colours dropped
-    **{f"\\Agda{aspect}": (1, "\\textsf{#1}") for aspect in _AGDA_SANS},
+    **{f"\\Agda{aspect}": (1, "\\textsf{#1}") for aspect in AGDA_SANS},
     "\\AgdaBound": (1, "\\textit{#1}"),
     "\\AgdaString": (1, "\\texttt{#1}"),
     "\\AgdaComment": (1, "\\texttt{#1}"),
@@ -429,7 +291,7 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\qtyrange": (3, "#1\\text{--}#2\\,\\mathrm{#3}"),
     "\\numrange": (2, "#1\\text{--}#2"),
     "\\SIlist": (2, "#1\\,\\mathrm{#2}"),
-    **{f"\\{name}": (0, symbol) for name, symbol in _UNITS.items()},
+    **{f"\\{name}": (0, symbol) for name, symbol in UNITS.items()},
 }
 
 # xparse-style entries: name -> (spec, body); "a" reads a physics-style argument in (), [], {} or ||, sized
