@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import selectors
 import threading
 import time
@@ -35,6 +36,7 @@ from typing import Any, Literal
 from eqsearch.engine.latex.diagrams import REPLACED_KINDS, diagram_kind, replace_diagrams
 from eqsearch.engine.latex.install import DEFAULT_KATEX_DIR, check_installed
 from eqsearch.engine.latex.katexnames import katex_commands
+from eqsearch.engine.latex.lengths import katex_lengths
 from eqsearch.engine.latex.macros import (
     KatexMacros,
     MacroDef,
@@ -45,7 +47,7 @@ from eqsearch.engine.latex.macros import (
 )
 from eqsearch.engine.latex.outcome import survival
 from eqsearch.engine.latex.packagenv import chemistry_in_text, inline_code
-from eqsearch.engine.latex.plaintex import change_case, resolve_ensuremath, tex_switches
+from eqsearch.engine.latex.plaintex import change_case, resolve_ensuremath, sized_delimiters_in_text, tex_switches
 from eqsearch.engine.latex.preprocess import preprocess_latex
 from eqsearch.engine.latex.worker import ConversionJob, KatexWorker
 
@@ -203,16 +205,22 @@ class KatexConverter:
         placeholders: dict[int, list[str]] = {}
         max_length = self.config.max_length
         for index, (latex, environment) in enumerate(items):
-            if len(latex) > max_length:
-                results[index] = _failed(
-                    "too-long",
-                    f"the equation has {len(latex):,} characters; the limit is {max_length:,}: {_snippet(latex, 0)}",
-                )
-                continue
-            diagram = diagram_kind(latex)
+            diagram = diagram_kind(latex)  # before the length: a long TikZ drawing is a diagram, not too long
             if diagram is not None:
                 results[index] = ConversionResult(
                     None, "diagram", "diagram", f"a {diagram} diagram: kept as LaTeX, KaTeX does not draw diagrams"
+                )
+                continue
+            if len(latex) > max_length:
+                drawn = [p.kind for p in replace_diagrams(latex)[1] if not p.symbol]
+                results[index] = (
+                    _picture(drawn, len(drawn))  # TikZ drawings with math around them, together over the limit
+                    if drawn
+                    else _failed(
+                        "too-long",
+                        f"the equation has {len(latex):,} characters; the limit is {max_length:,}: "
+                        f"{_snippet(latex, 0)}",
+                    )
                 )
                 continue
             try:
@@ -220,6 +228,7 @@ class KatexConverter:
                 text = brace_scripted_macros(text, katex_macros)
                 text = expand_macros(text, katex_macros, max_expansions=self.config.max_expand, max_length=max_length)
                 text = inline_code(resolve_ensuremath(chemistry_in_text(change_case(text))))
+                text = sized_delimiters_in_text(katex_lengths(text))
                 if "\\iftrue" in text or "\\iffalse" in text:  # a document's \newif switches, once expanded
                     text = tex_switches(text)
             except MacroExpansionError as error:
@@ -267,7 +276,11 @@ class KatexConverter:
     def _katex_macros(self, macros: tuple[MacroDef, ...]) -> KatexMacros:
         katex_macros = self._macros.get(macros)
         if katex_macros is None:
-            katex_macros = build_katex_macros(macros, katex_commands(self.config.katex_dir))
+            # what TeX reads and KaTeX refuses in a macro's body too, which KaTeX expands itself
+            adapted = tuple(
+                dataclasses.replace(m, body=sized_delimiters_in_text(katex_lengths(m.body))) for m in macros
+            )
+            katex_macros = build_katex_macros(adapted, katex_commands(self.config.katex_dir))
             self._macros[macros] = katex_macros
             while len(self._macros) > 16:
                 self._macros.popitem(last=False)

@@ -16,7 +16,14 @@ from collections.abc import Callable
 
 from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, read_optional, skip_space
 
-__all__ = ["box_shifts", "change_case", "resolve_ensuremath", "rewrite_plain_tex", "stagger_indices"]
+__all__ = [
+    "box_shifts",
+    "change_case",
+    "resolve_ensuremath",
+    "rewrite_plain_tex",
+    "sized_delimiters_in_text",
+    "stagger_indices",
+]
 
 _ROOT = re.compile(r"\\root(?![A-Za-z@])(.*?)\\of(?![A-Za-z@])\s*", re.DOTALL)
 _BUILDREL = re.compile(r"\\buildrel(?![A-Za-z@])(.*?)\\over(?![A-Za-z@])\s*", re.DOTALL)
@@ -347,3 +354,31 @@ def tex_switches(text: str) -> str:
             kept = text[middle.end() : end.start()] if middle else ""
         text = text[: m.start()] + kept + text[end.end() :]
     return text
+
+
+_TEXT_BOX = re.compile(r"\\(?:text(?:rm|bf|it|sf|tt|up|md|sl|normal)?|mbox|hbox|textnormal)(?![A-Za-z@])\s*(?=\{)")
+# \big/ \Bigl( \bigg\| : a sized delimiter and the delimiter it sizes
+_SIZED = re.compile(r"\\([Bb]igg?[lrm]?)(?![A-Za-z@])\s*(\\[A-Za-z]+|\\.|[^\s\\{}$#])")
+
+
+def sized_delimiters_in_text(text: str) -> str:
+    """A sized delimiter in a text box (``\\text{\\raise1ex\\hbox{$a$}\\Big/\\lower1ex\\hbox{$b$}}``, a slanted
+    fraction): amsmath sets ``\\Big/`` in a math box of its own wherever it stands, KaTeX takes it in math only, so
+    it is put in ``$..$`` there. Run after macro expansion, which puts a macro's body in the text box."""
+    if "big" not in text.lower() or not _TEXT_BOX.search(text):
+        return text
+    out: list[str] = []
+    pos = 0
+    for m in _TEXT_BOX.finditer(text):
+        if m.start() < pos:
+            continue
+        box = read_argument(text, m.end())
+        if box is None:
+            continue
+        parts = box[0].split("$")
+        for i in range(0, len(parts), 2):  # the text-mode stretches, between the box's own $..$
+            parts[i] = _SIZED.sub(lambda s: f"${s.group()}$", sized_delimiters_in_text(parts[i]))
+        out += [text[pos : m.end()], "{" + "$".join(parts) + "}"]
+        pos = box[1]
+    out.append(text[pos:])
+    return "".join(out)

@@ -1,0 +1,56 @@
+"""Constructs of round VII's leftovers and its tuning set (benchmarks/ingest.md, "Real arXiv papers", round VII),
+through the real KaTeX: lengths relative to the page and with a comma as decimal mark, a sized delimiter inside a
+text box, an accent set under its argument, a TikZ drawing longer than the length limit."""
+
+from __future__ import annotations
+
+import pytest
+from eqsearch.engine.latex.lengths import katex_lengths
+from eqsearch.engine.latex.macros import MacroDef
+
+
+@pytest.mark.parametrize(
+    "space",
+    ["\\hspace{0.05\\textwidth}", "\\hspace{.2\\linewidth}", "\\hspace*{0.1\\columnwidth}", "\\hspace{\\hsize}",
+     "\\hspace{,5cm}", "\\hspace{-0,3em}", "\\kern 1,5mm", "\\rule{0.3\\linewidth}{0,4pt}", "\\hspace{0.5\\textwidth}"],
+)  # fmt: skip
+def test_lengths_relative_to_the_page_or_with_a_comma(converter, space):
+    """A thesis's ``&\\hspace{0.05\\textwidth} = ...`` rows, and ``\\hspace{,5cm}`` (TeX reads the comma as a point)."""
+    result = converter.convert(f"a {space} b \\\\ c", "align*")
+    assert result.status == "ok", result.message
+    assert "<mspace" in result.mathml or "<mpadded" in result.mathml or "<mrow" in result.mathml
+
+
+def test_lengths_are_rewritten_only_where_a_dimension_stands():
+    assert katex_lengths("f(1,5cm) \\hspace{2,5cm}") == "f(1,5cm) \\hspace{2.5cm}"
+    assert katex_lengths("\\hspace{0.05\\textwidth}") == "\\hspace{17.25pt}"
+    assert katex_lengths("\\vspace{-\\textheight}") == "\\vspace{-550pt}"
+
+
+def test_a_sized_delimiter_inside_a_text_box(converter):
+    """A slanted fraction macro: ``\\text{\\raise1ex\\hbox{$#1$}\\Big/\\lower1ex\\hbox{$#2$}}`` (amsmath sets
+    ``\\Big/`` in a math box of its own, in text as in math)."""
+    macros = [
+        MacroDef("\\sfrac", "\\text{\\raise1ex\\hbox{$#1$}\\Big/\\lower1ex\\hbox{$#2$}}", 2, source="newcommand")
+    ]
+    result = converter.convert("x = \\sfrac{a}{b} + \\text{and \\bigl( y \\bigr)}", macros=macros)
+    assert result.status == "ok", result.message
+    assert "/" in result.mathml
+
+
+def test_an_accent_set_under_its_argument(converter):
+    """accents' ``\\underaccent{\\vec}{F}`` inside an author's macro (``\\newcommand\\undervec[1]{..}``)."""
+    macros = [MacroDef("\\undervec", "\\underaccent{\\vec}{#1}", 1, source="newcommand")]
+    result = converter.convert("\\undervec{\\mathscr{F}}_{a}^{b}(X) = \\underaccent{\\tilde}{x}", macros=macros)
+    assert result.status == "ok", result.message
+    assert "<munder" in result.mathml
+
+
+def test_a_tikz_drawing_over_the_length_limit_is_a_diagram(converter):
+    """A ZX-calculus drawing of 25,000 characters, with math around it: a diagram kept as LaTeX, not too long."""
+    nodes = "".join(f"\\node[style=Z] ({i}) at ({i}, 0) {{$\\alpha_{{{i}}}$}};\n" for i in range(700))
+    drawing = f"\\begin{{tikzpicture}}{nodes}\\end{{tikzpicture}}"
+    assert len(drawing) > 20_000
+    for latex in (drawing, f"A = {drawing} = B"):
+        result = converter.convert(latex)
+        assert result.status == "diagram", result.message
