@@ -10,24 +10,19 @@ from dataclasses import dataclass, field
 
 from eqsearch.engine.latex.scan import (
     document_body,
-    read_argument,
     strip_comments,
     strip_sweave,
     verbatim_environments,
 )
 from eqsearch.ingest.errors import DocumentTooLargeError, NoMainFileError, TimeBudgetError
 from eqsearch.ingest.files import SourceFiles, decode_text, is_tex_name, normalize_member
+from eqsearch.ingest.inputwrappers import InputWrapper, input_wrappers
 from eqsearch.ingest.records import Issue
-from eqsearch.ingest.toplevel import IncludeGraph, candidates, include_pattern, is_input_name, tex_facts
+from eqsearch.ingest.toplevel import IncludeGraph, candidates, include_pattern, input_use, is_input_name, tex_facts
 
 _DOCUMENTCLASS = re.compile(r"\\document(?:class|style)\b")
 _BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
 _END_DOCUMENT = re.compile(r"\\end\s*\{document\}")
-# A user command that inputs its argument (``\newcommand{\fileinclude}[1]{... \include{#1} ...}``).
-_INCLUDE_WRAPPER = re.compile(
-    r"\\(?:(?:re|provide)?newcommand\*?\s*\{?\s*\\([A-Za-z@]+)\s*\}?\s*\[\s*1\s*\]|[gex]?def\s*\\([A-Za-z@]+)\s*#1)\s*\{"
-)
-_INPUTS_ARGUMENT = re.compile(r"\\(?:input|include|subfile)\s*\{\s*#1\s*\}")
 _PREFERRED_NAMES = ("main.tex", "ms.tex", "paper.tex", "article.tex", "manuscript.tex", "root.tex")
 
 
@@ -102,9 +97,8 @@ def find_documents(files: SourceFiles, preferred_stem: str | None = None) -> lis
             texts[name] = text
     if not texts:
         raise NoMainFileError("every .tex file is binary or unreadable")
-    wrappers = tuple(dict.fromkeys(w for text in texts.values() for w in include_wrappers(text)))
-    pattern = include_pattern(wrappers)
-    graph = IncludeGraph({name: tex_facts(name, text, pattern) for name, text in texts.items()})
+    wrappers = input_wrappers([*texts.values(), *_class_texts(files)])
+    graph = IncludeGraph({name: tex_facts(name, text, wrappers) for name, text in texts.items()})
     documents = graph.documents() or [max(texts, key=lambda n: (len(texts[n]), [-ord(c) for c in n]))]
 
     def rank(name: str) -> tuple[object, ...]:
@@ -154,7 +148,8 @@ def expand_document(
     ``\\input`` and ``\\include`` resolve against the main file's folder (then the including file's), ``\\import``
     and ``\\subimport`` change the folder for what the imported file inputs, an included file's own preamble
     (a ``subfiles`` child) is dropped. A user command that wraps an input (``\\newcommand{\\chap}[1]{\\include{#1}}``)
-    inputs its argument too: when the text defines one, the document is read again with it. A file that includes
+    inputs its argument too, and so does one the class or a package of the source defines (a thesis class's
+    ``\\includechapter``): when there is one, the document is read again with it. A file that includes
     itself, directly or not, is recorded as ``include_loop`` and not expanded again; nesting deeper than
     ``max_depth`` as ``include_too_deep``.
 
@@ -163,26 +158,34 @@ def expand_document(
         TimeBudgetError: ``deadline`` (a ``time.monotonic()`` value) passed.
     """
     document = _expand(files, main_file, (), max_depth=max_depth, max_chars=max_chars, deadline=deadline)
-    wrappers = include_wrappers(document.text)
+    wrappers = include_wrappers(document.text, _class_texts(files))
     if wrappers:
         document = _expand(files, main_file, wrappers, max_depth=max_depth, max_chars=max_chars, deadline=deadline)
     return document
 
 
-def include_wrappers(text: str) -> tuple[str, ...]:
-    """Names (without backslash) of the one-argument user commands of ``text`` whose body inputs the argument."""
-    names: list[str] = []
-    for m in _INCLUDE_WRAPPER.finditer(text):
-        body = read_argument(text, m.end() - 1)
-        if body is not None and _INPUTS_ARGUMENT.search(body[0]):
-            names.append(m.group(1) or m.group(2))
-    return tuple(dict.fromkeys(names))
+def include_wrappers(text: str, class_texts: list[str] | tuple[str, ...] = ()) -> tuple[InputWrapper, ...]:
+    """The input wrappers (`eqsearch.ingest.inputwrappers`) that ``text`` and the class and package files of its
+    source (``class_texts``) define."""
+    return input_wrappers([text, *class_texts])
+
+
+def _class_texts(files: SourceFiles) -> list[str]:
+    """The class and package files a source ships (``.cls``, ``.sty``), comments removed: commands they define may
+    input files."""
+    texts: list[str] = []
+    for name in files.names():
+        if name.lower().endswith((".cls", ".sty")):
+            text = read_tex(files, name, verbatim_environments(""), [])
+            if text is not None and ("\\input" in text or "\\include" in text or "\\subfile" in text):
+                texts.append(text)
+    return texts
 
 
 def _expand(
     files: SourceFiles,
     main_file: str,
-    wrappers: tuple[str, ...],
+    wrappers: tuple[InputWrapper, ...],
     *,
     max_depth: int,
     max_chars: int,
@@ -193,6 +196,7 @@ def _expand(
     verbatim = verbatim_environments(decode_text(raw_main)[0] or "")
     total = [0]
     pattern = include_pattern(wrappers)
+    by_name = {w.name: w for w in wrappers}
     has_class = [False]  # whether the text read so far holds the document's \documentclass
 
     def expand(name: str, base: str, stack: tuple[str, ...], is_child: bool) -> str:
@@ -216,16 +220,15 @@ def _expand(
         parts: list[str] = []
         pos = 0
         for m in pattern.finditer(text):
-            if m.group("wcmd") and _defines(text, m.start()):
+            command, target, by_wrapper = input_use(m, by_name)
+            if by_wrapper and _defines(text, m.start()):
                 continue  # the wrapper's own definition, not a use
-            if "#" in (m.group("file") or m.group("bare") or m.group("ifile") or m.group("wfile") or ""):
+            if "#" in target:
                 continue  # \\input{#1} in a macro body: an input wrapper's definition, left as it is
             if not has_class[0] and _DOCUMENTCLASS.search(text, pos, m.start()):
                 has_class[0] = True
             parts.append(text[pos : m.start()])
             pos = m.end()
-            command = m.group("cmd") or m.group("icmd") or m.group("wcmd") or "input"
-            target = (m.group("file") or m.group("bare") or m.group("ifile") or m.group("wfile") or "").strip()
             if command in ("import", "inputfrom", "includefrom"):
                 child_base = (
                     normalize_member(posixpath.join(posixpath.dirname(main_file), m.group("dir").strip())) or ""

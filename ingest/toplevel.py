@@ -16,8 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from eqsearch.ingest.files import normalize_member
+from eqsearch.ingest.inputwrappers import InputWrapper, wrapper_target
 
-__all__ = ["IncludeGraph", "TexFacts", "candidates", "include_pattern", "tex_facts"]
+__all__ = ["IncludeGraph", "TexFacts", "candidates", "include_pattern", "input_use", "tex_facts"]
 
 _DOCUMENTCLASS = re.compile(r"\\document(?:class|style)\b\s*(?:\[[^\]]*\])?\s*\{\s*([^{}\s]*)\s*\}?")
 _BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
@@ -33,14 +34,31 @@ _STANDALONE_INPUT = re.compile(r"\\includestandalone\s*(?:\[[^\]]*\])?\s*\{(?P<f
 _INPUT_SUFFIXES = (".tex", ".bbl", ".ltx", ".Rnw", ".rnw", ".txt", ".tikz", ".pstex_t", ".sty", ".def")
 
 
-def include_pattern(wrappers: Iterable[str] = ()) -> re.Pattern[str]:
-    """The pattern of an input: the standard commands, and ``\\w{file}`` for each user command ``w`` of
-    ``wrappers`` (names without backslash) whose body inputs its argument. Groups: ``cmd``/``file``, ``bare``,
-    ``icmd``/``dir``/``ifile``, and ``wcmd``/``wfile`` for a wrapper."""
-    names = "|".join(re.escape(w) for w in wrappers)
-    if not names:
-        return re.compile(_INCLUDE_SOURCE + r"|(?P<wcmd>(?!))(?P<wfile>(?!))")
-    return re.compile(_INCLUDE_SOURCE + r"|\\(?P<wcmd>" + names + r")(?![A-Za-z@])\s*\{(?P<wfile>[^{}]*)\}")
+def include_pattern(wrappers: Iterable[InputWrapper] = ()) -> re.Pattern[str]:
+    """The pattern of an input: the standard commands, and a use of each input wrapper of ``wrappers``
+    (`eqsearch.ingest.inputwrappers`). Groups: ``cmd``/``file``, ``bare``, ``icmd``/``dir``/``ifile``, and, for the
+    wrappers of ``k`` arguments, ``wcmdk``/``wargsk``; `input_use` reads a match."""
+    by_count: dict[int, list[str]] = {}
+    for wrapper in wrappers:
+        by_count.setdefault(wrapper.arguments, []).append(re.escape(wrapper.name))
+    parts = [_INCLUDE_SOURCE]
+    for k, names in sorted(by_count.items()):
+        parts.append(rf"\\(?P<wcmd{k}>{'|'.join(names)})(?![A-Za-z@])(?P<wargs{k}>(?:\s*\{{[^{{}}]*\}}){{{k}}})")
+    return re.compile("|".join(parts))
+
+
+_BRACED = re.compile(r"\{([^{}]*)\}")
+
+
+def input_use(m: re.Match[str], wrappers: Mapping[str, InputWrapper]) -> tuple[str, str, bool]:
+    """``(command, target, by_wrapper)`` of a match of `include_pattern`: the command's name, the file it names
+    (stripped) and whether a wrapper (by its name in ``wrappers``) made the input."""
+    for key, value in m.groupdict().items():
+        if key.startswith("wcmd") and value:
+            arguments = _BRACED.findall(m.group("wargs" + key[4:]))
+            return value, wrapper_target(wrappers[value], arguments).strip(), True
+    command = m.group("cmd") or m.group("icmd") or "input"
+    return command, (m.group("file") or m.group("bare") or m.group("ifile") or "").strip(), False
 
 
 @dataclass(frozen=True)
@@ -66,21 +84,22 @@ class TexFacts:
     size: int
 
 
-def tex_facts(name: str, text: str, pattern: re.Pattern[str] | None = None, main_dir: str = "") -> TexFacts:
+def tex_facts(name: str, text: str, wrappers: Iterable[InputWrapper] = (), main_dir: str = "") -> TexFacts:
     """The facts of one file from its text (comments already removed).
 
     Args:
         name: the file's path in the source.
         text: its text without comments.
-        pattern: `include_pattern` with the source's input wrappers (the standard inputs when None).
+        wrappers: the source's input wrappers (`eqsearch.ingest.inputwrappers.input_wrappers`).
         main_dir: the folder ``\\import`` resolves against.
     """
-    pattern = pattern or include_pattern()
+    wrappers = {w.name: w for w in wrappers}
+    pattern = include_pattern(wrappers.values())
     klass = _DOCUMENTCLASS.search(text)
     base = posixpath.dirname(name)
     inputs: list[tuple[str, ...]] = []
     for m in pattern.finditer(text):
-        target = (m.group("file") or m.group("bare") or m.group("ifile") or m.group("wfile") or "").strip()
+        _, target, _ = input_use(m, wrappers)
         if not target or "#" in target:
             continue  # \input{#1}: an input wrapper's definition, not an input
         folder = base

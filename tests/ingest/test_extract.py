@@ -6,7 +6,7 @@ import pytest
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.extract import extract_latex_paper
 from eqsearch.ingest.files import FolderFiles, MemoryFiles
-from eqsearch.ingest.includes import find_main_file, include_wrappers
+from eqsearch.ingest.includes import find_documents, find_main_file, include_wrappers
 from source_archives import FIXTURES
 
 
@@ -142,7 +142,39 @@ def test_include_wrappers_and_standalone_children():
     paper = extract_latex_paper(files, paper_id="x", source="x", kind="latex", config=ExtractConfig())
     assert [s.title for s in paper.sections] == ["", "One", "Two"]
     assert [eq.latex for eq in paper.equations()] == ["a", "b"]
-    assert include_wrappers(r"\newcommand{\chap}[1]{\include{#1}} \def\inp#1{\input{#1}}") == ("chap", "inp")
+    wrappers = include_wrappers(r"\newcommand{\chap}[1]{\include{#1}} \def\inp#1{\input{#1}}")
+    assert [(w.name, w.arguments, w.target) for w in wrappers] == [("chap", 1, "#1"), ("inp", 1, "#1")]
+
+
+def test_chapters_input_by_a_command_of_the_documents_class():
+    """A thesis class (adsphd.cls, written here in its shape) defines ``\\includechapter{x}`` as
+    ``\\include{\\chaptersdir/x/x}`` and ``\\includeabstract{x}`` through a four-argument command: the include graph
+    follows both, so the chapters are the thesis's text, not documents of their own nor files left unread."""
+    thesis_class = (
+        b"\\ProvidesClass{adsphd}\\LoadClass{book}\\def\\chaptersdir{chapters}\n"
+        b"\\newcommand{\\IncludeUnnumbered}[4]{\\cleardoublepage #4\\IfFileExists{\\chaptersdir/#1/#1.tex}"
+        b"{\\include{\\chaptersdir/#1/#1}}{\\chapter*{#2}#3}}\n"
+        b"\\newcommand{\\includechapter}[1]{%\n  \\graphicspath{{\\chaptersdir/#1/image/}}%\n"
+        b"  \\include{\\chaptersdir/#1/#1}%\n}\n"
+        b"\\newcommand{\\includeabstract}[1]{\\IncludeUnnumbered{#1}{\\abstractname}{}{\\phantomsection}}\n"
+    )
+    main = (
+        b"\\documentclass[faculty=firw]{adsphd}\\begin{document}\\includeabstract{abstract}"
+        b"\\includechapter{introduction}\n\\includechapter{methods}\\end{document}"
+    )
+    chapter = b"\\documentclass{article}\\begin{document}\\chapter{%s}\\begin{equation}%s\\end{equation}\\end{document}"
+    files = MemoryFiles(
+        {
+            "adsphd.cls": thesis_class,
+            "thesis.tex": main,
+            "chapters/abstract/abstract.tex": b"\\chapter*{Abstract} We find \\[ c \\]",
+            "chapters/introduction/introduction.tex": chapter % (b"Introduction", b"a"),
+            "chapters/methods/methods.tex": chapter % (b"Methods", b"b"),
+        }
+    )
+    assert find_documents(files) == ["thesis.tex"]
+    paper = extract_latex_paper(files, paper_id="x", source="x", kind="latex", config=ExtractConfig())
+    assert [eq.latex.strip() for eq in paper.equations()] == ["c", "a", "b"]
 
 
 def test_a_package_loaded_by_a_path_of_the_authors_machine_is_found_by_its_name():
