@@ -5,7 +5,9 @@ The term table is stored in float16 (half the bundle's size: 65,536 x 64 slots a
 float32 after the lookup; everything else is float32. The torch module that is exported (`ExportedStructureBag`)
 computes exactly what the ONNX model does, so the parity check compares like with like; how far the float16 table
 moves the vectors from the trained float32 model is recorded beside it (``parity.float16_max_abs_diff``). The
-manifest's ``features`` say how the runtime (`engine.model.structure_bag`) must hash a formula's terms.
+manifest's ``features`` say how the runtime (`engine.model.structure_bag`) must hash a formula's terms; a model with a
+query head (`training.structure_model.QueryHead`) also gets ``query-heads.npy``: its ``structure`` part the identity
+(the stored cosine), its ``graph`` part the learned matrix.
 """
 
 from __future__ import annotations
@@ -17,8 +19,15 @@ from typing import Any
 
 import numpy as np
 import torch
-from eqsearch.engine.model.bundle import MODEL_NAME, STRUCTURE_BAG_INPUTS, read_manifest
-from eqsearch.engine.model.structure_bag import KIND, StructureFeatures, TermBatch, featurize_structure_bag
+from eqsearch.engine.checksums import sha256_file
+from eqsearch.engine.model.bundle import MODEL_NAME, STRUCTURE_BAG_INPUTS, read_manifest, write_manifest
+from eqsearch.engine.model.structure_bag import (
+    KIND,
+    QUERY_HEADS_NAME,
+    StructureFeatures,
+    TermBatch,
+    featurize_structure_bag,
+)
 from eqsearch.export.bundle import (
     PARITY_TOLERANCE,
     ExportParity,
@@ -126,6 +135,26 @@ def check_structure_bag_parity(
     )
 
 
+#: The parts a model's query head serves (`engine.model.structure_bag`): the stored cosine and the learned matrix.
+HEAD_PARTS = ("structure", "graph")
+
+
+def write_query_heads(model: StructureBagModel, bundle: Path, manifest: dict[str, Any]) -> None:
+    """Write a model's query head as ``query-heads.npy`` (``HEAD_PARTS``: the identity, then its matrix) and its
+    manifest entry; nothing for a model without one."""
+    if model.query_head is None:
+        return
+    dim = model.config.embedding_dim
+    matrix = model.query_head.matrix.detach().to("cpu", torch.float32).numpy()
+    np.save(bundle / QUERY_HEADS_NAME, np.stack([np.eye(dim, dtype=np.float32), matrix]))
+    manifest["query_heads"] = {
+        "parts": list(HEAD_PARTS),
+        "path": QUERY_HEADS_NAME,
+        "sha256": sha256_file(bundle / QUERY_HEADS_NAME),
+    }
+    write_manifest(bundle, manifest)
+
+
 def write_structure_bag_bundle(
     model: StructureBagModel,
     out_dir: Path,
@@ -163,6 +192,7 @@ def write_structure_bag_bundle(
             evaluation=evaluation,
             features=features.to_json(),
         )
+        write_query_heads(model, staging, manifest)
         if parity_mathml:
             parity = check_structure_bag_parity(model, staging, parity_mathml, features)
             manifest.setdefault("parity_float16", {})["max_abs_diff"] = parity.float16_max_abs_diff

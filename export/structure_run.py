@@ -11,6 +11,20 @@ document split); ``DEV`` the development half's collection and topics with their
 into DIR: ``bundle/`` (a checked ``structure-bag`` bundle), ``state.pt`` (the weights, the term table in float16),
 ``result.json`` (config, data counts, timings, loss curve, the offline development figures during training, the
 teacher's own figures, and the held-out agreement with the teacher).
+
+The 64-d student of the composite (issue 43) is this run with the composite's vectors as a teacher beside the
+structural BM25, weighed as the ``embedding`` ranker weighs them, and trained for a quantized index:
+
+    python -m eqsearch.export.structure_run ... --teacher-vectors .encdata/teacher-vectors.npz \
+        --teacher-weights graph=0.3,structure=0.7 --vector-weight 1 --quantize-bits 8 --no-views --span-weight 0
+
+With ``--head-part graph --head-weight W`` the student also learns a query head (`training.structure_distill`): a
+query-side matrix whose similarity over the same stored vectors is fitted to that part's cosine alone (the default
+ranker's), while the first loss fits the ``embedding`` ranker's mix of the two (``--alone-head-share``, its weight
+of the head's part). The figures then say ``dev`` (the stored cosine), ``dev_alone`` (the mix) and ``dev_head``.
+
+Every run also scores the exported variant's development vectors rounded as int8 and int4 indices store them
+(``quantized_dev``: one scale per vector and per dimension, `training.quantization.quantize_vectors`).
 """
 
 from __future__ import annotations
@@ -33,11 +47,14 @@ from eqsearch.training.structure_distill import (
     DevSet,
     DistillConfig,
     TrainingData,
+    dev_ranking,
     encode_terms,
+    head_queries,
     model_dev_ranking,
     prepare,
     teacher_dev_ranking,
     train,
+    weigh_vector_parts,
 )
 from eqsearch.training.structure_model import StructureBagConfig, StructureBagModel
 from eqsearch.training.structure_teacher import Bm25Teacher
@@ -85,6 +102,67 @@ def load_state(path: Path) -> StructureBagModel:
     model = StructureBagModel(StructureBagConfig(**saved["config"]))
     model.load_state_dict({k: v.float() for k, v in saved["state"].items()})
     return model.eval()
+
+
+def read_teacher_vectors(path: Path, weights: str | None) -> np.ndarray:
+    """``teacher-vectors.npz`` (`training.structure_prepare`), float32; with ``weights`` (``name=w,...``) a
+    composite's parts weighed so that the vectors' inner product is ``sum_i w_i cos_i`` (`weigh_vector_parts`).
+
+    Raises:
+        SystemExit: weights for vectors without parts, or a name that is no part.
+    """
+    with np.load(path) as saved:
+        vectors = saved["vectors"].astype(np.float32)
+        names = [str(n) for n in saved["part_names"]] if "part_names" in saved else []
+        dims = [int(d) for d in saved["part_dims"]] if "part_dims" in saved else []
+    if not weights:
+        return vectors
+    if not names:
+        raise SystemExit(f"{path}: --teacher-weights needs a composite's vectors (no parts recorded)")
+    asked = {}
+    for item in weights.split(","):
+        name, _, value = item.partition("=")
+        if name.strip() not in names:
+            raise SystemExit(f"--teacher-weights: {name.strip()!r} is no part of the teacher ({', '.join(names)})")
+        asked[name.strip()] = float(value)
+    return weigh_vector_parts(vectors, dims, [asked.get(n, 0.0) for n in names])
+
+
+def teacher_part(path: Path, name: str) -> np.ndarray:
+    """One part of a composite's vectors in ``teacher-vectors.npz`` (`training.structure_prepare`), float32.
+
+    Raises:
+        SystemExit: the vectors have no such part.
+    """
+    with np.load(path) as saved:
+        names = [str(n) for n in saved["part_names"]] if "part_names" in saved else []
+        if name not in names:
+            raise SystemExit(f"{path}: no part {name!r} (parts: {', '.join(names) or 'none recorded'})")
+        dims = [int(d) for d in saved["part_dims"]]
+        start = sum(dims[: names.index(name)])
+        return saved["vectors"][:, start : start + dims[names.index(name)]].astype(np.float32)
+
+
+def quantized_figures(collection: np.ndarray, topics: np.ndarray, dev: DevSet) -> dict[str, dict[str, float]]:
+    """The development figures with the collection's vectors rounded as a quantized index stores them: int8 and
+    int4, one scale per vector and per dimension (queries float)."""
+    return {
+        f"int{bits}-{scale}": dev_ranking(collection, topics, dev, quantize_bits=bits, scale=scale)
+        for bits in (8, 4)
+        for scale in ("vector", "dimension")
+    }
+
+
+def head_figures(
+    model: StructureBagModel, dev: DevSet, features: StructureFeatures, share: float
+) -> dict[str, dict[str, float]]:
+    """The development figures of the stored cosine (``dev``), and with a query head the ranker's mix (``dev_alone``)
+    and the head alone (``dev_head``)."""
+    out = {"dev": model_dev_ranking(model, dev, features)}
+    if model.query_head is not None:
+        out["dev_alone"] = model_dev_ranking(model, dev, features, share)
+        out["dev_head"] = model_dev_ranking(model, dev, features, 1.0)
+    return out
 
 
 def _variant(config: DistillConfig, name: str) -> DistillConfig:
@@ -141,6 +219,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--vector-weight", type=float, default=0.0, help="the teacher vectors' cosine weight")
     parser.add_argument(
+        "--teacher-weights",
+        help="a composite teacher's parts weighed as a ranker weighs them, e.g. graph=0.3,structure=0.7 (the "
+        "embedding ranker's): the teacher cosine is sum_i w_i cos_i",
+    )
+    parser.add_argument("--head-part", help="the composite teacher's part a query head learns (e.g. graph)")
+    parser.add_argument("--head-weight", type=float, default=0.0, help="weight of the query head's loss")
+    parser.add_argument(
+        "--alone-head-share", type=float, default=0.3, help="the head's share of the embedding ranker's query"
+    )
+    parser.add_argument(
+        "--quantize-bits", type=int, default=0, help="train for an index that rounds the vectors to this many bits"
+    )
+    parser.add_argument(
         "--align-weight", type=float, default=0.0, help="weight of 1 - cos(student, teacher vector) in the loss"
     )
     parser.add_argument(
@@ -182,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         same_document=args.same_document,
         markup=args.markup,
         align_weight=args.align_weight,
+        quantize_bits=args.quantize_bits,
+        head_weight=args.head_weight,
+        alone_head_share=args.alone_head_share,
         learning_rate=args.lr,
         tau_teacher=args.tau_teacher,
         tau_student=args.tau_student,
@@ -189,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         threads=args.threads,
         device=args.device,
         log_every=args.log_every,
-        model=replace(StructureBagConfig(), hidden=args.hidden),
+        model=replace(StructureBagConfig(), hidden=args.hidden, query_head=bool(args.head_weight)),
         features=features,
     )
     result: dict[str, Any] = {"config": config.to_dict(), "argv": sys.argv[1:] if argv is None else argv}
@@ -200,16 +294,21 @@ def main(argv: list[str] | None = None) -> int:
     held = [r.mathml for r in records if r.held_out]
     vectors = None
     if args.teacher_vectors:
-        with np.load(args.teacher_vectors) as saved:
-            every = saved["vectors"].astype(np.float32)
+        every = read_teacher_vectors(args.teacher_vectors, args.teacher_weights)
         if len(every) != len(records):
             raise SystemExit(f"{args.teacher_vectors}: {len(every)} vectors for {len(records)} formulas")
         vectors = every[[not r.held_out for r in records]]
-    elif args.vector_weight or args.align_weight:
-        raise SystemExit("--vector-weight and --align-weight need --teacher-vectors")
+    elif args.vector_weight or args.align_weight or args.teacher_weights or args.head_weight:
+        raise SystemExit("--vector-weight, --align-weight, --teacher-weights and --head-weight need --teacher-vectors")
+    head_vectors = None
+    if args.head_weight:
+        if not args.head_part:
+            raise SystemExit("--head-weight needs --head-part")
+        head_vectors = teacher_part(args.teacher_vectors, args.head_part)[[not r.held_out for r in records]]
     if args.limit:
         training, training_docs = training[: args.limit], training_docs[: args.limit]
         vectors = None if vectors is None else vectors[: args.limit]
+        head_vectors = None if head_vectors is None else head_vectors[: args.limit]
     result["data"] = {
         "formulas": len(records),
         "training_formulas": len(training),
@@ -224,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         workers=args.prep_workers,
         documents=training_docs,
         vectors=vectors,
+        head_vectors=head_vectors,
         views=not args.no_views,  # with --no-views no variant trains with views: their terms are not computed
         markup=args.markup,
     )
@@ -247,12 +347,16 @@ def main(argv: list[str] | None = None) -> int:
         variant = _variant(config, name)
         log(f"variant {name}")
         model, history = train(
-            variant, data, log=log, evaluate=lambda m: model_dev_ranking(m, dev, features), eval_every=args.eval_every
+            variant,
+            data,
+            log=log,
+            evaluate=lambda m: head_figures(m, dev, features, args.alone_head_share),
+            eval_every=args.eval_every,
         )
         runs[name] = {
             "config": variant.to_dict(),
             "history": history,
-            "dev": model_dev_ranking(model, dev, features),
+            **head_figures(model, dev, features, args.alone_head_share),
             "held_out_agreement": held_out_agreement(model, held_terms, features),
         }
         models[name] = model
@@ -269,10 +373,15 @@ def main(argv: list[str] | None = None) -> int:
         result["gpu"] = torch.cuda.get_device_name(0)
     model = models[chosen]
     save_state(model, args.out / "state.pt")
+    dev_collection = encode_terms(model, dev.collection, features)
+    dev_topics = encode_terms(model, dev.topics, features)
+    alone_topics = head_queries(model, dev_topics, args.alone_head_share)
+    result["quantized_dev"] = quantized_figures(dev_collection, alone_topics, dev)
+    log(f"{chosen} quantized: {result['quantized_dev']}")
     np.savez(
         args.out / "dev-vectors.npz",
-        collection=encode_terms(model, dev.collection, features),
-        topics=encode_terms(model, dev.topics, features),
+        collection=dev_collection,
+        topics=dev_topics,
         collection_ids=np.asarray(dev.collection_ids),
         topic_ids=np.asarray(dev.topic_ids),
     )
@@ -293,7 +402,11 @@ def main(argv: list[str] | None = None) -> int:
                 "device": result.get("gpu", history["device"]),
             },
             data_summary=result["data"],
-            evaluation={"dev_offline": runs[chosen]["dev"], "held_out_agreement": runs[chosen]["held_out_agreement"]},
+            evaluation={
+                "dev_offline": runs[chosen]["dev"],
+                "dev_offline_quantized": result["quantized_dev"],
+                "held_out_agreement": runs[chosen]["held_out_agreement"],
+            },
             parity_mathml=parity,
             overwrite=True,
         )

@@ -9,6 +9,12 @@ normalised BM25 scores (``tau_teacher``) by a KL divergence. A formula's own vie
 formula itself (1), so the views are the contrastive positives, the mined neighbours soft positives and hard
 negatives, and the rest easy negatives.
 
+With a **query head** (``head_weight``; the 64-d student of the composite, issue 43), the stored vectors also serve a
+second similarity: a learned matrix ``M`` maps a query's vector (`structure_model.QueryHead`), and ``(M z_q) . z_d``
+is fitted by the same KL to one part of a composite teacher (``TrainingData.head_vectors``: the graph network's
+cosine), while the first loss fits the ranker's mix ``(w_s I + w_h M) z_q . z_d`` (``alone_head_share`` = w_h) to the
+whole teacher; the runtime weighs the two as a ranker's ``embedding_parts`` ask (`engine.model.structure_bag`).
+
 `dev_ranking` scores an encoder on a formula-retrieval benchmark offline (exact cosine ranking in numpy over the
 collection's MathML), to compare variants quickly; the figures that count come from ``eqsearch evaluate formulas``.
 """
@@ -17,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +31,11 @@ from typing import Any
 import numpy as np
 import torch
 from eqsearch.engine.model.structure_bag import StructureFeatures
+from eqsearch.training.quantization import fake_quantize, quantize_vectors
 from eqsearch.training.structure_data import TermData, term_data, term_slots
 from eqsearch.training.structure_model import StructureBagConfig, StructureBagModel
 from eqsearch.training.structure_teacher import Bm25Teacher, MinedBatches, SpanTeacher
+from torch import nn
 
 
 @dataclass
@@ -50,6 +58,13 @@ class DistillConfig:
             document where it has them (the contextual positives), the rest mined by BM25 (`MinedBatches`).
         align_weight: weight of a second loss, ``1 - cos(student, teacher vector)`` per formula: the student's
             coordinates pulled onto the other encoder's (``TrainingData.vectors``), not only its similarities.
+        head_weight: weight of the query head's loss (module docstring; 0: no head, the stored cosine alone).
+        alone_head_share: the head's share of the query in the first loss (the ``embedding`` ranker's weight of the
+            head's part; the stored cosine has the rest).
+        head_lr_scale: the query head's learning rate over the rest's (one matrix that starts as the identity).
+        quantize_bits: the candidates' vectors in the loss rounded to this many bits with one scale per vector, a
+            straight-through gradient (`training.quantization.fake_quantize`; 0: float), so the space keeps its order
+            when a quantized index stores it; queries stay float, as they do in the index.
         markup: the model also reads the MathML tree's own terms (`training.structure_data.markup_terms`; an
             experiment the runtime encoder does not serve yet).
         learning_rate, warmup_steps: AdamW (no weight decay), linear warm-up then cosine decay to a tenth.
@@ -75,6 +90,10 @@ class DistillConfig:
     same_document: int = 0
     markup: bool = False
     align_weight: float = 0.0
+    head_weight: float = 0.0
+    alone_head_share: float = 0.3
+    head_lr_scale: float = 10.0
+    quantize_bits: int = 0
     learning_rate: float = 2e-3
     warmup_steps: int = 100
     seed: int = 0
@@ -95,7 +114,8 @@ class DistillConfig:
 class TrainingData:
     """The training formulas' terms, their views' terms, and the teachers over them: BM25, the sub-expression match,
     each formula's document index (``documents``) and another encoder's unit vectors (``vectors``, ``[N, D]``; a
-    formula it could not encode has a zero row)."""
+    formula it could not encode has a zero row); the query head's teacher vectors (``head_vectors``, unit rows: one
+    part of a composite)."""
 
     terms: TermData
     views: TermData
@@ -103,6 +123,12 @@ class TrainingData:
     spans: SpanTeacher
     documents: np.ndarray | None = None
     vectors: np.ndarray | None = None
+    head_vectors: np.ndarray | None = None
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    v = np.asarray(vectors, dtype=np.float32)
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
 
 def prepare(
@@ -116,6 +142,7 @@ def prepare(
     views: bool = True,
     markup: bool = False,
     terms: TermData | None = None,
+    head_vectors: np.ndarray | None = None,
 ) -> TrainingData:
     """Terms of the training formulas and of one augmented view of each (``views``; False: the formulas' own terms
     stand in, and a run must not train with views); the teachers over the formulas; each formula's document (for the
@@ -125,7 +152,7 @@ def prepare(
     Raises:
         ValueError: ``vectors`` or ``documents`` do not have one row per formula.
     """
-    for name, given in (("documents", documents), ("vectors", vectors)):
+    for name, given in (("documents", documents), ("vectors", vectors), ("head_vectors", head_vectors)):
         if given is not None and len(given) != len(mathml):
             raise ValueError(f"{name}: {len(given)} rows for {len(mathml)} formulas")
     if terms is None:
@@ -134,11 +161,35 @@ def prepare(
         raise ValueError(f"terms: {len(terms)} rows for {len(mathml)} formulas")
     view_terms = term_data(mathml, features, view_seed=view_seed, workers=workers) if views else terms
     docs = None if documents is None else np.unique(np.asarray(documents), return_inverse=True)[1].astype(np.int64)
-    unit = None
-    if vectors is not None:
-        v = np.asarray(vectors, dtype=np.float32)
-        unit = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-    return TrainingData(terms, view_terms, Bm25Teacher.build(terms), SpanTeacher.build(terms), docs, unit)
+    unit = None if vectors is None else _unit_rows(vectors)
+    head = None if head_vectors is None else _unit_rows(head_vectors)
+    return TrainingData(terms, view_terms, Bm25Teacher.build(terms), SpanTeacher.build(terms), docs, unit, head)
+
+
+def weigh_vector_parts(vectors: np.ndarray, dims: Sequence[int], weights: Sequence[float]) -> np.ndarray:
+    """Side-by-side parts of vectors (a composite's, `engine.model.composite`) made into vectors whose inner product
+    is ``sum_i w_i cos_i``: each part's unit vector times ``sqrt(w_i)`` (``weights`` are normalised to add up to 1), as
+    a ranker's query weights (``FormulaRanking.embedding_parts``) make the composite's kNN rank. A zero part stays zero.
+
+    Shapes: vectors ``[N, sum(dims)]``; returns the same, float32.
+
+    Raises:
+        ValueError: the dims do not add up to the vectors' width, or the weights are negative or all zero.
+    """
+    v = np.asarray(vectors, dtype=np.float32)
+    if sum(dims) != v.shape[1] or len(dims) != len(weights):
+        raise ValueError(f"parts of widths {list(dims)} with weights {list(weights)} for {v.shape[1]}-d vectors")
+    total = float(sum(weights))
+    if min(weights) < 0 or total <= 0:
+        raise ValueError(f"part weights {list(weights)} must be non-negative and not all zero")
+    out = np.zeros_like(v)
+    start = 0
+    for dim, weight in zip(dims, weights, strict=True):
+        part = v[:, start : start + dim]
+        norm = np.linalg.norm(part, axis=1, keepdims=True)
+        out[:, start : start + dim] = np.sqrt(weight / total) * part / np.where(norm > 0, norm, 1.0)
+        start += dim
+    return out
 
 
 def teacher_matrix(
@@ -207,7 +258,12 @@ def make_batch(
 ) -> dict[str, Any]:
     """One step's arrays: the formulas' and views' inputs and the teacher matrix ``[B, B]`` (`teacher_matrix`)."""
     items = batches.batch(rng)
+    head = None
+    if config.head_weight and data.head_vectors is not None:
+        h = data.head_vectors[items]
+        head = (h @ h.T).astype(np.float32)
     return {
+        "head_teacher": head,
         "formulas": model_inputs(data.terms, items, config.features),
         "views": model_inputs(data.views, items, config.features),
         "teacher": teacher_matrix(
@@ -241,9 +297,17 @@ def _tensors(inputs: dict[str, np.ndarray], device: torch.device) -> dict[str, t
 
 
 def distill_loss(
-    z: torch.Tensor, v: torch.Tensor | None, teacher: torch.Tensor, tau_t: float, tau_s: float
+    z: torch.Tensor,
+    v: torch.Tensor | None,
+    teacher: torch.Tensor,
+    tau_t: float,
+    tau_s: float,
+    quantize_bits: int = 0,
+    query: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """KL(teacher softmax || student softmax) over each anchor's other formulas and views (module docstring).
+    """KL(teacher softmax || student softmax) over each anchor's other formulas and views (module docstring); with
+    ``quantize_bits``, each anchor scored against its candidates' rounded vectors (`DistillConfig.quantize_bits`);
+    with ``query``, each anchor's vector mapped by it (a query head's mix) and normalised before it is scored.
 
     Shapes: z, v: ``[B, D]`` unit vectors; teacher: ``[B, B]`` normalised scores (diagonal 1).
     """
@@ -260,6 +324,10 @@ def distill_loss(
         top = torch.cat([t_self, t_view], dim=1)
         bottom = torch.cat([t_view, t_self], dim=1)
         targets = torch.cat([top, bottom])
+    if quantize_bits:
+        cands = fake_quantize(cands, quantize_bits)
+    if query is not None:
+        anchors = nn.functional.normalize(query(anchors), dim=1)
     logits = anchors @ cands.T / tau_s
     mask = torch.isinf(targets)
     logits = logits.masked_fill(mask, float("-inf"))
@@ -295,9 +363,25 @@ def train(
     torch.manual_seed(config.seed)
     torch.set_num_threads(config.threads)
     device = resolve_device(config.device)
+    if config.head_weight and not config.model.query_head:
+        raise ValueError("head_weight needs a model with a query head (StructureBagConfig.query_head)")
+    if config.head_weight and data.head_vectors is None:
+        raise ValueError("head_weight needs the head's teacher vectors (TrainingData.head_vectors)")
     model = StructureBagModel(config.model).to(device)
+    head = model.query_head if config.head_weight else None
+    share = config.alone_head_share
+
+    def alone_query(x: torch.Tensor) -> torch.Tensor:
+        """The first loss's query: the stored vector, or its mix with the head as the ranker weighs them."""
+        return x if head is None else (1.0 - share) * x + share * head(x)
+
+    head_params = [] if model.query_head is None else list(model.query_head.parameters())
+    groups = [
+        {"params": [p for p in model.parameters() if all(p is not h for h in head_params)], "scale": 1.0},
+        {"params": head_params, "scale": config.head_lr_scale},
+    ]
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=config.learning_rate / max(1, config.warmup_steps), weight_decay=0.0
+        [g for g in groups if g["params"]], lr=config.learning_rate / max(1, config.warmup_steps), weight_decay=0.0
     )
 
     def factor(step: int, elapsed: float) -> float:
@@ -337,7 +421,14 @@ def train(
             w = _tensors(batch["views"], device)
             v = model(w["ids"], w["weights"], w["graph"], w["graph_sizes"])
         teacher = torch.as_tensor(batch["teacher"]).to(device)
-        loss = distill_loss(z, v, teacher, config.tau_teacher, config.tau_student)
+        loss = distill_loss(
+            z, v, teacher, config.tau_teacher, config.tau_student, config.quantize_bits, query=alone_query
+        )
+        if head is not None and batch["head_teacher"] is not None:
+            head_teacher = torch.as_tensor(batch["head_teacher"]).to(device)
+            loss = loss + config.head_weight * distill_loss(
+                z, v, head_teacher, config.tau_teacher, config.tau_student, config.quantize_bits, query=head
+            )
         if config.align_weight and data.vectors is not None:
             target = torch.as_tensor(data.vectors[np.asarray(batch["items"])]).to(device)
             loss = loss + config.align_weight * (1.0 - (z * target).sum(dim=1)).mean()
@@ -345,7 +436,7 @@ def train(
         loss.backward()
         optimizer.step()
         for group in optimizer.param_groups:
-            group["lr"] = config.learning_rate * factor(step, time.perf_counter() - start)
+            group["lr"] = config.learning_rate * group["scale"] * factor(step, time.perf_counter() - start)
         running += float(loss.detach())
         elapsed = time.perf_counter() - start
         if step % config.log_every == 0:
@@ -415,10 +506,21 @@ class DevSet:
         )
 
 
-def dev_ranking(vectors: np.ndarray, queries: np.ndarray, dev: DevSet, depth: int = 1000) -> dict[str, float]:
+def dev_ranking(
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    dev: DevSet,
+    depth: int = 1000,
+    quantize_bits: int = 0,
+    scale: str = "vector",
+) -> dict[str, float]:
     """nDCG′, MAP′, P′@10 of an exact ranking by inner product (ARQMath conventions, `evaluation.trec`).
-    Formulas without terms (no MathML) are left out of the ranking, as the embedding channel has no vector for them."""
+    Formulas without terms (no MathML) are left out of the ranking, as the embedding channel has no vector for them.
+    With ``quantize_bits``, the collection's vectors are first rounded as a quantized index stores them
+    (`training.quantization.quantize_vectors` with ``scale``), the queries kept float."""
     has_terms = np.diff(dev.collection.offsets) > 0
+    if quantize_bits:
+        vectors = quantize_vectors(vectors, quantize_bits, scale)
     scores = queries @ vectors.T
     scores[:, ~has_terms] = -np.inf
     return ranking_figures(scores, dev.collection_ids, dev.topic_ids, dev.qrels, depth)
@@ -476,6 +578,23 @@ def ranking_figures(
     return {name: round(float(value), 4) for name, value in report.means.items()}
 
 
-def model_dev_ranking(model: StructureBagModel, dev: DevSet, features: StructureFeatures) -> dict[str, float]:
-    """`dev_ranking` of a torch model."""
-    return dev_ranking(encode_terms(model, dev.collection, features), encode_terms(model, dev.topics, features), dev)
+@torch.no_grad()
+def head_queries(model: StructureBagModel, vectors: np.ndarray, share: float) -> np.ndarray:
+    """Query vectors ``(1 - share) z + share M z`` of a model's query head ``M`` (the stored vectors as they are for a
+    model without one), as the runtime weighs the parts (`engine.model.structure_bag`); not normalised (ranking by
+    inner product does not need it).
+
+    Shapes: vectors ``[N, D]``; returns ``[N, D]`` float32.
+    """
+    if model.query_head is None or share == 0:
+        return np.asarray(vectors, dtype=np.float32)
+    matrix = model.query_head.matrix.detach().float().cpu().numpy()
+    return ((1.0 - share) * vectors + share * vectors @ matrix.T).astype(np.float32)
+
+
+def model_dev_ranking(
+    model: StructureBagModel, dev: DevSet, features: StructureFeatures, head_share: float = 0.0
+) -> dict[str, float]:
+    """`dev_ranking` of a torch model (its queries mixed with its query head at ``head_share``, `head_queries`)."""
+    topics = head_queries(model, encode_terms(model, dev.topics, features), head_share)
+    return dev_ranking(encode_terms(model, dev.collection, features), topics, dev)

@@ -24,12 +24,15 @@ class StructureBagConfig:
         width: width of the table and of the MLP's residual stream.
         hidden: width of the MLP's hidden layer.
         embedding_dim: width of the output vectors.
+        query_head: whether the model has a `QueryHead` (a second similarity over the same stored vectors, served at
+            query time; not part of the exported graph).
     """
 
     buckets: int = 1 << 16
     width: int = 64
     hidden: int = 512
     embedding_dim: int = 64
+    query_head: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,6 +56,7 @@ class StructureBagModel(nn.Module):
             nn.Linear(config.width, config.hidden), nn.GELU(), nn.Linear(config.hidden, config.width)
         )
         self.projection = nn.Linear(config.width, config.embedding_dim)
+        self.query_head = QueryHead(config.embedding_dim) if config.query_head else None
 
     def bag(self, ids: Tensor, weights: Tensor, graph: Tensor, graph_sizes: Tensor) -> Tensor:
         """Weighted sum of each formula's term rows over the square root of its total weight. Shapes: ``[G, width]``.
@@ -73,3 +77,19 @@ class StructureBagModel(nn.Module):
 
     def forward(self, ids: Tensor, weights: Tensor, graph: Tensor, graph_sizes: Tensor) -> Tensor:
         return self.head(self.bag(ids, weights, graph, graph_sizes))
+
+
+class QueryHead(nn.Module):
+    """A learned query-side map of a stored vector (`engine.model.structure_bag`, ``query_heads``): a query vector
+    ``M z`` ranks the stored unit vectors ``z'`` by ``z^T M^T z'``, another similarity over the same index. Starts as
+    the identity (the stored cosine).
+
+    Shapes: z ``[B, D]``; returns ``[B, D]``, not normalised.
+    """
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.matrix = nn.Parameter(torch.eye(dim))
+
+    def forward(self, z: Tensor) -> Tensor:
+        return z @ self.matrix.T

@@ -8,7 +8,10 @@ writes ``formulas.jsonl.gz`` (the corpus's distinct display and inline formulas 
 collection and topics converted to MathML by the production KaTeX converter, for the offline development figures)
 and ``qrels.txt`` (a copy); with ``--teacher-bundle`` (the shipped KDD'20 network, say) also
 ``teacher-vectors.npz``: that encoder's vectors of every formula of ``formulas.jsonl.gz`` in its order (float16; a
-formula it cannot encode has a zero row), a soft teacher for ``export.structure_run --teacher-vectors``. A GPU
+formula it cannot encode has a zero row), a soft teacher for ``export.structure_run --teacher-vectors``; a
+``composite`` bundle's vectors are stored as it stores them, with its parts' names, widths and stored weights
+(``part_names``, ``part_dims``, ``part_weights``), so that a run may weigh them as a ranker does
+(``--teacher-weights``). A GPU
 machine has no KaTeX: the folder travels with the run instead (``carry``). The
 benchmark's formulas are only ever scored, never trained on.
 """
@@ -62,6 +65,23 @@ def teacher_vectors(bundle: str | Path | None, mathml: list[str], batch: int = 5
     return out
 
 
+def teacher_parts(bundle: str | Path | None) -> dict[str, np.ndarray]:
+    """A composite bundle's parts as ``teacher-vectors.npz`` records them (names, widths, stored weights); nothing for
+    a bundle of another kind."""
+    from eqsearch.engine.model.bundle import read_manifest, search_bundle_path
+    from eqsearch.engine.model.composite import KIND, composite_parts
+
+    manifest = read_manifest(Path(bundle) if bundle is not None else search_bundle_path())
+    if manifest.encoder != KIND:
+        return {}
+    parts = composite_parts(manifest.raw["parts"], manifest.path)
+    return {
+        "part_names": np.asarray([p.name for p in parts]),
+        "part_dims": np.asarray([p.dim for p in parts], dtype=np.int64),
+        "part_weights": np.asarray([p.weight for p in parts], dtype=np.float64),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     from eqsearch.training.structure_data import corpus_formulas, write_formula_file
 
@@ -83,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.teacher_bundle:
         vectors = teacher_vectors(args.teacher_bundle, [r.mathml for r in records])
         missing = int((~vectors.any(axis=1)).sum())
-        np.savez_compressed(args.out / "teacher-vectors.npz", vectors=vectors.astype(np.float16))
+        parts = teacher_parts(args.teacher_bundle)
+        np.savez_compressed(args.out / "teacher-vectors.npz", vectors=vectors.astype(np.float16), **parts)
         print(f"teacher vectors of {args.teacher_bundle}: {len(vectors) - missing} formulas, {missing} not encoded")
     return 0
 

@@ -8,6 +8,13 @@ similarity (training/structure_distill.py distils the structural BM25 score into
 share both rows); a term repeated ``n`` times weighs ``1 + ln n``. The model (``model.onnx``) takes the flat
 ``ids``/``weights`` of a batch with ``graph`` (the equation of each term) and ``graph_sizes`` (terms per equation),
 and returns unit vectors (cosine similarity).
+
+A bundle may also carry **query heads** (``query_heads`` in its manifest, the matrices in ``query-heads.npy``): for
+each named part a ``D x D`` matrix ``M_p`` applied to a query's vector only, so that the one stored vector serves
+several similarities, ``z_q^T M_p^T z_d``; a ranker weighs them by name as it weighs a composite's parts
+(`StructureBagEncoder.weigh_query`, ``FormulaRanking.embedding_parts``): ``q = sum_p w_p M_p z_q``. The 64-d student
+of the composite (training/structure_distill.py) has ``structure`` (the identity: the stored cosine) and ``graph``
+(a learned matrix fitted to the graph network's cosine).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from eqsearch.engine.checksums import sha256_file
 from eqsearch.engine.model.bundle import STRUCTURE_BAG_INPUTS, BundleError, BundleManifest, ManifestEncoder
 from eqsearch.engine.model.structure import STRUCTURE_VERSION, FormulaStructure, formula_structure
 
@@ -35,6 +43,8 @@ __all__ = [
 ]
 #: Feature hashing version: bump when the terms fed to the model or their hashing change.
 FEATURES_VERSION = 1
+#: The file of a bundle's query heads (`read_query_heads`): ``[parts, D, D]`` float32.
+QUERY_HEADS_NAME = "query-heads.npy"
 
 
 @dataclass(frozen=True)
@@ -156,6 +166,71 @@ def term_batch(items: Sequence[tuple[np.ndarray, np.ndarray]]) -> TermBatch:
     )
 
 
+@dataclass(frozen=True)
+class QueryHeads:
+    """A structure-bag bundle's query heads (module docstring).
+
+    Attributes:
+        names: the parts' names, in the order of ``matrices``.
+        matrices: ``[len(names), D, D]`` float32; a query's vector for part ``p`` is ``matrices[p] @ z``.
+    """
+
+    names: tuple[str, ...]
+    matrices: np.ndarray
+
+    def weigh(self, vector: np.ndarray, weights: Mapping[str, float]) -> np.ndarray:
+        """``sum_p w_p M_p z``, a part not named weighing 0.
+
+        Raises:
+            ValueError: a name that is no part, a negative weight, or every weight 0.
+        """
+        unknown = sorted(set(weights) - set(self.names))
+        if unknown:
+            raise ValueError(f"no query head {unknown} (heads: {', '.join(self.names)})")
+        if any(w < 0 for w in weights.values()) or not any(w > 0 for w in weights.values()):
+            raise ValueError(f"query weights {dict(weights)} must be non-negative and not all zero")
+        z = np.asarray(vector, dtype=np.float32)
+        out = np.zeros_like(z)
+        for name, matrix in zip(self.names, self.matrices, strict=True):
+            if weights.get(name, 0.0):
+                out += np.float32(weights[name]) * (matrix @ z)
+        return out
+
+
+def read_query_heads(manifest: BundleManifest) -> QueryHeads | None:
+    """The bundle's query heads (None: it has none), checked against the manifest's entry and the vectors' width.
+
+    Raises:
+        BundleError: the entry is malformed, its file missing or changed, or its matrices of the wrong shape.
+    """
+    entry = manifest.raw.get("query_heads")
+    if entry is None:
+        return None
+    names = entry.get("parts") if isinstance(entry, dict) else None
+    if (
+        not isinstance(names, list)
+        or not names
+        or not all(isinstance(n, str) and n for n in names)
+        or len(set(names)) != len(names)
+        or not isinstance(entry.get("path"), str)
+        or not isinstance(entry.get("sha256"), str)
+    ):
+        raise BundleError(f"{manifest.path}: query_heads must give distinct part names, a path and a sha256")
+    path = manifest.path / entry["path"]
+    if not path.is_file():
+        raise BundleError(f"{manifest.path}: the manifest lists {entry['path']}, which is missing")
+    if sha256_file(path) != entry["sha256"]:
+        raise BundleError(
+            f"{path}: checksum mismatch: the query heads were changed after export",
+            hint="re-export the bundle or restore the original files",
+        )
+    matrices = np.load(path, allow_pickle=False)
+    dim = manifest.embedding_dim
+    if matrices.shape != (len(names), dim, dim):
+        raise BundleError(f"{path}: query heads of shape {matrices.shape}, expected {(len(names), dim, dim)}")
+    return QueryHeads(tuple(names), np.ascontiguousarray(matrices, dtype=np.float32))
+
+
 def featurize_structure_bag(mathml: Sequence[str], features: StructureFeatures) -> TermBatch:
     """MathML formulas -> one batch of model inputs (a formula that does not parse has no terms: a zero vector)."""
     return term_batch([term_features(structure_terms(formula_structure(m), features.spans), features) for m in mathml])
@@ -167,13 +242,22 @@ class StructureBagEncoder(ManifestEncoder):
     Args:
         manifest: a checked manifest (see `read_manifest`).
         batch_size: formulas per onnxruntime call.
-        prefer_gpu: use the CUDA provider when onnxruntime-gpu is installed.
+        prefer_gpu: use the CUDA provider when onnxruntime-gpu is installed (where ``provider`` is not given).
+        provider: the execution provider setting (`engine.model.encoder.ONNX_PROVIDERS`).
 
     Raises:
-        BundleError: the model does not load, does not match the manifest, or its features are of another version.
+        BundleError: the model does not load, does not match the manifest, or its features are of another version;
+            CUDA is asked for and absent.
     """
 
-    def __init__(self, manifest: BundleManifest, *, batch_size: int = 256, prefer_gpu: bool = True) -> None:
+    def __init__(
+        self,
+        manifest: BundleManifest,
+        *,
+        batch_size: int = 256,
+        prefer_gpu: bool = True,
+        provider: str | None = None,
+    ) -> None:
         from eqsearch.engine.model.encoder import open_bundle_session
 
         self.manifest = manifest
@@ -182,7 +266,24 @@ class StructureBagEncoder(ManifestEncoder):
         if not isinstance(features, dict):
             raise BundleError(f"{manifest.path}: a '{KIND}' manifest needs 'features'")
         self.features = StructureFeatures.from_json(features)
-        self.session = open_bundle_session(manifest, prefer_gpu=prefer_gpu)
+        self.query_heads = read_query_heads(manifest)
+        self.session = open_bundle_session(manifest, prefer_gpu=prefer_gpu, provider=provider)
+
+    @property
+    def part_names(self) -> tuple[str, ...]:
+        """The query heads' names (none without heads): a ranker weighs them as a composite's parts."""
+        return () if self.query_heads is None else self.query_heads.names
+
+    def weigh_query(self, vector: np.ndarray, weights: Mapping[str, float]) -> np.ndarray:
+        """A query's vector for kNN over the stored ones with the heads weighed as ``weights`` ask
+        (`QueryHeads.weigh`; `engine.model.composite.CompositeEncoder.weigh_query` is the same contract).
+
+        Raises:
+            ValueError: the bundle has no query heads, or the weights are not valid for them.
+        """
+        if self.query_heads is None:
+            raise ValueError(f"{self.identity} has no query heads")
+        return self.query_heads.weigh(vector, weights)
 
     def run_batch(self, batch: TermBatch) -> np.ndarray:
         """One onnxruntime call. Shapes: returns ``[batch.num_graphs, dim]`` float32."""

@@ -68,3 +68,51 @@ def test_the_loader_serves_it_without_torch(bundle: tuple[Path, StructureBagMode
     with torch.no_grad():
         ours = model(*(torch.from_numpy(getattr(batch, k)) for k in ("ids", "weights", "graph", "graph_sizes")))
     np.testing.assert_allclose(served, ours.numpy(), atol=5e-3)  # float16 table vs float32 weights
+
+
+@pytest.fixture(scope="module")
+def headed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, StructureBagModel]:
+    torch.manual_seed(1)
+    features = StructureFeatures(buckets=1 << 12)
+    config = StructureBagConfig(buckets=1 << 12, width=16, hidden=32, embedding_dim=8, query_head=True)
+    model = StructureBagModel(config)
+    with torch.no_grad():
+        model.query_head.matrix.copy_(torch.randn(8, 8))
+    out = tmp_path_factory.mktemp("sbh") / "bundle"
+    write_structure_bag_bundle(model, out, features=features, parity_mathml=FORMULAS, training={"steps": 0})
+    return out, model
+
+
+def test_a_query_head_ships_beside_the_model_and_weighs_queries_as_rankers_ask(
+    headed: tuple[Path, StructureBagModel],
+) -> None:
+    from eqsearch.engine.model.encoder import load_encoder
+
+    path, model = headed
+    raw = json.loads((path / "manifest.json").read_text())
+    assert raw["query_heads"]["parts"] == ["structure", "graph"] and raw["parity"]["max_abs_diff"] <= 1e-4
+    encoder = load_encoder(path)
+    assert encoder.part_names == ("structure", "graph")
+    (v,) = encoder.encode(FORMULAS[:1])
+    matrix = model.query_head.matrix.detach().numpy()
+    np.testing.assert_allclose(encoder.weigh_query(v, {"graph": 1.0, "structure": 0.0}), matrix @ v, rtol=1e-5)
+    mixed = encoder.weigh_query(v, {"graph": 0.3, "structure": 0.7})
+    np.testing.assert_allclose(mixed, 0.7 * v + 0.3 * matrix @ v, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="no query head"):
+        encoder.weigh_query(v, {"context": 1.0})
+    # the heads change queries only: the bundle's identity (what an index records) is its model's
+    assert encoder.identity == f"structure-bag:{raw['files']['model.onnx']['sha256'][:16]}"
+
+
+def test_a_changed_query_head_file_is_refused(headed: tuple[Path, StructureBagModel], tmp_path: Path) -> None:
+    import shutil
+
+    from eqsearch.engine.model.bundle import BundleError
+    from eqsearch.engine.model.encoder import load_encoder
+
+    path, _ = headed
+    copy = tmp_path / "bundle"
+    shutil.copytree(path, copy)
+    np.save(copy / "query-heads.npy", np.zeros((2, 8, 8), dtype=np.float32))
+    with pytest.raises(BundleError, match="query heads were changed"):
+        load_encoder(copy)

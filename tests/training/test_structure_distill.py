@@ -299,3 +299,49 @@ def test_the_alignment_loss_pulls_the_students_coordinates_onto_the_teachers_vec
     assert float(cos.mean()) > 0.7 and float(cos.min()) > 0.5, cos  # without: -0.11 on average
     with pytest.raises(ValueError, match="align_weight needs"):
         train(DistillConfig(steps=1, align_weight=1.0, views=False), prepare(corpus, features, views=False))
+
+
+def test_a_composites_parts_are_weighed_so_that_the_inner_product_is_the_rankers_mix() -> None:
+    from eqsearch.training.structure_distill import weigh_vector_parts
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
+    unit_a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    unit_b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    stored = np.concatenate([np.sqrt(0.5) * unit_a, np.sqrt(0.5) * unit_b], axis=1)  # a composite's, half and half
+    weighed = weigh_vector_parts(stored, [4, 3], [0.3, 0.7])
+    np.testing.assert_allclose(np.linalg.norm(weighed, axis=1), 1.0, rtol=1e-5)
+    expected = 0.3 * unit_a @ unit_a.T + 0.7 * unit_b @ unit_b.T
+    np.testing.assert_allclose(weighed @ weighed.T, expected, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="widths"):
+        weigh_vector_parts(stored, [4, 4], [0.3, 0.7])
+
+
+def test_the_loss_can_score_rounded_candidates_and_mapped_queries() -> None:
+    torch.manual_seed(0)
+    z = torch.nn.functional.normalize(torch.randn(6, 8), dim=1)
+    teacher = z @ z.T
+    assert abs(float(distill_loss(z, None, teacher, 0.1, 0.1, quantize_bits=8))) < 1e-3  # int8 barely moves it
+    assert float(distill_loss(z, None, teacher, 0.1, 0.1, quantize_bits=2)) > 1e-3
+    flip = torch.diag(torch.tensor([-1.0] * 8))
+    assert float(distill_loss(z, None, teacher, 0.1, 0.1, query=lambda x: x @ flip)) > 0.01
+
+
+def test_a_query_head_learns_a_second_similarity_over_the_same_stored_vectors() -> None:
+    from eqsearch.training.structure_distill import head_queries
+
+    features = StructureFeatures(buckets=1 << 10)
+    corpus = FORMULAS * 4
+    group = np.arange(len(FORMULAS)) % 3  # the head's teacher groups formulas of every kind together
+    other = np.eye(3, dtype=np.float32)[group][np.arange(len(corpus)) % len(FORMULAS)]
+    data = prepare(corpus, features, views=False, head_vectors=other)
+    config = _tiny_config(features, steps=200, views=False, head_weight=1.0, alone_head_share=0.3)
+    config.model = StructureBagConfig(buckets=1 << 10, width=16, hidden=32, embedding_dim=16, query_head=True)
+    model, _ = train(config, data, log=lambda _: None)
+    z = encode_terms(model, term_data(FORMULAS, features), features)
+    head = head_queries(model, z, 1.0) @ z.T
+    np.fill_diagonal(head, -np.inf)
+    # each formula's nearest by the head is one of its teacher's group: what the stored cosine alone does not say
+    assert (group[head.argmax(axis=1)] == group).all()
+    with pytest.raises(ValueError, match="query head"):
+        train(_tiny_config(features, steps=1, views=False, head_weight=1.0), data, log=lambda _: None)
