@@ -7,8 +7,10 @@ import bisect
 import posixpath
 import re
 import time
+from dataclasses import replace
 
 from eqsearch.engine.index.documents import inline_indexable
+from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.engine.latex.packages import KNOWN_PACKAGES
 from eqsearch.engine.latex.scan import (
     document_body,
@@ -39,6 +41,9 @@ from eqsearch.ingest.records import STATUS_FAILED, Equation, InlineFormula, Pape
 
 SECTION_LEVELS = {"part": 0, "chapter": 1, "section": 2, "subsection": 3, "subsubsection": 4}
 _HEADING = re.compile(r"\\(part|chapter|section|subsection|subsubsection)(\*?)(?![A-Za-z@])")
+_LETTERS = re.compile(r"\\[A-Za-z]+")
+_CONTROL_WORD = re.compile(r"\\[A-Za-z@]+")
+_DOCUMENTCLASS = re.compile(r"\\document(?:class|style)\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}")
 _USEPACKAGE = re.compile(r"\\(?:usepackage|RequirePackage)\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}")
 _SNIPPET = 1000  # characters of a failed body kept for diagnosis
 _PACKAGE_DEPTH = 4  # local packages loading local packages
@@ -135,6 +140,8 @@ def _extract_document(
     preamble, body, body_offset = document_body(doc.text)
 
     macros = DocumentMacros()
+    for command in _class_commands(files, preamble, posixpath.dirname(name)):
+        macros.macros[command.name] = command  # first: a package's or the document's definition wins
     for package in _local_packages(files, preamble, posixpath.dirname(name)):
         extract_macros(package, macros)
     extract_macros(doc.text, macros)
@@ -422,6 +429,33 @@ def _local_packages(files: SourceFiles, preamble: str, main_dir: str) -> list[st
 
     load(preamble, 0)
     return texts
+
+
+def _class_commands(files: SourceFiles, preamble: str, main_dir: str) -> list[MacroDef]:
+    """The commands the document's class defines, read from the class file the source ships (a journal's
+    ``siamltex.cls`` with its ``\\diag``): each stands only where KaTeX, the package table and the document define
+    nothing (source ``class``, read as a ``\\providecommand``), since a class also redefines much of LaTeX. Only
+    commands named with letters are read, with the ``@``-commands they use: a class's ``\\\\`` or ``\\}``, its
+    ``\\arraystretch`` and its ``\\newif`` switches serve its own layout."""
+    m = _DOCUMENTCLASS.search(preamble)
+    if m is None or not m.group(1).strip():
+        return []
+    base = posixpath.basename(m.group(1).strip()) + ".cls"
+    path = posixpath.normpath(posixpath.join(main_dir, base))
+    data = files.read(path)
+    if data is None:
+        found = _by_name(files, base)
+        data = None if found is None else files.read(found)
+    decoded = None if data is None else decode_text(data)[0]
+    if decoded is None:
+        return []
+    commands = {c.name: c for c in extract_macros(strip_comments(decoded)).definitions() if c.source != "newif"}
+    # its commands named with letters (its \\ or \} and its \arraystretch serve its own layout), and the @-commands
+    # they use
+    kept = [name for name in commands if _LETTERS.fullmatch(name) and not name.endswith("stretch")]
+    for name in kept:
+        kept.extend(u for u in _CONTROL_WORD.findall(commands[name].body) if u in commands and u not in kept)
+    return [replace(commands[name], source="class") for name in commands if name in kept]
 
 
 def _by_name(files: SourceFiles, base: str) -> str | None:

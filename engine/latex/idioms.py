@@ -2,8 +2,9 @@
 
 Preambles copy a few well-known constructions that play with TeX's own machinery, which no converter expands:
 LaTeX's ``\\@ifnextchar`` test of the next token (optional forms), a ``\\futurelet`` look-ahead that only picks
-spacing and an ``\\ifnum``/``\\ifdim`` test of TeX's state that only adds spacing (the "differential d" idioms), and
-the TeX FAQ's average integral drawn with box registers (``\\def\\dashint{\\Xint-}``). `rewrite_idioms` gives each its
+spacing and an ``\\ifnum``/``\\ifdim`` test of TeX's state that only adds spacing (the "differential d" idioms),
+the TeX FAQ's average integral drawn with box registers (``\\def\\dashint{\\Xint-}``), and LaTeX's operator font and
+math-surround reset (``\\operator@font``, ``\\m@th``) that class and package files use. `rewrite_idioms` gives each its
 meaning in a formula; `engine.latex.macros.build_katex_macros` applies it to every macro.
 """
 
@@ -25,6 +26,13 @@ __all__ = ["rewrite_idioms"]
 _XINT = re.compile(r"\s*\\Xint\s*([-=])\s*")
 _XINT_SIGNS = {"-": "\\mathop{\u2a0d}\\nolimits", "=": "\\mathop{\u2a0e}\\nolimits"}
 _IFNEXTCHAR = re.compile(r"\s*\\@ifnextchar\s*(\\[A-Za-z@]+|[^\s{}\\])\s*")
+# \newcommand\diag{\mathop{\operator@font diag}\nolimits} (a journal class), \hbox{$\m@th#1\intercal$}
+# and \textrm{i.i.d.}\@\xspace (the space factor of a sentence's end, nothing in a formula)
+_LATEX_INTERNAL_MEANINGS = {"\\operator@font": "\\rm ", "\\m@th": "", "\\@": ""}
+_LATEX_INTERNALS = re.compile(r"(\\operator@font|\\m@th|\\@)(?![A-Za-z@])\s*")
+# a box measured and shown again, its contents set in the style \mathpalette gives: TeX.SE's square root with a hook,
+# \def\hksqrt#1#2{\setbox0=\hbox{$#1\oldsqrt{#2\,}$}\dimen0=\ht0 .. {\box0\lower0.4pt\box2}}: what box 0 holds
+_BOX_IN_STYLE = re.compile(r"\\setbox\s*0\s*=?\s*\\hbox\s*\{\$\s*#1\s*(.*?)\$\}(?=.*\\box\s*0)", re.DOTALL)
 _FUTURELET = re.compile(r"\s*\\futurelet\s*\\[A-Za-z@]+\s*\\[A-Za-z@]+\s*")
 
 
@@ -92,4 +100,9 @@ def rewrite_idioms(macro: MacroDef) -> MacroDef:
     xint = _XINT.fullmatch(macro.body)
     if xint is not None:  # the TeX FAQ's average integral \def\dashint{\Xint-}: what it draws
         macro = replace(macro, body=_XINT_SIGNS[xint.group(1)])
+    boxed = _BOX_IN_STYLE.search(macro.body) if macro.nargs == 2 and "\\setbox" in macro.body else None
+    if boxed is not None:  # a box measured and shown again with a stroke beside it: what the box holds
+        macro = replace(macro, body=boxed.group(1).replace("#2", "#2"))
+    if "@" in macro.body:  # LaTeX's operator font and math-surround reset: an upright name, nothing
+        macro = replace(macro, body=_LATEX_INTERNALS.sub(lambda m: _LATEX_INTERNAL_MEANINGS[m.group(1)], macro.body))
     return macro

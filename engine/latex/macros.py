@@ -147,9 +147,10 @@ def _uses_every_parameter(body: str, nargs: int) -> bool:
     return used >= set(range(1, nargs + 1))
 
 
-#: Definers that define only a name nothing defines yet.
+#: Definers that define only a name nothing defines yet; ``class``: a command of the document's class read from the
+#: class file the source ships, which stands only where KaTeX, the package table and the document define nothing.
 PROVIDE_SOURCES = frozenset(
-    {"providecommand", "providerobustcmd", "ProvideDocumentCommand", "ProvideExpandableDocumentCommand"}
+    {"providecommand", "providerobustcmd", "ProvideDocumentCommand", "ProvideExpandableDocumentCommand", "class"}
 )
 
 
@@ -181,6 +182,8 @@ def build_katex_macros(macros: Sequence[MacroDef], builtins: frozenset[str] = fr
         latest[name] = macro if name == macro.name else replace(macro, name=name)
     fallback = [macro for name, macro in PACKAGE_MACROS.items() if name not in latest]
     resolved = resolve_aliases([*fallback, *latest.values()], PACKAGE_MACROS)
+    # a package's own @-commands (\\t@lde of a thesis's .sty, which its \\omegat uses) are macros like any other
+    own = _own_at_commands(latest)
     katex: dict[str, str] = {}
     expanded: dict[str, MacroDef] = {}
     plain: dict[str, MacroDef] = {}
@@ -190,10 +193,10 @@ def build_katex_macros(macros: Sequence[MacroDef], builtins: frozenset[str] = fr
         if "\\ifx" in macro.body:  # \ifx#1\empty A\else B\fi: the general case, B, is what a formula means
             macro = replace(macro, body=_IFX.sub(lambda m: m.group(1) or "", macro.body))
         macro = rewrite_idioms(macro)  # \@ifnextchar, \futurelet, spacing tests, \Xint (engine.latex.idioms)
-        if macro.delimiters is not None and macro.nargs == 1 and _INTERNALS.search(macro.body):
+        if macro.delimiters is not None and macro.nargs == 1 and _uses_internals(macro.body, own):
             # a paired delimiter whose body plays TeX group tricks (an active \given bar): the argument between them
             macro = replace(macro, body="#1")
-        if _INTERNALS.search(macro.body):
+        if _uses_internals(macro.body, own):
             # TeX internals (a package's \@-commands, \csname, \expandafter): no converter can expand them; the
             # package table's version (if any) stands in, else the name comes out as text
             if name in PACKAGE_MACROS:
@@ -283,6 +286,25 @@ def _paired_delimiter(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:
     if size:
         return f"\\mathopen{{{size}l{left}}} {inner} \\mathclose{{{size}r{right}}}", end
     return f"\\mathopen{{{left}}} {inner} \\mathclose{{{right}}}", end
+
+
+def _own_at_commands(latest: dict[str, MacroDef]) -> set[str]:
+    """The ``@``-commands the document's files define that a converter can expand: their bodies use no TeX internal
+    but other such commands (a package's ``\\@IEEEeqnarrayboxcr``, a ``\\let`` of an internal, is not one)."""
+    own = {name for name in latest if "@" in name}
+    changed = True
+    while changed:
+        changed = False
+        for name in sorted(own):
+            if _uses_internals(rewrite_idioms(latest[name]).body, own):
+                own.discard(name)
+                changed = True
+    return own
+
+
+def _uses_internals(body: str, own: set[str]) -> bool:
+    """Whether ``body`` uses TeX internals, the document's own ``@``-commands apart."""
+    return any(m.group() not in own for m in _INTERNALS.finditer(body))
 
 
 def _uses_any(body: str, names: dict[str, MacroDef]) -> bool:

@@ -143,6 +143,7 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\oblong": (0, "\\mathbin{▯}"),
     # esint / amsmath's quadruple integral
     "\\iiiint": (0, "\\mathop{⨌}"),
+    "\\idotsint": (0, "\\int\\!\\cdots\\!\\int"),
     # textcomp / text commands in math
     "\\textsuperscript": (1, "^{\\text{#1}}"),
     "\\textsubscript": (1, "_{\\text{#1}}"),
@@ -155,11 +156,6 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     **{f"\\text{name}": (0, f"\\text{{{glyph}}}") for name, glyph in TEXTCOMP.items()},
     # T1 glyphs KaTeX lacks (\text{\normalfont\dh} is the spin-raising eth of CMB papers)
     **{f"\\{name}": (0, f"\\text{{{glyph}}}") for name, glyph in GLYPHS.items()},
-    # plain TeX's \mathpalette\f{x}: \f called with the current style, which \mathchoice picks
-    "\\mathpalette": (
-        2,
-        "\\mathchoice{#1\\displaystyle{#2}}{#1\\textstyle{#2}}{#1\\scriptstyle{#2}}{#1\\scriptscriptstyle{#2}}",
-    ),
     # mathtools' split fractions (a long numerator over two lines), \overunderset, yhmath/fourier's arcs
     "\\splitfrac": (2, "\\genfrac{}{}{0pt}{0}{#1}{#2}"),
     "\\splitdfrac": (2, "\\genfrac{}{}{0pt}{0}{#1}{#2}"),
@@ -339,6 +335,12 @@ _SPEC: dict[str, tuple[str, str]] = {
     "\\outerproduct": ("m g", _OUTER),
     # extarrows
     "\\xlongrightarrow": ("O{} m", "\\xrightarrow[#1]{#2}"),
+    # plain TeX's \mathpalette\f{x}: \f called with the current style, which \mathchoice picks; expanded
+    # here (a spec), before \f, so that a document's \f expanded here too takes the style and x as its arguments
+    "\\mathpalette": (
+        "m m",
+        "\\mathchoice{#1\\displaystyle{#2}}{#1\\textstyle{#2}}{#1\\scriptstyle{#2}}{#1\\scriptscriptstyle{#2}}",
+    ),
     "\\xlongleftarrow": ("O{} m", "\\xleftarrow[#1]{#2}"),
     "\\xLongrightarrow": ("O{} m", "\\xRightarrow[#1]{#2}"),
     "\\xLongleftarrow": ("O{} m", "\\xLeftarrow[#1]{#2}"),

@@ -197,10 +197,12 @@ def resolve_conditionals(text: str, limit: int = 200) -> str:
 
 _IFTHENELSE = re.compile(r"\\ifthenelse(?![A-Za-z@])\s*")
 _EQUAL = re.compile(r"\s*\\equal\s*")
+_ISEMPTY = re.compile(r"\s*\\isempty\s*")  # xifthen: \ifthenelse{\isempty{#1}}{}{^{#1}}
 
 
 def _ifthenelse(text: str, limit: int) -> str:
-    """``\\ifthenelse{\\equal{a}{b}}{yes}{no}`` decided when ``a`` and ``b`` hold no parameter."""
+    """``\\ifthenelse{\\equal{a}{b}}{yes}{no}`` (and xifthen's ``\\isempty{a}``) decided when the test's arguments
+    hold no parameter."""
     position = 0
     for _ in range(limit):
         m = _IFTHENELSE.search(text, position)
@@ -210,14 +212,31 @@ def _ifthenelse(text: str, limit: int) -> str:
         test = read_argument(text, m.end())
         yes = None if test is None else read_argument(text, test[1])
         no = None if yes is None else read_argument(text, yes[1])
-        equal = None if test is None else _EQUAL.match(test[0])
-        if no is None or equal is None:
+        if no is None:
             continue
-        left = read_argument(test[0], equal.end())
-        right = None if left is None else read_argument(test[0], left[1])
-        if right is None or "#" in left[0] + right[0] or test[0][right[1] :].strip():
+        holds = _test_holds(test[0])
+        if holds is None:
             continue
-        chosen = yes[0] if left[0].strip() == right[0].strip() else no[0]
+        chosen = yes[0] if holds else no[0]
         text = text[: m.start()] + chosen + text[no[1] :]
         position = m.start()
     return text
+
+
+def _test_holds(test: str) -> bool | None:
+    """Whether an ``\\ifthenelse`` test (``\\equal{a}{b}``, ``\\isempty{a}``) holds; None when it is of another kind,
+    or its arguments still hold a parameter."""
+    equal = _EQUAL.match(test)
+    if equal is not None:
+        left = read_argument(test, equal.end())
+        right = None if left is None else read_argument(test, left[1])
+        if right is None or "#" in left[0] + right[0] or test[right[1] :].strip():
+            return None
+        return left[0].strip() == right[0].strip()
+    empty = _ISEMPTY.match(test)
+    if empty is not None:
+        argument = read_argument(test, empty.end())
+        if argument is None or "#" in argument[0] or test[argument[1] :].strip():
+            return None
+        return not argument[0].strip()
+    return None

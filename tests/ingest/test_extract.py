@@ -184,3 +184,20 @@ def test_a_package_loaded_by_a_path_of_the_authors_machine_is_found_by_its_name(
     files = MemoryFiles({"full_thesis/main.tex": main, "definitions.sty": definitions})
     paper = extract_latex_paper(files, paper_id="t", source="t", kind="arxiv", config=ExtractConfig(convert=False))
     assert [(m.name, m.body) for m in paper.macros] == [("\\epsI", "\\epsilon_{\\mathrm{I}}")]
+
+
+def test_commands_of_a_class_the_source_ships():
+    """A SIAM paper ships ``siamltex.cls``, whose ``\\diag`` its formulas use; the class's redefinitions of what
+    LaTeX has (``\\vec`` here) are read as ``class`` commands, which the converter uses only where nothing else
+    defines the name."""
+    files = MemoryFiles(
+        {
+            "siamltex.cls": b"\\def\\vec#1{\\@vec{#1}}\\newcommand\\diag{\\mathop{\\operator@font diag}\\nolimits}",
+            "main.tex": b"\\documentclass[final]{siamltex}\\newcommand{\\R}{\\mathbb{R}}"
+            b"\\begin{document}\\[ \\diag(x) \\in \\R \\]\\end{document}",
+        }
+    )
+    paper = extract_latex_paper(files, paper_id="x", source="x", kind="latex", config=ExtractConfig())
+    sources = {m.name: m.source for m in paper.macros}
+    assert sources["\\diag"] == "class" and sources["\\vec"] == "class" and sources["\\R"] == "newcommand"
+    assert list(sources)[-1] == "\\R"  # the document's own definitions come after the class's

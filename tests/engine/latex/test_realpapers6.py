@@ -1,5 +1,5 @@
-"""Constructs of the sixth unseen set (benchmarks/history/ingest.md, "Real arXiv papers", round VI), through the
-declared with spacing inside, type-theory rule arrays and the plain TeX their macros use."""
+"""Constructs of the sixth unseen set (benchmarks/history/ingest.md, "Real arXiv papers VI"), through the real
+KaTeX: operators declared with spacing inside, type-theory rule arrays and the plain TeX their macros use."""
 
 from __future__ import annotations
 
