@@ -1,6 +1,6 @@
 """Benchmark: the MaxSim rerank scored inside Elasticsearch by eqsearch's plugin, from node vectors stored per
 equation. Its commands run through `plugin_rerank.py` (``nodevectors``, ``candidatevectors``, ``maxsimcost``,
-``maxsimreplay``; see that module's docstring and ``benchmarks/search.md`` updates 15-17).
+``maxsimreplay``; see that module's docstring; the measurements: ``docs/decisions/maxsim-placement.md``).
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ import time
 from typing import Any
 
 from eqsearch.engine.es import EsConfig, connect
+from eqsearch.engine.index.documents import with_structure
 from eqsearch.engine.index.mappings import alias_name
 from eqsearch.engine.latex import KatexConverter
 from eqsearch.engine.model import load_encoder
 from eqsearch.engine.model.patterns import read_query_variables
+from eqsearch.engine.search.plan import QueryPlan
 from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.rankers import get_ranker
 from eqsearch.engine.search.service import SearchService
@@ -23,15 +25,21 @@ from eqsearch.evaluation.formulas import read_formula_file
 from plugin_measure import create_equations_copy, equations_mapping, hybrid_queries, interleaved_cpu, node_cpu_ms
 
 
+def _rescorer_only(plan: QueryPlan) -> QueryPlan:
+    """A plan variant whose formula lists bring no MaxSim scores: the rescorer's second request scores the window."""
+    from dataclasses import replace
+
+    return replace(plan, maxsim=replace(plan.maxsim, list_window=0)) if plan.maxsim else plan
+
+
 def maxsimcost(args: argparse.Namespace) -> None:
     """Client + node CPU per formula query of ``--modes``, interleaved round by round: ``PREFIX:0`` the default ranker
     (with the plugin) on an index, ``PREFIX:WINDOW:NODES`` the MaxSim ranker reranking its top WINDOW over the node
     vectors NODES (``node_states``, ``node_states@p64``) that index stores, scored in the node (checked: the index's
     ``_meta`` names that node encoder, and the service computes no candidate's node vectors itself); a fourth part
-    picks how the node scores it: ``second`` by the rescorer in a request of its own after the lists (plugin 1.1+),
-    ``lists`` in the fetch phase of the lists themselves (plugin 1.4's search extension; checked to be used; with
-    plugin 1.5 each list's top hits only, `engine.search.maxsim.list_window`), ``lists-all`` the same scoring every
-    returned hit (1.4's way, the window's rescore left out); with neither, the rescorer's too. Each mode's
+    picks how the node scores it: ``second`` by the rescorer in a request of its own after the lists (a plan variant
+    whose lists bring no scores), ``lists`` in the fetch phase of the lists themselves, each list's top hits (the plan
+    as made; checked to be used); with neither, the rescorer's too. Each mode's
     ``over_default`` compares medians; ``round_ratio`` gives the quartiles of the round-by-round ratios to the
     default of the same index. With ``--hybrid N``, N combined queries drawn from the first mode's index
     (`plugin_measure.hybrid_queries`, as ``cost --hybrid``) instead of the topics."""
@@ -58,12 +66,11 @@ def maxsimcost(args: argparse.Namespace) -> None:
             services[mode] = SearchService(
                 client, encoder, converter, index_prefix=prefix, ranking=ranking, node_encoder=node_encoder
             )
-            in_lists = nodes[1:] in (["lists"], ["lists-all"])
-            services[mode].plugin.use_maxsim_in_lists = in_lists
-            if nodes[1:] == ["lists-all"]:  # plugin 1.4's way: every returned hit scored
-                services[mode].plugin._support = replace(services[mode].plugin.support, maxsim_window=False)
-            if in_lists and not services[mode].plugin.maxsim_in_lists(alias_name(prefix, "equations")):
-                raise SystemExit(f"{mode}: the lists cannot bring MaxSim: {services[mode].plugin.support.note}")
+            planned = services[mode].plan(HybridQuery(latex=topics[0][1]))
+            if planned.maxsim is None or not planned.maxsim.in_lists:
+                raise SystemExit(f"{mode}: the node cannot score MaxSim: {services[mode].plugin.support.note}")
+            if nodes[1:] != ["lists"]:  # the rescorer's second request: the lists bring no scores
+                services[mode].plan_variant = _rescorer_only
         queries = [HybridQuery(latex=latex, highlight=False) for _, latex in topics]
         if args.hybrid:
             first = alias_name(args.modes[0].split(":")[0], "equations")
@@ -99,11 +106,11 @@ def maxsimcost(args: argparse.Namespace) -> None:
 
 
 def maxsimreplay(args: argparse.Namespace) -> None:
-    """The MaxSim ranker's formula lists of every topic (``--prefix``, plugin 1.4), replayed interleaved: without
-    MaxSim (``none``), with the rescorer's second request for the lists' top 15 + 15 (``second``: 30 candidates, as
-    the fused window), with the lists bringing the scores of their 100 + 100 hits (``lists-all``, plugin 1.4), of
-    their top hits alone (``lists``, plugin 1.5's window rescore where the node has it), and with the extension
-    pointed at an unmapped field (``nofield``: its cost without the arithmetic); client and node CPU per query."""
+    """The MaxSim ranker's formula lists of every topic (``--prefix``), replayed interleaved: without MaxSim
+    (``none``), with the rescorer's second request for the lists' top 15 + 15 (``second``: 30 candidates, as the fused
+    window), with the lists bringing the scores of their 100 + 100 hits (``lists-all``: the request without its window
+    rescore), of their top hits alone (``lists``, as the engine sends them), and with the extension pointed at an
+    unmapped field (``nofield``: its cost without the arithmetic); client and node CPU per query."""
     import copy
 
     from eqsearch.engine.search.maxsim import stored_maxsim_scores
@@ -116,15 +123,17 @@ def maxsimreplay(args: argparse.Namespace) -> None:
         service = SearchService(
             client, load_encoder(None), converter, index_prefix=args.prefix, ranking=get_ranker(args.ranker)
         )
-        service.plugin.use_maxsim_in_lists = True
         alias = service.equations_alias
         cases = []
         for _, latex in topics:
+            query = HybridQuery(latex=latex, highlight=False)
             formula = service.formulas.get(read_query_variables(latex))
-            plain = service._searches(HybridQuery(latex=latex, highlight=False), formula, 100, [])
-            lists = copy.deepcopy(plain)
-            if service.maxsim.ask_in_lists(lists, formula.nodes) is None:
+            lists = service.requests(query)
+            if "ext" not in str(lists):
                 raise SystemExit(f"the lists cannot bring MaxSim on {alias}: {service.plugin.support.note}")
+            service.plan_variant = _rescorer_only
+            plain = service.requests(query)
+            service.plan_variant = None
             every = copy.deepcopy(lists)
             for _, body in every:  # without the window's rescore: every returned hit scored
                 if isinstance(body.get("rescore"), list):
@@ -204,7 +213,8 @@ def nodevectors(args: argparse.Namespace) -> None:
         for doc in scan(
             client, index=source, query={"query": {"match_all": {}}, "_source": {"exclude_vectors": False}}
         ):
-            body = with_node_vectors_field(doc["_source"], encoded(doc["_source"].get("mathml")))
+            fields = with_structure(doc["_source"])  # the derived fields are not in the source (mapping version 8)
+            body = with_node_vectors_field(fields, encoded(fields.get("mathml")))
             if NODE_VECTORS_FIELD in body:
                 stored += 1
                 sizes.append(len(body[NODE_VECTORS_FIELD]) * 3 // 4)
@@ -252,8 +262,7 @@ def candidatevectors(args: argparse.Namespace) -> None:
         if args.hybrid:
             queries = hybrid_queries(client, alias, args.hybrid)
         for query in queries:
-            formula = service.formulas.get(read_query_variables(query.latex))
-            searches = service._searches(query, formula, 100, [])
+            searches = service.requests(query)
             for name, ranked in ranked_lists(client, alias, searches).lists.items():
                 if name in FORMULA_LISTS:
                     ids.update(eq_id for eq_id, _ in ranked[:100])

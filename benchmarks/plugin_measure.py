@@ -1,4 +1,4 @@
-"""The measurements the plugin benchmarks share (`plugin_rerank.py`, `plugin_maxsim.py`, `structure_window.py`): the
+"""The measurements the plugin benchmarks share (`plugin_rerank.py`, `plugin_maxsim.py`): the
 node's process CPU read fresh, client and node CPU per query of several search services in interleaved rounds, empty
 copies of an equations index to load variants into, and combined queries drawn from an index."""
 

@@ -1,15 +1,14 @@
-"""Benchmark: the structural rerank by eqsearch's Elasticsearch plugin against the plain ``function_score`` rescore.
+"""Benchmark: the query plan's plugin path against the plain path, and each of the plugin's requests on its own.
 
 On one indexed formula collection (an ``eqsearch evaluate formulas --keep`` prefix, or the ARQMath-1 development
 half ingested here through the production ingest job), every topic is searched through the production
-`SearchService` side by side: the default ranker with the plain requests (``plugin=False``), the default ranker with
-the plugin's sub-expression rerank (detected on the node) and the plain window BM25, the same with the window BM25
-from the forward index too (``forward``, plugin 1.2 and an index of mapping version 7; left out where either is
-missing), the same with the first stage's rare terms chosen by the shard (``shard-rare``, plugin 1.3's
-``eqsearch_terms``: no ``_termvectors`` request, Lucene's MaxScore; for a MaxSim ranker whose lists bring its scores,
-plugin 1.4, the same with the rescorer's second request beside it, ``maxsim-second``), the same scored term at a time
-(``taat``, plugin 1.6's ``top``: what the engine sends where every node has 1.6), and kNN alone (the ``embedding``
-ranker, the budget's reference).
+`SearchService` side by side, each mode a variant of the plan the service makes (`SearchService.plan_variant`): the
+plain requests (``plain``, ``plugin=False``); the plugin's sub-expression rescorer alone, with the window BM25 from the
+postings and the client's rare terms (``plugin``); the window BM25 from the forward index too (``forward``; left out on
+an index without it); the first stage's rare terms chosen by the shard, scored by Lucene (``shard-rare``); the plan as
+made, scored term at a time (``taat``: what the engine sends where every node has the plugin); for a MaxSim ranker
+whose lists bring its scores, the rescorer's second request beside it (``maxsim-second``); and kNN alone (the
+``embedding`` ranker, the budget's reference).
 
 ``quality``: formula-only queries paged to depth 1000, as ``eqsearch evaluate formulas`` does; prints the prime
 measures of each and whether the default runs are identical (ids, order and scores), topic by topic.
@@ -23,7 +22,7 @@ With ``--hybrid N``, N combined queries drawn from the index instead (formula an
 plugin's, replayed interleaved: node CPU per request. ``nodevectors``: a copy of an index with each formula's node
 vectors stored, for the plugin's MaxSim (``candidatevectors``: only the topics' candidates', in place, for a large
 index); ``maxsimcost``: the default against MaxSim rankers on such indices, MaxSim
-scored by the rescorer in a second request or brought by the lists themselves (plugin 1.4), interleaved (the MaxSim
+scored by the rescorer in a second request or brought by the lists themselves, interleaved (the MaxSim
 commands live in `plugin_maxsim.py`, the shared measurements in `plugin_measure.py`).
 ``replicate`` writes K copies of each equation of a prefix into a new prefix
 (ids suffixed), for a larger index without another ingest: copies tie, so it measures cost, not quality. Run from the
@@ -38,14 +37,19 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import time
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from devset import add_dev_files, fill_dev_files
 from eqsearch.engine.es import EsConfig, connect
+from eqsearch.engine.index.documents import with_structure
 from eqsearch.engine.index.mappings import alias_name
 from eqsearch.engine.latex import KatexConverter
 from eqsearch.engine.model import load_encoder
 from eqsearch.engine.model.patterns import read_query_variables
+from eqsearch.engine.search.plan import QueryPlan
 from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
 from eqsearch.engine.search.service import SearchService
@@ -55,6 +59,15 @@ from plugin_maxsim import candidatevectors, maxsimcost, maxsimreplay, nodevector
 from plugin_measure import create_equations_copy, equations_mapping, hybrid_queries, interleaved_cpu, node_cpu_ms
 
 MODES = ("plain", "plugin", "forward", "shard-rare", "taat", "maxsim-second", "knn")
+
+
+def _structure_variant(**changes: Any) -> Callable[[QueryPlan], QueryPlan]:
+    """A plan variant that changes the structural list's request (`engine.search.plan.StructureList`)."""
+
+    def variant(plan: QueryPlan) -> QueryPlan:
+        return replace(plan, structure=replace(plan.structure, **changes)) if plan.structure else plan
+
+    return variant
 
 
 def _services(
@@ -78,22 +91,20 @@ def _services(
         )
     if not services["plugin"].plugin.active:
         raise SystemExit(f"the cluster has no usable eqsearch plugin: {services['plugin'].plugin.support.note}")
-    services["plugin"].plugin.use_forward_index = False  # today's plugin requests: the window BM25 from postings
-    services["forward"].plugin.use_shard_rare_terms = False  # the rare terms chosen by the client (_termvectors)
-    if not services["forward"].plugin.forward_index(alias_name(prefix, "equations")):
-        del services["forward"]  # an older plugin, or an index without the forward index
-    services["shard-rare"].plugin.use_maxsim_in_lists = True  # a MaxSim ranker's lists bring the scores (1.4)
-    services["shard-rare"].plugin.use_term_at_a_time = False  # the first stage by Lucene's MaxScore (1.3 to 1.5)
-    if not services["taat"].plugin.term_at_a_time(alias_name(prefix, "equations")):
-        del services["taat"]  # a plugin before 1.6 (what the engine sends by default where every node has 1.6)
-    if not services["shard-rare"].plugin.shard_rare_terms(alias_name(prefix, "equations")):
-        del services["shard-rare"]  # a plugin before 1.3, or an index without the forward index
-    elif services["shard-rare"].plugin.maxsim_in_lists(alias_name(prefix, "equations")) and default.maxsim_window:
-        # a MaxSim ranker whose lists bring the scores (plugin 1.4): beside it, the rescorer's second request
+    # each mode a variant of the plan the service makes (the default: "taat", everything inside the node)
+    services["plugin"].plan_variant = _structure_variant(forward_index=False, first_stage="rare-terms", top=0)
+    services["forward"].plan_variant = _structure_variant(first_stage="rare-terms", top=0)  # client's rare terms
+    services["shard-rare"].plan_variant = _structure_variant(top=0)  # the first stage by Lucene's MaxScore
+    probe = services["taat"].plan(HybridQuery(latex="x^2 + y^2"))
+    if probe.structure is None or not probe.structure.forward_index:
+        for mode in ("forward", "shard-rare", "taat"):
+            del services[mode]  # an index without the forward index: the plugin's rescorer is all it can use
+    elif probe.maxsim is not None and probe.maxsim.in_lists:
+        # a MaxSim ranker whose lists bring the scores: beside it, the rescorer's second request
         services["maxsim-second"] = SearchService(
             client, encoder, converter, index_prefix=prefix, ranking=default, **extra
         )
-        services["maxsim-second"].plugin.use_maxsim_in_lists = False
+        services["maxsim-second"].plan_variant = lambda plan: replace(plan, maxsim=replace(plan.maxsim, list_window=0))
     return services
 
 
@@ -137,8 +148,7 @@ def cost(args: argparse.Namespace) -> None:
                 service.search(query)
         sizes = {}
         for mode, service in services.items():
-            formula = service.formulas.get(read_query_variables(queries[0].latex or ""))
-            searches = service._searches(queries[0], formula, service.candidate_depth, [])
+            searches = service.requests(queries[0])
             sizes[mode] = sum(len(json.dumps(body)) for _, body in searches)
         modes = list(services)
         per_query = interleaved_cpu(client, services, queries, args.rounds, args.repeat)
@@ -209,25 +219,53 @@ def rescore(args: argparse.Namespace) -> None:
 
 
 def replicate(args: argparse.Namespace) -> None:
-    """K copies of each equation of ``--prefix`` under ``--into`` (same mapping and _meta), ids suffixed."""
+    """``--copies`` copies of each equation of ``--prefix`` under ``--into`` (same mapping and _meta), ids suffixed.
+    With ``--noised`` (how the 1M indices of ``search.md`` were made): paper ids suffixed too, the formula vector of
+    every copy after the first moved by Gaussian noise (0.15 of the norm over the square root of the dimension, as
+    ``search.py`` does to the embedding, seed 0) and renormalised, so that HNSW does not meet thousands of identical
+    points, and the context vectors left out (formula queries never read them). Copies still tie on every other
+    field: they measure cost, never quality."""
+    import numpy as np
     from elasticsearch.helpers import bulk, scan
+    from eqsearch.engine.index.mappings import CONTEXT_VECTOR_FIELD, VECTOR_FIELD
 
     client, _ = connect(EsConfig.from_env())
     source = alias_name(args.prefix, "equations")
-    target = create_equations_copy(client, args.into, equations_mapping(client, args.prefix))
+    mappings = equations_mapping(client, args.prefix)
+    if args.noised:
+        mappings["properties"].pop(CONTEXT_VECTOR_FIELD, None)
+    target = create_equations_copy(client, args.into, mappings)
     docs = list(scan(client, index=source, query={"query": {"match_all": {}}, "_source": {"exclude_vectors": False}}))
+    for doc in docs:  # the derived fields are not in the source (mapping version 8): made anew, once per equation
+        doc["_source"] = with_structure(doc["_source"])
+    rng = np.random.default_rng(0)
+    began = time.monotonic()
+
+    def moved(vector: Any) -> Any:
+        v = np.asarray(vector, dtype=np.float32)
+        v = v + rng.normal(size=v.shape).astype(np.float32) * 0.15 * float(np.linalg.norm(v)) / np.sqrt(v.size)
+        return [round(float(x), 5) for x in v / max(float(np.linalg.norm(v)), 1e-12)]
 
     def actions():
         for copy in range(args.copies):
             for doc in docs:
                 eq_id = f"{doc['_id']}~{copy}" if copy else doc["_id"]
-                yield {"_index": target, "_id": eq_id, "_source": {**doc["_source"], "eq_id": eq_id}}
+                body = {**doc["_source"], "eq_id": eq_id}
+                if args.noised:
+                    body.pop(CONTEXT_VECTOR_FIELD, None)
+                    if copy:
+                        body["paper_id"] = f"{body.get('paper_id')}~{copy}"
+                        if body.get(VECTOR_FIELD):
+                            body[VECTOR_FIELD] = moved(body[VECTOR_FIELD])
+                yield {"_index": target, "_id": eq_id, "_source": body}
 
-    bulk(client, actions(), chunk_size=1000, request_timeout=120)
+    bulk(client.options(request_timeout=300), actions(), chunk_size=1000)
+    loaded = time.monotonic()
     client.indices.put_settings(index=target, settings={"refresh_interval": "1s"})
     client.indices.refresh(index=target)
-    client.indices.forcemerge(index=target, max_num_segments=1, request_timeout=1200)
-    print(json.dumps({"into": args.into, "equations": client.count(index=target)["count"]}))
+    client.options(request_timeout=3600).indices.forcemerge(index=target, max_num_segments=1)
+    equations = client.count(index=target)["count"]
+    print(json.dumps({"into": args.into, "equations": equations, "load_s": round(loaded - began)}))
 
 
 def main() -> None:
@@ -251,6 +289,7 @@ def main() -> None:
         command.add_argument("--repeat", type=int, default=3)
         command.add_argument("--into", help="replicate: the new prefix")
         command.add_argument("--copies", type=int, default=10)
+        command.add_argument("--noised", action="store_true", help="replicate: noised vectors, paper ids suffixed")
         command.add_argument("--ranker", default=DEFAULT_RANKER, help="the ranker of the plain and plugin modes")
         command.add_argument("--nodes", help="nodevectors: the node output stored (default: the ranker's)")
         command.add_argument("--modes", nargs="+", default=[], help="maxsimcost: PREFIX:0, PREFIX:WINDOW:NODES ...")

@@ -29,7 +29,6 @@ from eqsearch.engine.model.encoder import load_encoder
 from eqsearch.engine.model.layout import layout_nodes, parse_layout, parse_layout_latex
 from eqsearch.engine.model.patterns import mark_variables, match_pattern, read_query_variables
 from eqsearch.engine.search import HybridQuery, SearchService
-from eqsearch.engine.search.query import ranking_searches
 from eqsearch.engine.search.requests import ranked_lists
 
 PATTERNS = [
@@ -72,19 +71,7 @@ def main() -> None:
             # the pool as the service reads it: the structural list, pattern_candidates deep, and the kNN list
             pattern = read_query_variables(latex)
             formula = service.formulas.get(pattern)
-            lists = ranked_lists(
-                client,
-                service.equations_alias,
-                ranking_searches(
-                    HybridQuery(latex=latex),
-                    formula.vector,
-                    window=service.candidate_depth,
-                    num_candidates_factor=service.num_candidates_factor,
-                    structure=formula.structure,
-                    ranking=service.ranking,
-                    structure_window=service.pattern_candidates,
-                ),
-            ).lists
+            lists = ranked_lists(client, service.equations_alias, service.requests(HybridQuery(latex=latex))).lists
             pool = list(dict.fromkeys(i for name in ("structure", "embedding") for i, _ in lists.get(name, ())))
             layout = mark_variables(formula.layout, pattern)
             symbols = sorted({node.label for node in layout_nodes(layout) if node.variable is None})

@@ -129,7 +129,7 @@ def render():
         raise InvalidRequestError('give the formula as ?latex=... (or POST a JSON object {"latex": "..."})')
     if not latex.strip():
         return jsonify(ok=True, mathml="", status="empty", message=None)
-    result = services().render(latex)
+    result = services().to_mathml(latex)
     mathml = str(sanitize_mathml(result.mathml)) if result.mathml else None
     return jsonify(ok=mathml is not None, mathml=mathml, status=result.status, reason=result.reason,
                    message=result.message)  # fmt: skip

@@ -210,7 +210,7 @@ class WebServices(IndexOperations, JobOperations):
 
     # -- LaTeX and search ------------------------------------------------------------------------------------
 
-    def render(self, latex: str) -> ConversionResult:
+    def to_mathml(self, latex: str) -> ConversionResult:
         """LaTeX -> MathML for a preview; bad LaTeX gives a failed result with a message, never an exception.
 
         Raises:

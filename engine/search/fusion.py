@@ -6,8 +6,8 @@ ties broken by document id so that the order is deterministic.
 
 A hybrid query has two *sides*, each blended from its ranked lists first (`blend_sides`): the ``formula`` side from
 the ``structure`` list (BM25 on the structural terms, reranked) and the ``embedding`` list (kNN on the formula
-vectors), the ``text`` side from the ``text`` list (BM25 on the words) and the ``context`` list (kNN of the
-keywords' embedding on the context vectors).
+vectors), the ``words`` side from the ``text`` list (BM25 on the words) and the ``context`` list (kNN of the
+keywords' embedding on the context vectors). A list is a ranking Elasticsearch returned; a side is what fusion weighs.
 """
 
 from __future__ import annotations
@@ -31,13 +31,14 @@ class Fused:
     Args:
         doc_id: the document id.
         score: the fused score (higher is better).
-        sources: list name -> the document's raw score in that list (only the lists it appears in).
-        ranks: list name -> its 1-based rank in that list.
+        scores: ranking name (a side's, or a list's, as the fusion took them) -> the document's raw score there (only
+            where it appears); the evidence fusion's are ``formula``, ``words`` and ``paper`` (`evidence_fusion`).
+        ranks: ranking name -> its 1-based rank there.
     """
 
     doc_id: str
     score: float
-    sources: dict[str, float] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
     ranks: dict[str, int] = field(default_factory=dict)
 
 
@@ -95,7 +96,7 @@ def linear_fusion(rankings: Mapping[str, Ranking], weights: Mapping[str, float])
 
     Args:
         rankings: list name -> ranked ``(doc_id, score)``, best first.
-        weights: list name -> weight (e.g. ``{"formula": w, "text": 1 - w}``).
+        weights: list name -> weight (e.g. ``{"formula": w, "words": 1 - w}``).
 
     Returns:
         The fused documents, best first.
@@ -189,12 +190,12 @@ def evidence_fusion(
             both searched (`is_inline`; 1: no change); a search without both sides ranks the same whatever it is.
 
     Returns:
-        The fused equations, best first; ``sources`` holds their raw scores in the formula side and the text list,
-        and their paper's in ``papers``.
+        The fused equations, best first; ``scores`` holds their raw scores in the formula side (``formula``), the
+        words' list of the equations' own fields (``words``) and their paper's (``paper``).
     """
     by_paper = [(paper_of.get(eq_id, ""), score) for eq_id, score in papers]
     f, t, p = _by_top(formula), _by_top(text), _by_top(by_paper)
-    raw = {"formula": dict(formula), "text": dict(text)}
+    raw = {"formula": dict(formula), "words": dict(text)}
     paper_raw = dict(by_paper)
     ranks = {name: {doc: rank for rank, doc in enumerate(values, 1)} for name, values in raw.items()}
     if not 0.0 <= inline_factor <= 1.0:
@@ -206,10 +207,10 @@ def evidence_fusion(
         words = paper_share * p.get(paper, 0.0) + (1.0 - paper_share) * t.get(doc_id, 0.0)
         formula_part = f.get(doc_id, 0.0) * (inline_factor if is_inline(doc_id) else 1.0)
         score = weight * formula_part + (1.0 - weight) * words
-        sources = {name: float(values[doc_id]) for name, values in raw.items() if doc_id in values}
+        scores = {name: float(values[doc_id]) for name, values in raw.items() if doc_id in values}
         if paper in paper_raw:
-            sources["papers"] = float(paper_raw[paper])
-        fused.append(Fused(doc_id, score, sources, {name: r[doc_id] for name, r in ranks.items() if doc_id in r}))
+            scores["paper"] = float(paper_raw[paper])
+        fused.append(Fused(doc_id, score, scores, {name: r[doc_id] for name, r in ranks.items() if doc_id in r}))
     # ties keep the formula side's order (then the words'), so that a formula-only search ranks as its side does
     unranked = len(formula) + len(text) + 1
     return sorted(
@@ -217,7 +218,7 @@ def evidence_fusion(
         key=lambda item: (
             -item.score,
             item.ranks.get("formula", unranked),
-            item.ranks.get("text", unranked),
+            item.ranks.get("words", unranked),
             item.doc_id,
         ),
     )

@@ -73,12 +73,6 @@ class IndexMeta:
             "equations --reencode' (keyword search still works)"
         )
 
-    def structure_encoder(self) -> str | None:
-        """The identity of the structure-bag bundle whose vectors the index holds (``structure_encoder`` in its
-        ``_meta``; None: the index has none)."""
-        value = self.read().get("structure_encoder")
-        return str(value) if value else None
-
     def text_encoder_mismatch(self, identity: str) -> str | None:
         """Why keywords embedded by a text encoder of this ``identity`` cannot search the index's context vectors,
         or None when they can."""

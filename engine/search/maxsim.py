@@ -27,29 +27,24 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from elasticsearch import Elasticsearch
     from eqsearch.engine.model.nodes import NodeEncoder
-    from eqsearch.engine.search.index_meta import IndexMeta
-    from eqsearch.engine.search.plugin import PluginUse
-    from eqsearch.engine.search.query import HybridQuery
-    from eqsearch.engine.search.rankers import FormulaRanking
+    from eqsearch.engine.search.plan import MaxSimPlan
+    from eqsearch.engine.search.requests import RankedLists
 
 __all__ = [
-    "Brought",
     "MaxSimStage",
     "NodeVectorCache",
     "candidate_node_vectors",
     "maxsim_rerank",
     "maxsim_scores",
     "rerank_formula_side",
+    "scored_by_node",
     "stored_maxsim_scores",
     "unit_rows",
 ]
@@ -251,153 +246,62 @@ def candidate_node_vectors(
     return {eq_id: v for (eq_id, _), v in zip(found, vectors, strict=True) if len(v)}
 
 
-#: How deep each ranked list's hits bring their MaxSim scores (the plugin's window rescore), as a multiple of the
-#: MaxSim window: the fused window mostly comes from the lists' tops, and a candidate below every list's scored top is
-#: asked of the rescorer (exact either way). On the 22 development topics, lists scored to the window itself (30) sent
-#: that request for 3 topics (6 candidates), to 40 for none (``docs/decisions/maxsim-placement.md``).
-LIST_WINDOW_FACTOR = 1.5
+def scored_by_node(lists: Mapping[str, list[tuple[str, float]]], scores: Mapping[str, float], window: int) -> set[str]:
+    """The hits the node scored for MaxSim when the formula ``lists`` brought their ``scores``: each formula list's top
+    ``window`` (with or without node vectors) and any deeper hit that brought a score (the plugin's window never cuts
+    a tie with its last); a fused candidate outside them is asked of the rescorer."""
+    from eqsearch.engine.search.query import FORMULA_LISTS
 
-
-def list_window(maxsim_window: int) -> int:
-    """How many of each ranked list's top hits the node scores for a MaxSim window of ``maxsim_window``."""
-    return math.ceil(maxsim_window * LIST_WINDOW_FACTOR)
-
-
-@dataclass(frozen=True)
-class Brought:
-    """The MaxSim scores the ranked lists brought (the plugin's search extension).
-
-    Args:
-        scores: eq_id -> MaxSim score, of the scored hits that have node vectors.
-        scored: the eq_ids the node scored (with or without node vectors); another candidate was not scored.
-    """
-
-    scores: dict[str, float]
-    scored: set[str]
+    tops = {eq_id for name in FORMULA_LISTS for eq_id, _ in (lists.get(name) or [])[:window]}
+    return tops | set(scores)
 
 
 class MaxSimStage:
-    """A search service's MaxSim rerank of the formula side, and where its scores come from: brought by the ranked lists
-    (the plugin's search extension, asked for by `ask_in_lists`; with its window rescore, for each list's top hits),
-    scored by the node's rescorer in a second request (where the index stores this service's node vectors), or computed
-    here from the candidates' MathML and cached (`NodeVectorCache`).
+    """A search service's MaxSim rerank of the formula side, with the scores from where its plan says: brought by the
+    ranked lists (the plugin's search extension, for each list's top hits; a candidate below them asked of the node's
+    rescorer), or computed here from the candidates' MathML and cached (`NodeVectorCache`).
 
     Args:
         client: the cluster.
         alias: the equations alias.
-        ranking: the service's formula ranking (its MaxSim window, weight and symmetry).
-        plugin: the service's `engine.search.plugin.PluginUse`.
-        meta: the equations index's ``_meta`` (`engine.search.index_meta.IndexMeta`: it names the node encoder of
-            the node vectors the index stores).
         node_encoder: the service's node encoder (None: its ranking has no MaxSim).
         cache_size: how many candidates' node vectors are kept.
     """
 
     def __init__(
-        self,
-        client: Elasticsearch,
-        alias: str,
-        ranking: FormulaRanking,
-        plugin: PluginUse,
-        meta: IndexMeta,
-        node_encoder: NodeEncoder | None,
-        cache_size: int = 8192,
+        self, client: Elasticsearch, alias: str, node_encoder: NodeEncoder | None, cache_size: int = 8192
     ) -> None:
         self.client = client
         self.alias = alias
-        self.ranking = ranking
-        self.plugin = plugin
-        self.meta = meta
         self.node_encoder = node_encoder
         self.vectors = NodeVectorCache(self._candidate_nodes, cache_size)
 
-    def stores_node_vectors(self) -> bool:
-        """Whether MaxSim can be scored inside the node: every node has the plugin's MaxSim and the index stores the
-        node vectors of this service's node encoder (its ``_meta`` names it)."""
-        identity = getattr(self.node_encoder, "identity", None)
-        return self.plugin.stored_node_vectors(self.alias) and self.meta.read().get("node_vectors") == identity
-
-    def runs(self, query: HybridQuery | None = None) -> bool:
-        """Whether this service reranks ``query``'s formula side by MaxSim on its index: its ranking has a MaxSim
-        window and a node encoder, a ranking whose MaxSim is ``maxsim_in_node`` finds the node vectors there
-        (`stores_node_vectors`), and one whose MaxSim is ``maxsim_formula_only`` gets a query without keywords."""
-        if self.node_encoder is None or self.ranking.maxsim_window <= 0:
-            return False
-        if self.ranking.maxsim_formula_only and query is not None and query.has_keywords:
-            return False
-        return not self.ranking.maxsim_in_node or self.stores_node_vectors()
-
-    def ask_in_lists(self, searches: list[tuple[str, dict[str, Any]]], query_nodes: np.ndarray | None) -> int | None:
-        """Adds the plugin's MaxSim extension (`engine.search.plugin.maxsim_ext`) to the formula lists' requests
-        where the ranking reranks by MaxSim, the node can score it (`stores_node_vectors`) and every node has the
-        extension; where every node also has the window rescore, with it, limiting the scoring to each list's top
-        `list_window` hits (`engine.search.plugin.maxsim_window_rescore`). Returns how deep each list's hits bring
-        their scores (0: all of them), or None where it asked nothing (then the rerank asks the node in a second
-        request)."""
-        from eqsearch.engine.search.pattern_filter import FORMULA_LISTS
-        from eqsearch.engine.search.plugin import maxsim_ext, maxsim_window_rescore
-
-        if (
-            query_nodes is None
-            or self.ranking.maxsim_window <= 0
-            or not self.plugin.maxsim_in_lists(self.alias)
-            or not self.stores_node_vectors()
-        ):
-            return None
-        ext = maxsim_ext(query_nodes, symmetric=self.ranking.maxsim_symmetric)
-        window = list_window(self.ranking.maxsim_window) if self.plugin.support.maxsim_window else 0
-        for name, body in searches:
-            if name in FORMULA_LISTS:
-                body["ext"] = ext
-                if window:
-                    rescores = body.get("rescore", [])
-                    rescores = [rescores] if isinstance(rescores, dict) else list(rescores)
-                    body["rescore"] = [*rescores, maxsim_window_rescore(window)]
-        return window
-
-    def brought(
-        self, lists: Mapping[str, list[tuple[str, float]]], scores: Mapping[str, float], window: int
-    ) -> Brought:
-        """What the ranked ``lists`` (as Elasticsearch returned them) brought: the MaxSim ``scores`` of their hits,
-        and which hits were scored: each formula list's top ``window`` (0: every hit), and any hit that brought a
-        score (the plugin's window rescore may also score the hits tied with its window's last)."""
-        from eqsearch.engine.search.pattern_filter import FORMULA_LISTS
-
-        scored = {eq_id for name in FORMULA_LISTS for eq_id, _ in (lists.get(name) or [])[: window or None]}
-        return Brought(dict(scores), scored | set(scores))
-
     def rerank(
-        self, ranking: list[tuple[str, float]], query_nodes: np.ndarray, brought: Brought | None = None
+        self, ranking: list[tuple[str, float]], query_nodes: np.ndarray, plan: MaxSimPlan, found: RankedLists
     ) -> list[tuple[str, float]]:
-        """The formula side's top ``maxsim_window`` reranked by MaxSim: from the scores the ranked lists ``brought``
-        (a candidate they did not score is asked of the node's rescorer), or by the node's rescorer in a
-        second request, or computed here (not for a ranking whose MaxSim is ``maxsim_in_node``: it goes without)."""
+        """The formula side's top ``plan.window`` reranked by MaxSim against ``query_nodes``: from the scores the
+        ranked lists brought (``found.maxsim``; a candidate they did not score asked of the node's rescorer), or
+        computed here."""
         stored = None
-        symmetric = self.ranking.maxsim_symmetric
-        if brought is not None:
+        if plan.in_lists:
 
             def stored(ids: list[str]) -> dict[str, float]:
-                scores = {eq_id: brought.scores[eq_id] for eq_id in ids if eq_id in brought.scores}
-                unscored = [eq_id for eq_id in ids if eq_id not in brought.scored]
+                scores = {eq_id: found.maxsim[eq_id] for eq_id in ids if eq_id in found.maxsim}
+                unscored = [eq_id for eq_id in ids if eq_id not in found.maxsim_scored]
                 if unscored:  # below every list's scored top: the rescorer's request, for these alone
-                    more = stored_maxsim_scores(self.client, self.alias, unscored, query_nodes, symmetric=symmetric)
+                    more = stored_maxsim_scores(
+                        self.client, self.alias, unscored, query_nodes, symmetric=plan.symmetric
+                    )
                     scores.update(more)
                 return scores
 
-        elif self.stores_node_vectors():  # in the node, from stored vectors of this service's node encoder
-
-            def stored(ids: list[str]) -> dict[str, float]:
-                return stored_maxsim_scores(self.client, self.alias, ids, query_nodes, symmetric=symmetric)
-
-        elif self.ranking.maxsim_in_node:
-            return ranking
         return rerank_formula_side(
             ranking,
             query_nodes,
             self.vectors,
-            window=self.ranking.maxsim_window,
-            weight=self.ranking.maxsim_weight,
-            symmetric=symmetric,
+            window=plan.window,
+            weight=plan.weight,
+            symmetric=plan.symmetric,
             stored=stored,
         )
 

@@ -13,13 +13,12 @@ from elasticsearch import Elasticsearch
 from eqsearch.engine.index.mappings import STRUCTURE_FIELD
 from eqsearch.engine.model.layout import LayoutNode, layout_nodes
 from eqsearch.engine.model.patterns import match_pattern
+from eqsearch.engine.search.query import FORMULA_LISTS
 from eqsearch.engine.search.query_formula import layout_of
 from eqsearch.engine.search.requests import fetch_sources
 
-__all__ = ["FORMULA_LISTS", "pattern_matches"]
+__all__ = ["pattern_matches"]
 
-#: The ranked lists of the formula side, which the pattern filters (the text lists are kept as they are).
-FORMULA_LISTS = ("structure", "embedding")
 #: What the pattern match reads of each candidate.
 _PATTERN_SOURCE = ["eq_id", "mathml", "latex"]
 

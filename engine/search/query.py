@@ -11,16 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from eqsearch.engine.index.mappings import CONTEXT_VECTOR_FIELD, SOURCE_EXCLUDED_FIELDS, VECTOR_FIELD
-from eqsearch.engine.model.structure import SPAN_KINDS, FormulaStructure
-from eqsearch.engine.search.rankers import FormulaRanking
-from eqsearch.engine.search.structure_query import structure_body, structure_rerank_window
-from eqsearch.engine.search.termstats import RareRule
+from eqsearch.engine.model.structure import FormulaStructure
+from eqsearch.engine.search.plugin import maxsim_ext, maxsim_window_rescore
+from eqsearch.engine.search.structure_query import structure_body
+
+if TYPE_CHECKING:
+    from eqsearch.engine.search.plan import MaxSimPlan, QueryPlan
 
 __all__ = [
+    "FORMULA_LISTS",
     "FUSIONS",
     "HIGHLIGHT_FIELDS",
     "INLINE_CHOICES",
@@ -33,17 +36,16 @@ __all__ = [
     "Fusion",
     "HybridQuery",
     "InlineChoice",
+    "ListInputs",
     "candidate_window",
     "knn_body",
+    "list_requests",
     "needs_papers",
     "num_candidates",
     "page_body",
     "paper_text_body",
     "query_filters",
     "ranking_only",
-    "ranking_searches",
-    "structure_body",  # from `engine.search.structure_query`, the structural list's body
-    "structure_rerank_window",
     "text_body",
 ]
 
@@ -178,10 +180,6 @@ def query_filters(query: HybridQuery) -> list[dict[str, Any]]:
     return filters
 
 
-#: The structural kNN first stage's ``num_candidates`` per candidate of its window (`structure_body`).
-STRUCTURE_KNN_CANDIDATES_FACTOR = 2
-
-
 def num_candidates(k: int, factor: int) -> int:
     """kNN ``num_candidates`` for ``k`` hits: ``factor`` times k, at least 100 and at most 10,000."""
     return min(10_000, max(100, k * factor))
@@ -286,100 +284,72 @@ def needs_papers(query: HybridQuery) -> bool:
     return query.group_by_paper or (query.has_keywords and query.formula_weight < 1)
 
 
-def ranking_searches(
-    query: HybridQuery,
-    vector: np.ndarray | None,
-    *,
-    window: int,
-    num_candidates_factor: int,
-    structure: FormulaStructure | None = None,
-    ranking: FormulaRanking | None = None,
-    structure_window: int | None = None,
-    context_vector: np.ndarray | None = None,
-    first_stage: Sequence[str] | None = None,
-    rerank_fields: bool = True,
-    plugin: bool = False,
-    structure_vector: np.ndarray | None = None,
-    forward_index: bool = False,
-    rare_rule: RareRule | None = None,
-    term_at_a_time: bool = False,
-) -> list[tuple[str, dict[str, Any]]]:
-    """The ranked lists a query needs, as ``(name, body)``: ``structure`` (BM25 over structural terms),
-    ``embedding`` (kNN on the formula vectors), ``text`` (BM25 over the words), ``papers`` (the same, one hit per
-    paper, for the evidence fusion) and ``context`` (kNN of the keywords' embedding on the equations' context
-    vectors), as many as apply. Words alone (no formula side) rank display equations unless the query asks for
-    inline formulas only.
-
-    A list is left out when its side is missing (no structure, no vector, no keywords), when ``ranking`` gives its
-    channel no weight, or when ``formula_weight`` gives its side none.
+@dataclass(frozen=True)
+class ListInputs:
+    """What the ranked lists search with, beside the query and its plan.
 
     Args:
-        query: the query.
-        vector: the formula's vector (None: no kNN list).
-        window: candidates per list (`candidate_window`).
-        num_candidates_factor: see `num_candidates`.
-        structure: the formula's structure (None: no structural list).
-        ranking: which formula channels to use and how (default: the embedding alone).
-        structure_window: candidates of the structural list when it must reach deeper than ``window`` (a query with
-            variables, whose candidates are then matched against its pattern); None: ``window``.
-        context_vector: the keywords' text embedding (None: no context list).
-        first_stage: the structural terms the structural list matches first (`structure_body`; None: all).
-        rerank_fields: the index holds what the rerank needs (mapping version 5, `RERANK_FIELDS_SINCE`): each
-            equation's size, so that a ranking with ``rerank_symmetric`` weighs the shared sub-expressions by the
-            larger of the query's and the candidate's size, and spans with renamed variables; without (False), the
-            rerank matches spans with the letters kept and weighs them by the query's size.
-        plugin: every node has eqsearch's plugin: the structural rerank is its rescorer (`structure_body`).
-        structure_vector: the query's structure-bag vector, from which the structural list starts (kNN on the
-            index's, `structure_body`; None: from its terms).
-        forward_index: the plugin also scores the window's BM25 from the index's forward index (`structure_body`).
-        rare_rule: the shard chooses the first stage's rare terms by this rule (`structure_body`; in place of
-            ``first_stage``).
-        term_at_a_time: the shard scores that first stage term at a time (`structure_body`).
+        structure: the formula's structure (the structural list).
+        vector: the formula's vector (the embedding list).
+        context_vector: the keywords' text embedding (the context list; None: the list does not run).
+        rare_terms: the structural terms the ``rare-terms`` first stage matches (None: all of them).
+        query_nodes: the formula's node vectors, sent where the formula lists bring MaxSim scores.
     """
+
+    structure: FormulaStructure | None = None
+    vector: np.ndarray | None = None
+    context_vector: np.ndarray | None = None
+    rare_terms: Sequence[str] | None = None
+    query_nodes: np.ndarray | None = None
+
+
+def list_requests(query: HybridQuery, plan: QueryPlan, inputs: ListInputs) -> list[tuple[str, dict[str, Any]]]:
+    """The request body of each ranked list the plan runs, as ``(name, body)``, made `ranking_only`: ``structure``
+    (BM25 over structural terms, reranked), ``embedding`` (kNN on the formula vectors), ``text`` (BM25 over the
+    words), ``papers`` (the same, one hit per paper, for the evidence fusion) and ``context`` (kNN of the keywords'
+    embedding on the equations' context vectors). Where the plan's MaxSim scores come with the lists, the formula
+    lists carry the plugin's search extension and its window rescore."""
     filters = query_filters(query)
-    searches: list[tuple[str, dict[str, Any]]] = []
-    use_embedding = ranking is None or ranking.embedding > 0
-    formula_fields = RANKING_FIELDS if needs_papers(query) else RANKING_FIELDS[:1]
-    if ranking is not None and ranking.structure > 0 and structure is not None and structure.tokens:
-        depth = structure_window or window
-        body = structure_body(
-            structure,
-            depth,
-            filters,
-            rerank_window=structure_rerank_window(ranking, depth),
-            rerank_weight=ranking.rerank_weight,
-            first_stage=first_stage,
-            candidate_sizes=rerank_fields and ranking.rerank_symmetric,
-            span_kinds=SPAN_KINDS if rerank_fields else ("e", "g"),
-            plugin=plugin,
-            forward_index=forward_index,
-            structure_vector=structure_vector,
-            knn_window=ranking.structure_knn,
-            knn_candidates=num_candidates(max(ranking.structure_knn, depth), STRUCTURE_KNN_CANDIDATES_FACTOR),
-            rare_rule=rare_rule,
-            term_at_a_time=term_at_a_time,
+    words_filters = [*filters, _DISPLAYS_ONLY] if plan.words_displays_only else filters
+    factor = plan.num_candidates_factor
+    bodies: dict[str, dict[str, Any]] = {}
+    if "structure" in plan.lists and plan.structure is not None and inputs.structure is not None:
+        bodies["structure"] = structure_body(inputs.structure, plan.structure, filters, inputs.rare_terms)
+    if "embedding" in plan.lists and inputs.vector is not None:
+        bodies["embedding"] = knn_body(inputs.vector, plan.depth, filters, num_candidates_factor=factor)
+    keywords = query.keywords or ""
+    if "text" in plan.lists:
+        bodies["text"] = text_body(keywords, plan.depth, words_filters, own=plan.words_own_fields)
+    if "papers" in plan.lists:
+        bodies["papers"] = paper_text_body(keywords, plan.depth, words_filters)
+    if "context" in plan.lists and inputs.context_vector is not None:
+        bodies["context"] = knn_body(
+            inputs.context_vector, plan.depth, words_filters, num_candidates_factor=factor, field=CONTEXT_VECTOR_FIELD
         )
-        if query.formula_weight > 0:
-            searches.append(("structure", ranking_only(body, formula_fields)))
-    if vector is not None and use_embedding and query.formula_weight > 0:
-        body = knn_body(vector, window, filters, num_candidates_factor=num_candidates_factor)
-        searches.append(("embedding", ranking_only(body, formula_fields)))
-    if query.has_keywords and query.formula_weight < 1:
-        words_only = not (query.has_formula and query.formula_weight > 0)
-        if words_only and query.inline == "include":
-            # words alone rank display equations: an inline formula's only merit would be its page's words
-            filters = [*filters, {"bool": {"must_not": [{"term": {"inline": True}}]}}]
-        if ranking is None or ranking.context < 1:
-            own = query.fusion == "evidence"
-            searches.append(("text", ranking_only(text_body(query.keywords or "", window, filters, own=own))))
-        if query.fusion == "evidence":
-            searches.append(("papers", ranking_only(paper_text_body(query.keywords or "", window, filters))))
-        if context_vector is not None and ranking is not None and ranking.context > 0:
-            body = knn_body(
-                context_vector, window, filters, num_candidates_factor=num_candidates_factor, field=CONTEXT_VECTOR_FIELD
-            )
-            searches.append(("context", ranking_only(body)))
+    searches = []
+    for name, body in bodies.items():
+        light = ranking_only(body, plan.formula_fields if name in FORMULA_LISTS else RANKING_FIELDS)
+        if name in FORMULA_LISTS and plan.maxsim is not None and plan.maxsim.in_lists:
+            _bring_maxsim(light, plan.maxsim, inputs.query_nodes)
+        searches.append((name, light))
     return searches
+
+
+#: The ranked lists of the formula side.
+FORMULA_LISTS = ("structure", "embedding")
+#: The words alone rank display equations (an inline formula's only merit would be its page's words).
+_DISPLAYS_ONLY = {"bool": {"must_not": [{"term": {"inline": True}}]}}
+
+
+def _bring_maxsim(body: dict[str, Any], maxsim: MaxSimPlan, query_nodes: np.ndarray | None) -> None:
+    """Asks a formula list to bring its top ``list_window`` hits' MaxSim scores (the plugin's search extension, its
+    window rescore last in the list's rescores; a window of 0 asks for none: the rescorer then scores them all)."""
+    if query_nodes is None or maxsim.list_window <= 0:
+        return
+    body["ext"] = maxsim_ext(query_nodes, symmetric=maxsim.symmetric)
+    rescores = body.get("rescore", [])
+    rescores = [rescores] if isinstance(rescores, dict) else list(rescores)
+    body["rescore"] = [*rescores, maxsim_window_rescore(maxsim.list_window)]
 
 
 def page_body(eq_ids: Sequence[str], keywords: str | None) -> dict[str, Any]:

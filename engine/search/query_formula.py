@@ -25,14 +25,13 @@ from eqsearch.engine.model.patterns import (
     pattern_structure,
     variables_as_letters,
 )
-from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, SPAN_KINDS, FormulaStructure, structure_of_layout
+from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, FormulaStructure, structure_of_layout
 from eqsearch.engine.search.rankers import FormulaRanking
 
 if TYPE_CHECKING:
     from eqsearch.engine.latex.converter import ConversionResult
     from eqsearch.engine.model.encoder import Encoder
     from eqsearch.engine.model.nodes import NodeEncoder
-    from eqsearch.engine.model.structure_bag import StructureBagEncoder
 
 __all__ = ["QueryFormula", "QueryFormulas", "layout_of"]
 
@@ -50,8 +49,6 @@ class QueryFormula:
         pattern: the query's variables.
         shared: the query's sub-expressions, for hits' highlights (queries without variables only).
         nodes: the node vectors of the MaxSim rerank (`engine.search.maxsim`), when the ranking has one.
-        structure_vector: the structure-bag vector of the formula's structure as an indexed equation's (the kNN
-            first stage of the structural list, `engine.search.structure_query`), when the ranking has one.
     """
 
     result: ConversionResult
@@ -61,7 +58,6 @@ class QueryFormula:
     pattern: QueryPattern
     shared: SharedSubexpressions | None
     nodes: np.ndarray | None = None
-    structure_vector: np.ndarray | None = None
 
     @property
     def latex_error(self) -> str | None:
@@ -87,7 +83,6 @@ class QueryFormulas:
         ranking: which channels the formula feeds (no vector without an embedding weight, no structure without a
             structure weight, no node vectors without a MaxSim window).
         node_encoder: the node vectors of the MaxSim rerank (None: none).
-        structure_encoder: the structure-bag encoder of the structural kNN first stage (None: none).
         normalise: whether query vectors are normalised (the index compares by cosine or dot product); asked at
             each preparation, since a migration may change it.
         size: how many prepared formulas to keep.
@@ -102,10 +97,8 @@ class QueryFormulas:
         node_encoder: NodeEncoder | None,
         normalise: Callable[[], bool],
         size: int,
-        structure_encoder: StructureBagEncoder | None = None,
     ) -> None:
         self.converter = converter
-        self.structure_encoder = structure_encoder
         self.encoder = encoder
         self.ranking = ranking
         self.node_encoder = node_encoder
@@ -148,9 +141,8 @@ class QueryFormulas:
                 else structure_of_layout(layout, span_kinds=QUERY_SPAN_KINDS)
             )
         shared = None if pattern.has_variables else SharedSubexpressions(layout)
-        structure_vector = self.structure_vector(structure, pattern)
         if result.mathml is None:
-            return QueryFormula(result, None, structure, layout, pattern, shared, structure_vector=structure_vector)
+            return QueryFormula(result, None, structure, layout, pattern, shared)
         as_letters = variables_as_letters(result.mathml, pattern)
         vector = self.encode(as_letters) if self.ranking.embedding else None
         if vector is not None:
@@ -159,22 +151,7 @@ class QueryFormulas:
         if self.node_encoder is not None and self.ranking.maxsim_window > 0:
             nodes = self.node_encoder.encode([as_letters])[0]
             nodes.flags.writeable = False
-        return QueryFormula(result, vector, structure, layout, pattern, shared, nodes, structure_vector)
-
-    def structure_vector(self, structure: FormulaStructure | None, pattern: QueryPattern) -> np.ndarray | None:
-        """The structure-bag vector of the query's structure with the spans an indexed equation has (a query
-        also makes ``e`` spans for older indices); None without a kNN first stage, or for a query with variables,
-        whose structure leaves them out."""
-        if self.structure_encoder is None or not self.ranking.structure_knn or structure is None:
-            return None
-        if pattern.has_variables or not structure.tokens:
-            return None
-        indexed = FormulaStructure(
-            structure.tokens, {k: v for k, v in structure.spans.items() if k[:1] in SPAN_KINDS}, structure.size
-        )
-        vector = self.structure_encoder.encode_structures([indexed])[0]
-        vector.flags.writeable = False
-        return vector
+        return QueryFormula(result, vector, structure, layout, pattern, shared, nodes)
 
     def encode(self, mathml: str) -> np.ndarray:
         """One formula's vector, its parts weighed as the ranking asks where the encoder is a composite

@@ -41,13 +41,6 @@ class FormulaRanking:
         first_stage_share: the structural list first matches on the query's terms found in at most this share of
             the equations, then gives the rerank window its BM25 over all of them (0: all terms from the start;
             `engine.search.termstats`).
-        structure_knn: the structural list starts from kNN on the equations' structure-bag vectors
-            (`engine.model.structure_bag`) where the index has them: this many nearest (or the list's depth, if
-            deeper), whose cosine a first rescore replaces by their exact BM25 over every structural term, before
-            the sub-expression rescore of the ``rerank_window``; elsewhere the list starts as ``first_stage_share``
-            says (0: never).
-        structure_knn_rare: with ``structure_knn``, the window also takes the equations that match the query's
-            terms found in at most this share of the equations (0: the kNN window alone).
         maxsim_window: the formula side's top candidates reranked by MaxSim over node vectors after fusion (Amador
             and Zanibbi; `engine.search.maxsim`; 0: no MaxSim rerank).
         maxsim_weight: MaxSim's share of the reranked score (1: MaxSim alone orders the window).
@@ -81,8 +74,6 @@ class FormulaRanking:
     rerank_symmetric: bool = False
     context: float = 0.0
     first_stage_share: float = 0.0
-    structure_knn: int = 0
-    structure_knn_rare: float = 0.0
     maxsim_window: int = 0
     maxsim_weight: float = 0.0
     maxsim_nodes: str = "node_vectors"
@@ -113,8 +104,6 @@ class FormulaRanking:
             raise ValueError(f"ranker {self.name!r}: maxsim_nodes is node_vectors or node_states (or one @projection)")
         if not 0 <= self.first_stage_share <= 1 or (self.first_stage_share and not self.rerank_window):
             raise ValueError(f"ranker {self.name!r}: a first stage needs a rerank window to restore the full BM25")
-        if self.structure_knn < 0 or (self.structure_knn and not self.rerank_window):
-            raise ValueError(f"ranker {self.name!r}: a kNN first stage needs a rerank window to give it BM25")
         weights = [w for _, w in self.embedding_parts]
         if self.embedding_parts and (min(weights) < 0 or not any(weights)):
             raise ValueError(f"ranker {self.name!r}: the embedding's part weights are 0 or more, not all 0")

@@ -45,6 +45,10 @@ class RankedLists:
             still has).
         maxsim: eq_id -> MaxSim score, of the hits that brought one (the plugin's search extension,
             `engine.search.plugin.maxsim_ext`, sent with the formula lists; empty otherwise).
+        maxsim_scored: the eq_ids the node scored for MaxSim (with or without node vectors): each formula list's top
+            hits of the plan's list window, and any hit that brought a score (the window never cuts a tie).
+        warnings: what the user reads about the search so far (the plan's, a partial answer, a pattern no candidate
+            matched).
     """
 
     lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
@@ -52,6 +56,8 @@ class RankedLists:
     text_total: int = 0
     missing_shards: int = 0
     maxsim: dict[str, float] = field(default_factory=dict)
+    maxsim_scored: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
 
 
 def ranked_lists(client: Elasticsearch, index: str, searches: Sequence[tuple[str, dict[str, Any]]]) -> RankedLists:

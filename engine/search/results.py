@@ -142,10 +142,10 @@ def equation_hit(item: Fused, raw: Mapping[str, Any], channels: Sequence[str] = 
         channels: the channels that found it (default: derived from the fused lists, ``embedding`` for a formula).
     """
     source = raw.get("_source") or {}
-    named = set(item.sources)  # the sides it was found by: the formula, the words (its own or its paper's), both
-    if "papers" in named:
-        named.add("text")
-    matched: Matched = "both" if {"formula", "text"} <= named else ("formula" if "formula" in named else "text")
+    named = set(item.scores)  # the sides it was found by: the formula, the words (its own or its paper's), both
+    if "paper" in named:
+        named.add("words")
+    matched: Matched = "both" if {"formula", "words"} <= named else ("formula" if "formula" in named else "text")
     abstract = source.get("abstract") or ""
     if len(abstract) > ABSTRACT_SNIPPET:
         abstract = abstract[:ABSTRACT_SNIPPET].rsplit(" ", 1)[0] + " ..."
@@ -164,15 +164,15 @@ def equation_hit(item: Fused, raw: Mapping[str, Any], channels: Sequence[str] = 
         year=source.get("year"),
         categories=tuple(source.get("categories") or ()),
         abstract=abstract,
-        formula_score=item.sources.get("formula"),
-        text_score=item.sources.get("text"),
-        channels=tuple(channels) or tuple(_LIST_CHANNELS[name] for name in ("formula", "text") if name in named),
+        formula_score=item.scores.get("formula"),
+        text_score=item.scores.get("words"),
+        channels=tuple(channels) or tuple(_SIDE_CHANNEL[name] for name in ("formula", "words") if name in named),
         inline=bool(source.get("inline", False)),
     )
 
 
-#: The channel a fused list stands for when no finer account is given.
-_LIST_CHANNELS = {"formula": "embedding", "text": "text"}
+#: The channel a side stands for when no finer account is given (a formula found by kNN alone, "equations like this").
+_SIDE_CHANNEL = {"formula": "embedding", "words": "text"}
 
 
 def select_page(

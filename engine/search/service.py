@@ -1,17 +1,19 @@
 """Hybrid search: runs a `HybridQuery` against one deployment's indices and builds the page, step by step.
 
-`SearchService.search` reads as its steps, each in a module of its own:
+`SearchService.search` reads as its steps:
 
-1. prepare the query's formula (`query_formula`: KaTeX, the structural terms, the vector, cached);
-2. check what the index allows (`index_meta`: its mapping version, the encoder that filled it);
-3. build the ranked lists' request bodies (`query`: structural BM25 with its rerank, kNN on the embedding, BM25 on
-   the words, kNN on the context vectors) and send them as one ``_msearch`` of ranked ids (`requests`);
-4. keep the candidates a pattern with variables matches (`pattern_filter`);
-5. blend each side's lists and fuse the sides (`fusion`), with the optional MaxSim rerank of the formula side
-   (`maxsim`; where the index stores node vectors and every node's plugin has the MaxSim window rescore, its scores
-   come with the formula lists of step 3);
-6. cut the page (`results.select_page`), fetch its equations with highlights (`requests`) and mark what of each
-   formula matched (`highlight`).
+1. **prepare** the query's formula (`query_formula`: KaTeX, the structural terms, the vector, cached);
+2. **plan** the search once (`plan`: which ranked lists, how deep, the structural list's first stage, what runs inside
+   the node, whether and where MaxSim reranks), from the query, the ranking and what the cluster and the index offer
+   (`plugin`: the one plugin version this engine speaks; `index_meta`: the index's encoders and mapping version);
+3. run the **ranked lists** as one ``_msearch`` of ranked ids (`query`, `structure_query`: the bodies the plan asks
+   for; `requests`), the structural list's rare terms first where the client chooses them (`termstats`); keep the
+   candidates a pattern with variables matches (`pattern_filter`). A node that refuses the plugin's requests turns
+   the plugin off, and the search is planned and sent again without it: the only fallback;
+4. **fuse**: blend each side's lists, rerank the formula side by MaxSim where the plan says (`maxsim`), fuse the two
+   sides (`fusion`);
+5. cut the **page** (`results`), fetch its equations with highlights (`requests`) and mark what of each formula
+   matched (`highlight`).
 
 Elasticsearch's errors become `SearchError`s in `errors`; the paper and equation views are `views`. LaTeX that does
 not parse never fails the search: `SearchResults.latex_error` carries the converter's message, the structural list
@@ -21,40 +23,40 @@ still searches the terms read from the LaTeX itself, and keyword results still c
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from elasticsearch import Elasticsearch
-from eqsearch.engine.index.mappings import STRUCTURE_FIELD, VECTOR_FIELD, alias_name
+from eqsearch.engine.index.mappings import (
+    FORWARD_INDEX_FIELD,
+    NODE_VECTORS_FIELD,
+    STRUCTURE_FIELD,
+    VECTOR_FIELD,
+    alias_name,
+)
 from eqsearch.engine.model.patterns import read_query_variables
-from eqsearch.engine.model.structure import FormulaStructure
 from eqsearch.engine.search.errors import EquationNotFoundError, SearchError, call
 from eqsearch.engine.search.fusion import Fused, blend_sides, evidence_fusion, linear_fusion, reciprocal_rank_fusion
 from eqsearch.engine.search.highlight import formula_highlight
 from eqsearch.engine.search.index_meta import META_SECONDS, IndexMeta
-from eqsearch.engine.search.maxsim import Brought, MaxSimStage
-from eqsearch.engine.search.pattern_filter import FORMULA_LISTS, pattern_matches
+from eqsearch.engine.search.maxsim import MaxSimStage, scored_by_node
+from eqsearch.engine.search.pattern_filter import pattern_matches
+from eqsearch.engine.search.plan import Offer, PlanSettings, QueryPlan, make_plan
 from eqsearch.engine.search.plugin import PluginUse
-from eqsearch.engine.search.query import (
-    HybridQuery,
-    candidate_window,
-    knn_body,
-    ranking_searches,
-    structure_rerank_window,
-)
+from eqsearch.engine.search.query import FORMULA_LISTS, HybridQuery, ListInputs, knn_body, list_requests
 from eqsearch.engine.search.query_formula import QueryFormula, QueryFormulas, weigh_parts
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, FormulaRanking, get_ranker
 from eqsearch.engine.search.requests import RankedLists, fetch_page, ranked_lists
 from eqsearch.engine.search.results import EquationHit, PaperGroup, SearchResults, equation_hit, group_hits, select_page
-from eqsearch.engine.search.termstats import RareRule, TermStatistics, rarest_terms
+from eqsearch.engine.search.termstats import TermStatistics, rarest_terms
 from eqsearch.engine.search.views import equation_view, paper_view
 
 if TYPE_CHECKING:
     from eqsearch.engine.latex.converter import ConversionResult
     from eqsearch.engine.model.encoder import Encoder
     from eqsearch.engine.model.nodes import NodeEncoder
-    from eqsearch.engine.model.structure_bag import StructureBagEncoder
     from eqsearch.engine.model.text import TextEncoder
 
 __all__ = ["META_SECONDS", "EquationNotFoundError", "SearchError", "SearchService"]
@@ -102,9 +104,6 @@ class SearchService:
         node_cache_size: how many candidates' node vectors to keep (computed from their MathML at rerank time).
         plugin: use eqsearch's Elasticsearch plugin (`engine.search.plugin`: the structural rerank inside the node,
             the same ranking): None when every node of the cluster has it (asked at the first search), False never.
-        structure_encoder: the structure-bag encoder of a ranking's structural kNN first stage
-            (`FormulaRanking.structure_knn`); used on an index filled by the same bundle (its ``_meta``), else the
-            structural list starts from the rare terms.
     """
 
     def __init__(
@@ -126,10 +125,8 @@ class SearchService:
         node_encoder: NodeEncoder | None = None,
         node_cache_size: int = 8192,
         plugin: bool | None = None,
-        structure_encoder: StructureBagEncoder | None = None,
     ) -> None:
         self.client = client
-        self.structure_encoder = structure_encoder if ranking is not None and ranking.structure_knn else None
         self.encoder = encoder
         self.converter = converter
         self.equations_alias = alias_name(index_prefix, "equations")
@@ -165,12 +162,14 @@ class SearchService:
             node_encoder=self.node_encoder,
             normalise=self.meta.normalises_vectors,
             size=formula_cache_size,
-            structure_encoder=self.structure_encoder,
         )
         self.term_statistics = TermStatistics(client.termvectors, STRUCTURE_FIELD)
         self.plugin = PluginUse(client, plugin)
-        self.maxsim = MaxSimStage(
-            client, self.equations_alias, self.ranking, self.plugin, self.meta, self.node_encoder, node_cache_size
+        self.maxsim = MaxSimStage(client, self.equations_alias, self.node_encoder, node_cache_size)
+        #: A benchmark's or a test's variant of every plan (a side-by-side of two ways to run the same search); None.
+        self.plan_variant: Callable[[QueryPlan], QueryPlan] | None = None
+        self.settings = PlanSettings(
+            candidate_depth, pattern_candidates, num_candidates_factor, bool(self.text_encoder)
         )
 
     # -- the search --------------------------------------------------------------------------------------------
@@ -188,34 +187,80 @@ class SearchService:
             QueryVariableError: the formula has a malformed query variable (``?1``, ``??``, ``\\text{?a}``).
         """
         began = time.perf_counter()
-        warnings: list[str] = []
-        formula = self.formulas.get(read_query_variables(query.latex or "")) if query.has_formula else None
-        latex_error = formula.latex_error if formula is not None else None
-        if formula is not None and formula.approximation:
-            warnings.append(formula.approximation)
-        list_depth, past = candidate_window(query, candidate_depth=self.candidate_depth)
-        if past:
-            warnings.append(
-                f"a search ranks its best {list_depth} equations; page {query.page} starts past them (refine the "
-                "query, or add keywords or filters, to see others)"
-            )
-        maxsim = formula is not None and formula.nodes is not None and self.maxsim.runs(query)
-        if maxsim:
-            list_depth = max(list_depth, self.ranking.maxsim_window)  # the lists fill the MaxSim window
-        searches = self._searches(query, formula, list_depth, warnings)
-        maxsim_window = self.maxsim.ask_in_lists(searches, formula.nodes) if maxsim else None
+        formula = self._prepare(query)
+        plan = self._plan(query, formula)
+        plan, found = self._ranked_lists(query, formula, plan)
+        if found is None:
+            return self._results([], [], 0, query, formula, list(plan.warnings), began)
+        fused = self._fuse(query, self._sides(found, formula, plan), found)
+        page_items, total = select_page(fused, found.paper_of, query, found.text_total)
+        hits = self._page_hits(page_items, query, formula, channels_of(found.lists))
+        groups = group_hits(hits) if query.group_by_paper else []
+        return self._results(hits, groups, total, query, formula, found.warnings, began)
+
+    def plan(self, query: HybridQuery) -> QueryPlan:
+        """What a search of ``query`` would do now (`engine.search.plan.QueryPlan`), without running it."""
+        return self._plan(query, self._prepare(query))
+
+    def requests(self, query: HybridQuery) -> list[tuple[str, dict[str, Any]]]:
+        """The ranked lists' requests a search of ``query`` would send now, as ``(name, body)``; nothing is sent."""
+        formula = self._prepare(query)
+        plan = self._plan(query, formula)
+        return list_requests(query, plan, self._list_inputs(query, formula, plan))
+
+    def _prepare(self, query: HybridQuery) -> QueryFormula | None:
+        """The query's formula, converted, encoded and read (cached); None without a formula."""
+        if not query.has_formula:
+            return None
+        return self.formulas.get(read_query_variables(query.latex or ""))
+
+    def _plan(self, query: HybridQuery, formula: QueryFormula | None) -> QueryPlan:
+        """The search's plan (`engine.search.plan.make_plan`) from what the cluster and the index offer now."""
+        plan = make_plan(query, formula, self.ranking, self._offer(), self.settings)
+        return plan if self.plan_variant is None else self.plan_variant(plan)
+
+    def _offer(self) -> Offer:
+        """What the cluster and the index offer (each answer cached: the plugin once, the mappings once per index,
+        the ``_meta`` every `META_SECONDS`)."""
+        plugin = self.plugin.active
+        rerank_fields, rerank_warning = self.meta.rerank_fields()
+        node_identity = getattr(self.node_encoder, "identity", None)
+        return Offer(
+            plugin=plugin,
+            forward_index=plugin and self.plugin.maps(self.equations_alias, FORWARD_INDEX_FIELD),
+            node_vectors=plugin
+            and self.node_encoder is not None
+            and self.plugin.maps(self.equations_alias, NODE_VECTORS_FIELD)
+            and self.meta.read().get("node_vectors") == node_identity,
+            rerank_fields=rerank_fields,
+            encoder_mismatch=self.meta.encoder_mismatch(getattr(self.encoder, "identity", None)),
+            text_encoder_mismatch=None
+            if self.text_encoder is None
+            else self.meta.text_encoder_mismatch(self.text_encoder.identity),
+            rerank_warning=rerank_warning,
+        )
+
+    def _ranked_lists(
+        self, query: HybridQuery, formula: QueryFormula | None, plan: QueryPlan
+    ) -> tuple[QueryPlan, RankedLists | None]:
+        """The plan's ranked lists, sent as one ``_msearch`` (None: the plan has none), the formula lists then cut
+        to a pattern's matches, with the plan they followed. Where a node refuses the plugin's requests, the plugin is
+        off from then on, and the search is planned and sent again without it (the one fallback)."""
+        searches = list_requests(query, plan, self._list_inputs(query, formula, plan))
         if not searches:
-            return self._results([], [], 0, query, latex_error, warnings, began)
+            return plan, None
+        warnings = list(plan.warnings)
         try:
             found = ranked_lists(self.client, self.equations_alias, searches)
         except SearchError as error:
             if not self.plugin.refused(error):
                 raise
             warnings.append(self.plugin.support.note)
-            found = ranked_lists(self.client, self.equations_alias, self._searches(query, formula, list_depth, []))
-            maxsim_window = None
-        # the MaxSim scores the lists brought, and which hits they scored (before the pattern filter)
-        brought = None if maxsim_window is None else self.maxsim.brought(found.lists, found.maxsim, maxsim_window)
+            plan = self._plan(query, formula)
+            searches = list_requests(query, plan, self._list_inputs(query, formula, plan))
+            found = ranked_lists(self.client, self.equations_alias, searches)
+        if plan.maxsim is not None and plan.maxsim.in_lists:  # which hits the node scored, before the pattern filter
+            found.maxsim_scored = scored_by_node(found.lists, found.maxsim, plan.maxsim.list_window)
         if found.missing_shards:
             warnings.append(
                 f"partial results: {found.missing_shards} shard searches did not answer (a node of the cluster is "
@@ -228,85 +273,39 @@ class SearchService:
                     f"no formula among the {self.pattern_candidates} nearest candidates matches the pattern "
                     f"{query.latex}; try fewer symbols around the variables"
                 )
-        fused = self._fuse(query, self._sides(found, formula.nodes if maxsim else None, brought), found)
-        page_items, total = select_page(fused, found.paper_of, query, found.text_total)
-        hits = self._page_hits(page_items, query, formula, channels_of(found.lists))
-        groups = group_hits(hits) if query.group_by_paper else []
-        return self._results(hits, groups, total, query, latex_error, warnings, began)
+        found.warnings = warnings
+        return plan, found
 
-    def _searches(
-        self, query: HybridQuery, formula: QueryFormula | None, list_depth: int, warnings: list[str]
-    ) -> list[tuple[str, dict[str, Any]]]:
-        """The ranked lists' request bodies, after checking what the index allows (its encoder, its mapping
-        version); a list the index cannot serve is left out with a warning."""
-        vector = formula.vector if formula is not None else None
-        structure = formula.structure if formula is not None else None
-        if vector is not None and self.ranking.embedding:
-            mismatch = self.meta.encoder_mismatch(getattr(self.encoder, "identity", None))
-            if mismatch is not None:
-                warnings.append(mismatch)
-                vector = None
-        pattern = formula is not None and formula.pattern.has_variables
-        structure_depth = max(list_depth, self.pattern_candidates) if pattern else list_depth
-        structure_vector = self._structure_vector(formula) if query.formula_weight > 0 else None
-        rerank_window = structure_rerank_window(self.ranking, structure_depth)
-        forward_index = self.plugin.forward_index(self.equations_alias)
-        rare_rule = None  # where the shard can choose the rare terms, no _termvectors first
-        if (
-            structure_vector is None
-            and self.ranking.first_stage_share
-            and self.plugin.shard_rare_terms(self.equations_alias)
-        ):
-            rare_rule = RareRule(self.ranking.first_stage_share, rerank_window)
-        first_stage = (
-            self._first_stage(
-                structure,
-                rerank_window,
-                self.ranking.structure_knn_rare if structure_vector is not None else self.ranking.first_stage_share,
-            )
-            if query.formula_weight > 0 and rare_rule is None
-            else None
+    def _list_inputs(self, query: HybridQuery, formula: QueryFormula | None, plan: QueryPlan) -> ListInputs:
+        """What the plan's lists search with: the formula's structure, vector and node vectors, the keywords' context
+        vector, and the rare terms of a first stage the client chooses (one cached ``_termvectors`` request)."""
+        if formula is None:
+            return ListInputs(context_vector=self._context_vector(query, plan))
+        rare_terms = None
+        if plan.structure is not None and plan.structure.first_stage == "rare-terms":
+            rare_terms = self._rare_terms(formula, plan.structure.rerank_window)
+        return ListInputs(
+            structure=formula.structure,
+            vector=formula.vector,
+            context_vector=self._context_vector(query, plan),
+            rare_terms=rare_terms,
+            query_nodes=formula.nodes,
         )
-        return ranking_searches(
-            query,
-            vector,
-            window=list_depth,
-            num_candidates_factor=self.num_candidates_factor,
-            structure=structure,
-            ranking=self.ranking,
-            structure_window=structure_depth if pattern else None,
-            context_vector=self._context_vector(query, warnings),
-            first_stage=first_stage,
-            rerank_fields=self._rerank_fields(structure, query, warnings),
-            plugin=self.plugin.active,
-            structure_vector=structure_vector,
-            forward_index=forward_index,
-            rare_rule=rare_rule,
-            term_at_a_time=rare_rule is not None and self.plugin.term_at_a_time(self.equations_alias),
-        )
-
-    def _structure_vector(self, formula: QueryFormula | None) -> np.ndarray | None:
-        """The query's structure-bag vector when the structural list may start from kNN on the index's: the
-        ranking has that first stage and the index's vectors come from the same bundle (its ``_meta``)."""
-        if formula is None or formula.structure_vector is None or self.structure_encoder is None:
-            return None
-        return formula.structure_vector if self.meta.structure_encoder() == self.structure_encoder.identity else None
 
     def _sides(
-        self, found: RankedLists, query_nodes: np.ndarray | None, brought: Brought | None = None
+        self, found: RankedLists, formula: QueryFormula | None, plan: QueryPlan
     ) -> dict[str, list[tuple[str, float]]]:
         """The ``formula`` side (structure and embedding lists, blended by the ranking's weights, then reranked by
-        MaxSim against the query formula's ``query_nodes``, None where MaxSim does not run: from the scores the lists
-        ``brought``, where they did) and the ``text`` side (the words' BM25 and the context lists)."""
+        MaxSim where the plan says) and the ``words`` side (the words' BM25 and the context lists)."""
         sides = blend_sides(
             found.lists,
             {
                 "formula": {"structure": self.ranking.structure, "embedding": self.ranking.embedding},
-                "text": {"text": 1.0 - self.ranking.context, "context": self.ranking.context},
+                "words": {"text": 1.0 - self.ranking.context, "context": self.ranking.context},
             },
         )
-        if query_nodes is not None and sides.get("formula"):
-            sides["formula"] = self.maxsim.rerank(sides["formula"], query_nodes, brought)
+        if plan.maxsim is not None and formula is not None and formula.nodes is not None and sides.get("formula"):
+            sides["formula"] = self.maxsim.rerank(sides["formula"], formula.nodes, plan.maxsim, found)
         return sides
 
     def _fuse(self, query: HybridQuery, sides: dict[str, list[tuple[str, float]]], found: RankedLists) -> list[Fused]:
@@ -316,15 +315,15 @@ class SearchService:
         if query.fusion == "evidence":
             return evidence_fusion(
                 sides.get("formula", []),
-                sides.get("text", []),
+                sides.get("words", []),
                 found.lists.get("papers", []),
                 found.paper_of,
                 weight=w if sides.get("formula") else 0.0,
                 paper_share=self.paper_share if sides.get("formula") else self.words_paper_share,
             )
         if query.fusion == "rrf":
-            return reciprocal_rank_fusion(sides, k=self.rrf_k, weights={"formula": 2 * w, "text": 2 * (1 - w)})
-        return linear_fusion(sides, {"formula": w, "text": 1 - w})
+            return reciprocal_rank_fusion(sides, k=self.rrf_k, weights={"formula": 2 * w, "words": 2 * (1 - w)})
+        return linear_fusion(sides, {"formula": w, "words": 1 - w})
 
     def _page_hits(
         self,
@@ -350,42 +349,20 @@ class SearchService:
             hits = [replace(hit, formula_highlight=formula_highlight(formula, hit.mathml)) for hit in hits]
         return hits
 
-    def _rerank_fields(self, structure: FormulaStructure | None, query: HybridQuery, warnings: list[str]) -> bool:
-        """Whether the index holds what the structural rerank needs (mapping version 5: the equations' sizes, spans
-        with renamed variables). On an index made before, the rerank matches spans with the letters kept and weighs
-        them by the query's size, and a warning says how an administrator upgrades it."""
-        if not (self.ranking.rerank_window and structure is not None and query.formula_weight > 0):
-            return False
-        present, warning = self.meta.rerank_fields()
-        if warning is not None:
-            warnings.append(warning)
-        return present
-
-    def _first_stage(
-        self, structure: FormulaStructure | None, window: int, share: float | None = None
-    ) -> list[str] | None:
-        """The query's rarest structural terms, which the structural list matches first, when the ranking has a
-        first stage and the query more terms than it takes (`engine.search.termstats`), enough of them to fill the
-        structural list's rerank ``window``; None: all terms. ``share``: the ranking's ``first_stage_share`` unless
-        given (the rare terms joined to a kNN first stage, `FormulaRanking.structure_knn_rare`); 0: none."""
-        share = self.ranking.first_stage_share if share is None else share
-        if not share or structure is None or not structure.tokens:
+    def _rare_terms(self, formula: QueryFormula, window: int) -> list[str] | None:
+        """The query's rarest structural terms, which the ``rare-terms`` first stage matches
+        (`engine.search.termstats`), enough of them to fill the structural list's rerank ``window``; None: all."""
+        structure = formula.structure
+        if structure is None or not structure.tokens:
             return None
         frequencies = self.term_statistics.frequencies(self.equations_alias, structure.tokens)
         if frequencies is None:
             return None
-        return rarest_terms(structure.tokens, frequencies, max_share=share, min_matches=window)
+        return rarest_terms(structure.tokens, frequencies, max_share=self.ranking.first_stage_share, min_matches=window)
 
-    def _context_vector(self, query: HybridQuery, warnings: list[str]) -> np.ndarray | None:
-        """The keywords' text embedding for the context channel, or None when the query or the ranking has no use
-        for it, or the index holds another text encoder's vectors (then a warning says so)."""
-        if not (self.ranking.context > 0 and query.has_keywords and query.formula_weight < 1):
-            return None
-        if self.text_encoder is None:
-            return None
-        mismatch = self.meta.text_encoder_mismatch(self.text_encoder.identity)
-        if mismatch is not None:
-            warnings.append(mismatch)
+    def _context_vector(self, query: HybridQuery, plan: QueryPlan) -> np.ndarray | None:
+        """The keywords' text embedding for the context list, where the plan runs it (None: an empty embedding)."""
+        if "context" not in plan.lists or self.text_encoder is None:
             return None
         vector = self.text_encoder.encode([query.keywords or ""])[0]
         return vector if vector.any() else None
@@ -450,7 +427,7 @@ class SearchService:
         """A paper with its equations by section and its citations (`engine.search.views.paper_view`)."""
         return paper_view(self.client, self.papers_alias, self.equations_alias, paper_id)
 
-    def render(self, latex: str) -> ConversionResult:
+    def to_mathml(self, latex: str) -> ConversionResult:
         """LaTeX -> MathML with the service's converter (for previews); never raises on bad LaTeX."""
         return self.converter.convert(latex, "equation", ())
 
@@ -464,17 +441,18 @@ class SearchService:
         groups: list[PaperGroup],
         total: int,
         query: HybridQuery,
-        latex_error: str | None,
+        formula: QueryFormula | None,
         warnings: list[str],
         began: float,
     ) -> SearchResults:
+        """The page as the caller reads it, with the formula's conversion error and the search's warnings."""
         return SearchResults(
             hits=hits,
             groups=groups,
             total=total,
             page=query.page,
             size=query.size,
-            latex_error=latex_error,
+            latex_error=formula.latex_error if formula is not None else None,
             warnings=warnings,
             took_ms=(time.perf_counter() - began) * 1000.0,
             analyzer=self.analyzer(),

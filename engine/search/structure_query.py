@@ -1,36 +1,27 @@
-"""The structural list's request body: BM25 over a formula's structural terms, then its rerank by shared
-sub-expressions.
+"""The structural list's request body: BM25 over a formula's structural terms, its first stage, then its rerank by
+shared sub-expressions, as the query plan's `engine.search.plan.StructureList` says.
 
 The rerank rescores the list's top window by the largest sub-expressions each candidate shares with the query
 (`engine.model.structure` spans), weighed by the larger of the two formulas' sizes. Without scripting (the minimal
-distribution has no Painless) it is a ``function_score`` over a ``dis_max`` of one constant-score term per span;
-where every node has eqsearch's plugin, the plugin's ``eqsearch_structure`` rescorer computes the same scores from
-the same spans (`engine.search.plugin`), and where the index also stores each equation's forward index, the
-plugin's ``eqsearch_bm25`` rescorer gives the window its BM25 from it instead of walking the terms' posting lists, and
-where every node's plugin has the ``eqsearch_terms`` query, the first stage is that query, whose shard chooses the rare
-terms.
-Pure functions of their arguments, like the rest of `engine.search.query`.
+distribution has no Painless) it is a ``function_score`` over a ``dis_max`` of one constant-score term per span; where
+the plan runs it inside the node, the plugin's requests give the same scores (`engine.search.plugin`). Pure functions
+of their arguments.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eqsearch.engine.index.mappings import (
-    SIZE_FIELD,
-    SPANS_FIELD,
-    STRUCTURE_FIELD,
-    STRUCTURE_VECTOR_FIELD,
-    VECTOR_FIELDS,
-)
-from eqsearch.engine.model.structure import SPAN_KINDS, FormulaStructure
+from eqsearch.engine.index.mappings import SIZE_FIELD, SPANS_FIELD, STRUCTURE_FIELD, VECTOR_FIELDS
+from eqsearch.engine.model.structure import FormulaStructure
 from eqsearch.engine.search.plugin import bm25_rescore, structure_rescore, terms_query
-from eqsearch.engine.search.rankers import FormulaRanking
-from eqsearch.engine.search.termstats import RareRule
 
-__all__ = ["MAX_RERANK_SPANS", "MIN_RERANK_SPAN", "structure_body", "structure_rerank_window"]
+if TYPE_CHECKING:
+    from eqsearch.engine.search.plan import StructureList
+
+__all__ = ["MAX_RERANK_SPANS", "MIN_RERANK_SPAN", "structure_body"]
 
 
 def _larger_size_share(query_size: int) -> list[dict[str, Any]]:
@@ -127,23 +118,12 @@ def _window_bm25(
 
 def structure_body(
     structure: FormulaStructure,
-    k: int,
+    plan: StructureList,
     filters: list[dict[str, Any]],
-    *,
-    rerank_window: int = 0,
-    rerank_weight: float = 0.0,
-    first_stage: Sequence[str] | None = None,
-    candidate_sizes: bool = False,
-    span_kinds: Sequence[str] = SPAN_KINDS,
-    plugin: bool = False,
-    forward_index: bool = False,
-    structure_vector: Sequence[float] | None = None,
-    knn_window: int = 0,
-    knn_candidates: int = 0,
-    rare_rule: RareRule | None = None,
-    term_at_a_time: bool = False,
+    rare_terms: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """BM25 over the structural terms of the equations (`engine.model.structure`), optionally reranked.
+    """BM25 over the structural terms of the equations (`engine.model.structure`), optionally reranked, as ``plan``
+    says (`engine.search.plan.StructureList`).
 
     The rerank rescores the top ``rerank_window`` by the sub-expressions they share with the query: the BM25 score
     times ``1 + rerank_weight x (exact + generalised)``, each part the size of the largest shared sub-expression
@@ -152,63 +132,35 @@ def structure_body(
     a long formula holding the query, or a short piece of it, less. A product rather than a sum, so that the rerank
     needs no knowledge of the BM25 scale.
 
-    With ``first_stage`` (the query's rarest terms, `engine.search.termstats`), the equations are first matched on
-    those terms alone, and a first rescore adds the BM25 of the other terms to the top ``rerank_window``'s scores
-    before the sub-expression rescore: BM25 is a sum over the terms, so those candidates get the same scores as
-    without a first stage, for a fraction of the posting lists walked. Candidates below the window keep their
-    first-stage score, which is never above the full score of any candidate in it.
-
-    With a ``structure_vector`` (the query's structure-bag vector, `engine.model.structure_bag`), the equations are
-    first found by kNN on theirs: the ``knn_window`` nearest, whose cosine a first rescore replaces by their BM25
-    over every term (``first_stage`` is then ignored), before the sub-expression rescore of the ``rerank_window``.
-    No posting list is walked but for those candidates; an equation outside the window is not in the list.
+    The first stage (`engine.search.plan.FirstStage`): with ``rare-terms``, the equations are first matched on the
+    query's ``rare_terms`` alone (None: all terms), and a first rescore adds the BM25 of the other terms to the top
+    ``rerank_window``'s scores before the sub-expression rescore: BM25 is a sum over the terms, so those candidates get
+    the same scores as without a first stage, for a fraction of the posting lists walked. Candidates below the window
+    keep their first-stage score, which is never above the full score of any candidate in it. With ``shard``, the
+    plugin's ``eqsearch_terms`` query lets the shard choose the rare terms by the same rule, and its ``eqsearch_bm25``
+    rescorer adds the others: the same scores and windows, no ``_termvectors`` request (a formula of more terms than
+    the rescorer takes matches all its terms). Where the plan is ``native``, the sub-expression rescore is the
+    plugin's ``eqsearch_structure`` rescorer, and with ``forward_index`` the window's BM25 its ``eqsearch_bm25``: the
+    same scores from a list of spans and the forward index instead of one clause per span and the posting lists.
 
     Args:
         structure: the query formula's structure (`formula_structure`).
-        k: how many equations.
+        plan: the structural list's part of the query plan.
         filters: filter clauses (`query_filters`).
-        rerank_window: candidates rescored (0: no rerank).
-        rerank_weight: weight of the shared sub-expressions in the rescore.
-        first_stage: the terms matched first (None: all of them); needs a ``rerank_window``.
-        candidate_sizes: weigh the shared sub-expressions by the larger size (the index must have `SIZE_FIELD`;
-            a document without it counts as the query's size).
-        span_kinds: the two kinds of sub-expressions matched (`SPAN_KINDS`: renamed and generalised; ``("e", "g")``
-            for an index made before structure version 2, which holds spans with the letters kept).
-        plugin: the cluster has eqsearch's plugin on every node (`engine.search.plugin`): the sub-expression
-            rescore is its ``eqsearch_structure`` rescorer, the same scores from a list of spans instead of a query
-            of one clause per span.
-        forward_index: with ``plugin``, the index stores each equation's forward index (`FORWARD_INDEX_FIELD`) and
-            every node has the plugin's BM25 rescorer: the window's BM25 (the other terms' with a ``first_stage``,
-            every term's after the kNN) is its ``eqsearch_bm25`` rescorer, the same scores without posting lists.
-        structure_vector: the query's structure-bag vector: start from kNN on the index's (needs a
-            ``rerank_window`` and a ``knn_window``).
-        knn_window: how many nearest the kNN first stage finds (at least ``k``).
-        knn_candidates: the kNN's ``num_candidates`` with a ``structure_vector``.
-        rare_rule: with ``plugin`` and ``forward_index`` (and the ``eqsearch_terms`` query on every node), the first
-            stage's rare terms are chosen by the shard by this rule (`engine.search.termstats.RareRule`) in place of
-            ``first_stage``: the plugin's ``eqsearch_terms`` query of every term, then its BM25 rescorer of the terms
-            the rule does not keep; the same scores and windows as ``first_stage`` chosen by the client from the same
-            frequencies. Ignored without a ``rerank_window`` or with a ``structure_vector``.
-        term_at_a_time: with ``rare_rule`` (and a plugin that scores it so on every node), the shard scores that first
-            stage term at a time and keeps its best ``max(k, rerank_window)`` hits among those ``filters`` let
-            through (sent to it as well), the only ones the search reads: the same hits and scores.
+        rare_terms: the terms the ``rare-terms`` first stage matches (None: all of them).
 
     Returns:
         The search body.
     """
-    knn_stage = structure_vector is not None and rerank_window > 0 and knn_window > 0
-    native_bm25 = plugin and forward_index
-    knn_window = max(knn_window, k)
+    k, rerank_window, weight = plan.depth, plan.rerank_window, plan.rerank_weight
+    native_bm25 = plan.native and plan.forward_index
     counts = _term_counts(structure)
-    shard_rare = (
-        rare_rule is not None and native_bm25 and rerank_window > 0 and not knn_stage and len(counts) <= MAX_BM25_TERMS
-    )
-    staged = first_stage is not None and rerank_window > 0 and not knn_stage and not shard_rare
-    top = max(k, rerank_window) if term_at_a_time else 0
+    shard = plan.first_stage == "shard" and native_bm25 and rerank_window > 0 and len(counts) <= MAX_BM25_TERMS
+    staged = plan.first_stage == "rare-terms" and rare_terms is not None and rerank_window > 0
     match = (
-        terms_query(counts, rare_rule, top, filters)
-        if shard_rare
-        else _terms_match(structure, first_stage if staged else None)
+        terms_query(counts, plan.rare_rule, plan.top, filters)
+        if shard
+        else _terms_match(structure, rare_terms if staged else None)
     )
     body: dict[str, Any] = {
         "query": {"bool": {"must": [match], "filter": filters}},
@@ -217,80 +169,60 @@ def structure_body(
         "track_total_hits": False,
     }
     rescores: list[dict[str, Any]] = []
-    rest = [] if first_stage is None or not staged else sorted(set(structure.tokens) - set(first_stage))
-    first_stage = first_stage if knn_stage else None
-    if knn_stage:
-        knn: dict[str, Any] = {
-            "field": STRUCTURE_VECTOR_FIELD,
-            "query_vector": [float(x) for x in (structure_vector if structure_vector is not None else ())],
-            "k": knn_window,
-            "num_candidates": max(knn_candidates, knn_window),
-        }
-        if filters:
-            knn["filter"] = {"bool": {"filter": list(filters)}}
-        body["query"] = {"knn": knn}
-        if first_stage:  # the union of the kNN window and the rare terms' matches, the kNN's first
-            knn["boost"] = KNN_UNION_BOOST
-            rare = _terms_match(structure, first_stage)
-            body["query"] = {"bool": {"should": [{"knn": knn}, rare], "filter": filters}}
-            knn_window += rerank_window
-        # the cosine only chose the window: BM25 over every term takes its place
-        rescores.append(_window_bm25(structure, None, window=knn_window, replace=True, forward_index=native_bm25))
-    elif staged and rest:
+    rest = sorted(set(structure.tokens) - set(rare_terms)) if staged and rare_terms is not None else []
+    if rest:
         rescores.append(_window_bm25(structure, rest, window=rerank_window, replace=False, forward_index=native_bm25))
-    elif shard_rare:
-        rescores.append(bm25_rescore(counts, window=rerank_window, replace=False, except_rare=rare_rule))
-    if plugin:
-        selected = [span for kind in span_kinds for span in _rerank_spans(structure, kind)]
-        if rerank_window > 0 and rerank_weight > 0 and selected:
-            rescores.append(
-                structure_rescore(
-                    selected,
-                    query_size=max(structure.size, 1),
-                    weight=rerank_weight,
-                    window=rerank_window,
-                    candidate_sizes=candidate_sizes,
-                )
-            )
-    spans = [] if plugin else [m for kind in span_kinds if (m := _span_match(structure, kind, rerank_weight))]
-    if rerank_window > 0 and rerank_weight > 0 and spans:
-        # The match_all clause makes every candidate match with 1 + the shared sub-expressions, so that the
-        # multiplication keeps the BM25 order of the candidates that share nothing.
-        if candidate_sizes:
-            shares = _larger_size_share(max(structure.size, 1))
-            spans = [
-                {
-                    "function_score": {
-                        "query": {"bool": {"should": spans}},
-                        "functions": shares,
-                        "score_mode": "first",
-                        "boost_mode": "multiply",
-                    }
-                }
-            ]
-        rescore = {"bool": {"should": [{"match_all": {"boost": 1.0}}, *spans]}}
-        rescores.append(
-            {
-                "window_size": rerank_window,
-                "query": {
-                    "rescore_query": rescore,
-                    "query_weight": 1.0,
-                    "rescore_query_weight": 1.0,
-                    "score_mode": "multiply",
-                },
-            }
-        )
+    elif shard:
+        rescores.append(bm25_rescore(counts, window=rerank_window, replace=False, except_rare=plan.rare_rule))
+    if rerank_window > 0 and weight > 0:
+        rescores.extend(_rerank(structure, plan))
     if rescores:
         body["rescore"] = rescores[0] if len(rescores) == 1 else rescores
     return body
 
 
-#: The kNN's boost in a union with the rare terms: a cosine score in [0, 1] times this tops any BM25 of the rare terms,
-#: so that the whole kNN window lies in the rescore window, whatever the rare terms add to it.
-KNN_UNION_BOOST = 1e4
-
-
-def structure_rerank_window(ranking: FormulaRanking, depth: int) -> int:
-    """How many structural candidates the rerank covers: the ranking's rerank window, or the list's ``depth`` when
-    that is deeper, so that a deep evaluation reranks what it reads (0: the ranking has no rerank)."""
-    return max(ranking.rerank_window, depth) if ranking.rerank_window else 0
+def _rerank(structure: FormulaStructure, plan: StructureList) -> list[dict[str, Any]]:
+    """The sub-expression rescore of the top ``rerank_window``: the plugin's rescorer where the plan is ``native``,
+    else a query rescore (a ``function_score`` with the candidates' sizes over one ``constant_score`` term a span)."""
+    if plan.native:
+        selected = [span for kind in plan.span_kinds for span in _rerank_spans(structure, kind)]
+        if not selected:
+            return []
+        return [
+            structure_rescore(
+                selected,
+                query_size=max(structure.size, 1),
+                weight=plan.rerank_weight,
+                window=plan.rerank_window,
+                candidate_sizes=plan.candidate_sizes,
+            )
+        ]
+    spans = [m for kind in plan.span_kinds if (m := _span_match(structure, kind, plan.rerank_weight))]
+    if not spans:
+        return []
+    # The match_all clause makes every candidate match with 1 + the shared sub-expressions, so that the
+    # multiplication keeps the BM25 order of the candidates that share nothing.
+    if plan.candidate_sizes:
+        shares = _larger_size_share(max(structure.size, 1))
+        spans = [
+            {
+                "function_score": {
+                    "query": {"bool": {"should": spans}},
+                    "functions": shares,
+                    "score_mode": "first",
+                    "boost_mode": "multiply",
+                }
+            }
+        ]
+    rescore = {"bool": {"should": [{"match_all": {"boost": 1.0}}, *spans]}}
+    return [
+        {
+            "window_size": plan.rerank_window,
+            "query": {
+                "rescore_query": rescore,
+                "query_weight": 1.0,
+                "rescore_query_weight": 1.0,
+                "score_mode": "multiply",
+            },
+        }
+    ]

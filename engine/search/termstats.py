@@ -13,8 +13,8 @@ once.
 
 Reading the frequencies never fails a search: when the request fails, the query uses all of its terms.
 
-Where every node's plugin has the ``eqsearch_terms`` query (`engine.search.plugin.TERMS_SINCE`) and the index stores
-the forward index, none of this is asked: the structural list sends the rule itself (`RareRule`), and the shard
+Where every node has the plugin and the index stores the forward index, none of this is asked (the query plan's
+``shard`` first stage, `engine.search.plan`): the structural list sends the rule itself (`RareRule`), and the shard
 applies it to its own frequencies (the plugin's ``eqsearch_terms`` query and ``eqsearch_bm25`` rescorer,
 ``es-plugin/``), with the same arithmetic.
 """

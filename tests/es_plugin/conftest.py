@@ -24,7 +24,7 @@ from eqsearch.engine.index.documents import structure_fields
 from eqsearch.engine.index.mappings import FORWARD_INDEX_FIELD, SIZE_FIELD, IndexOptions, alias_name
 from eqsearch.engine.model.layout import parse_layout
 from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, structure_of_layout
-from eqsearch.engine.search.plugin import detect_plugin
+from eqsearch.engine.search.plugin import PLUGIN_VERSION, detect_plugin
 from eqsearch.evaluation.labelled_set import DEFAULT_LABELLED_SET
 from formula_collection import ARQMATH_EXCERPT
 
@@ -41,47 +41,15 @@ def _started_before_install(es_client, es_config) -> bool:
 
 @pytest.fixture(scope="module")
 def require_plugin(es_client, es_config):
-    """Returns a check: ``require_plugin(maxsim=False, bm25=False, terms=False, maxsim_fetch=False,
-    maxsim_window=False, terms_top=False)`` skips or fails the test when the node lacks the plugin (or its MaxSim or
-    BM25 rescorer, or its first-stage query of plugin 1.3, or its MaxSim search extension of plugin 1.4, or that
-    extension's window of plugin 1.5, or the first stage scored term at a time of plugin 1.6)."""
+    """Returns a check: ``require_plugin()`` skips or fails the test when the node lacks the plugin version this
+    engine ships (`PLUGIN_VERSION`: one version, every request of it)."""
     on_ci = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
-    def check(
-        *,
-        maxsim: bool = False,
-        bm25: bool = False,
-        terms: bool = False,
-        maxsim_fetch: bool = False,
-        maxsim_window: bool = False,
-        terms_top: bool = False,
-    ) -> None:
+    def check() -> None:
         support = detect_plugin(es_client)
-        if (
-            support.available
-            and (support.maxsim or not maxsim)
-            and (support.bm25 or not bm25)
-            and (support.terms or not terms)
-            and (support.maxsim_fetch or not maxsim_fetch)
-            and (support.maxsim_window or not maxsim_window)
-            and (support.terms_top or not terms_top)
-        ):
+        if support.available:
             return
-        wanted = (
-            " with MaxSim"
-            if maxsim
-            else " with the BM25 rescorer"
-            if bm25
-            else " with the eqsearch_terms query (1.3)"
-            if terms
-            else " with the eqsearch_maxsim search extension (1.4)"
-            if maxsim_fetch
-            else " with the eqsearch_maxsim_window rescore (1.5)"
-            if maxsim_window
-            else " with the term-at-a-time eqsearch_terms query (1.6)"
-            if terms_top
-            else ""
-        )
+        wanted = f" {PLUGIN_VERSION}"
         message = f"the node has no eqsearch plugin{wanted}: {support.note}"
         if on_ci and not _started_before_install(es_client, es_config):
             pytest.fail(message + " (CI=true)", pytrace=False)

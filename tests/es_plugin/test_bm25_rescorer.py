@@ -12,16 +12,17 @@ The collection is `conftest.collection`'s (the labelled equations and the develo
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 
 import pytest
 from eqsearch.engine.index.forward_index import analysed_terms, forward_index_value
 from eqsearch.engine.index.mappings import FORWARD_INDEX_FIELD, STRUCTURE_FIELD
-from eqsearch.engine.model.patterns import read_query_variables
+from eqsearch.engine.search.plan import QueryPlan, StructureList
 from eqsearch.engine.search.plugin import BM25_RESCORER, PluginUse
-from eqsearch.engine.search.query import HybridQuery, structure_body
+from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
 from eqsearch.engine.search.service import SearchService
-from eqsearch.engine.search.structure_query import _window_bm25
+from eqsearch.engine.search.structure_query import _window_bm25, structure_body
 from hashing_encoder import HashingEncoder
 
 pytestmark = pytest.mark.es
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.es
 
 @pytest.fixture(scope="module")
 def bm25_client(plugin_client, require_plugin):
-    require_plugin(bm25=True)
+    require_plugin()
     return plugin_client
 
 
@@ -60,10 +61,11 @@ def test_the_default_with_the_forward_index_gives_the_plain_scores_bit_for_bit(c
     for structure in queries:
         if len(set(structure.tokens)) < 2:
             continue
-        kwargs = {"rerank_window": window, "rerank_weight": 0.5, "candidate_sizes": True, "plugin": True}
-        kwargs["first_stage"] = _first_stage(structure)
-        plain = structure_body(structure, 100, [], **kwargs)
-        native = structure_body(structure, 100, [], forward_index=True, **kwargs)
+        kwargs = {"rerank_weight": 0.5, "candidate_sizes": True, "native": True, "first_stage": "rare-terms"}
+        plain = structure_body(structure, StructureList(100, window, **kwargs), [], _first_stage(structure))
+        native = structure_body(
+            structure, StructureList(100, window, forward_index=True, **kwargs), [], _first_stage(structure)
+        )
         assert BM25_RESCORER in str(native["rescore"]) and "rescore_query" not in str(native["rescore"])
         assert BM25_RESCORER not in str(plain["rescore"])
         expected = _hits(bm25_client, alias, plain)
@@ -75,8 +77,8 @@ def test_the_default_with_the_forward_index_gives_the_plain_scores_bit_for_bit(c
 
 
 def test_every_terms_bm25_in_place_of_the_first_score_is_the_plain_rescores(collection, bm25_client):
-    """The kNN-window variant's first rescore (``replace``): BM25 over every term in place of the first pass's
-    score, whatever that was (here the BM25 of a few terms: some candidates then score 0 in both)."""
+    """The rescorer's ``replace`` mode: BM25 over every term in place of the first pass's score, whatever that was
+    (here the BM25 of a few terms: some candidates then score 0 in both)."""
     alias, queries = collection
     compared = 0
     for structure in queries[::2]:
@@ -161,23 +163,27 @@ def test_the_service_sends_the_forward_index_bm25_where_it_can_with_the_same_pag
         on: SearchService(bm25_client, encoder, converter, index_prefix=prefix, ranking=ranking, candidate_depth=100)
         for on in (True, False)
     }
-    services[False].plugin.use_forward_index = False
-    assert services[True].plugin.forward_index(alias) and not services[False].plugin.forward_index(alias)
+    services[False].plan_variant = _from_the_postings
+    assert services[True].plan(HybridQuery(latex="x^2")).structure.forward_index
     sent = 0
     for latex in ["x^2 + y^2 = z^2", r"\frac{a+b}{c} = \sum_{i=1}^{n} a_i b_i", r"\int_0^1 f(x)\,dx"]:
         query = HybridQuery(latex=latex, highlight=False)
-        formula = services[True].formulas.get(read_query_variables(latex))
-        body = dict(services[True]._searches(query, formula, 100, []))["structure"]
+        body = dict(services[True].requests(query))["structure"]
         sent += BM25_RESCORER in str(body.get("rescore"))
         pages = [[(h.eq_id, h.score) for h in service.search(query).hits] for service in services.values()]
         assert pages[0] == pages[1] and pages[0]
     assert sent >= 1
 
 
-def test_the_use_asks_for_the_field_and_the_rescorer(bm25_client, index_name):
+def _from_the_postings(plan: QueryPlan) -> QueryPlan:
+    """The plan with the window's BM25 from the posting lists (the client's choice of rare terms with it)."""
+    return replace(plan, structure=replace(plan.structure, forward_index=False, first_stage="rare-terms", top=0))
+
+
+def test_the_use_asks_whether_the_index_maps_the_field(bm25_client, index_name):
     bm25_client.indices.create(index=index_name, mappings={"properties": {STRUCTURE_FIELD: {"type": "text"}}})
-    assert PluginUse(bm25_client).forward_index(index_name) is False
-    assert PluginUse(bm25_client, wanted=False).forward_index(index_name) is False
+    assert PluginUse(bm25_client).maps(index_name, FORWARD_INDEX_FIELD) is False
+    assert PluginUse(bm25_client).maps(index_name, STRUCTURE_FIELD) is True
 
 
 def _error(client, alias: str, rescore: dict) -> tuple[int, str]:

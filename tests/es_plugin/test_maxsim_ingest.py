@@ -1,9 +1,9 @@
 """MaxSim over node vectors written by the real ingest job (``--node-vectors``), scored inside a real node by the
 plugin, against the same rerank computed by the search service from the candidates' MathML (float32 node states):
-the scores agree to the int8 rounding of both sides' unit rows, and the rankings are the same. With plugin 1.4 the
-ranked lists bring the MaxSim scores (the fetch phase's search extension): the same ranking and scores, to the last
-bit, as the rescorer's second request, and that request is no longer sent; with plugin 1.5 only each list's top
-hits are scored, and a fused candidate below them is asked of the rescorer alone: the same ranking again."""
+the scores agree to the int8 rounding of both sides' unit rows, and the rankings are the same. The ranked lists
+bring the MaxSim scores (the fetch phase's search extension): the same ranking and scores, to the last bit, as the
+rescorer's second request, which is then not sent; only each list's top hits are scored, and a fused candidate
+below them is asked of the rescorer alone: the same ranking again."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from eqsearch.engine.search import HybridQuery
 from eqsearch.engine.search import maxsim as maxsim_module
 from eqsearch.engine.search.maxsim import maxsim_scores, stored_maxsim_scores
+from eqsearch.engine.search.plan import QueryPlan
 from eqsearch.engine.search.rankers import get_ranker
 from eqsearch.engine.search.service import SearchService
 from eqsearch.evaluation.formulas import formula_ranking, indexed_collection, read_formula_file
@@ -45,7 +46,7 @@ def ingested(plugin_client, converter):
 
 
 def test_maxsim_in_the_node_ranks_as_the_services_own(plugin_client, require_plugin, converter, ingested):
-    require_plugin(maxsim=True)
+    require_plugin()
     indexed, encoder, topics = ingested
     ranking = get_ranker(RANKER)
     in_node = indexed.service(encoder, converter, ranking=ranking, depth=100)
@@ -81,6 +82,15 @@ def test_maxsim_in_the_node_ranks_as_the_services_own(plugin_client, require_plu
     assert client.maxsim.vectors.computed > 0
 
 
+def _lists_window(window: int):
+    """A plan variant: the formula lists bring the MaxSim scores of their top ``window`` hits (0: none)."""
+
+    def variant(plan: QueryPlan) -> QueryPlan:
+        return replace(plan, maxsim=replace(plan.maxsim, list_window=window)) if plan.maxsim else plan
+
+    return variant
+
+
 def _searches_of(client, index: str) -> int:
     """How many shard query phases the node has run on ``index`` (its search statistics)."""
     stats = client.indices.stats(index=index, metric="search")
@@ -90,15 +100,14 @@ def _searches_of(client, index: str) -> int:
 def test_the_lists_bring_the_scores_the_second_request_gave(
     plugin_client, require_plugin, converter, ingested, monkeypatch
 ):
-    require_plugin(maxsim_fetch=True)
+    require_plugin()
     indexed, encoder, topics = ingested
     ranking = get_ranker(RANKER)
     in_lists = indexed.service(encoder, converter, ranking=ranking, depth=100)
-    in_lists.plugin.use_maxsim_in_lists = True
     second = indexed.service(encoder, converter, ranking=ranking, depth=100)
-    second.plugin.use_maxsim_in_lists = False  # the rescorer's second request
+    second.plan_variant = _lists_window(0)  # the lists bring nothing: the rescorer's second request for the window
     alias = in_lists.equations_alias
-    assert in_lists.plugin.maxsim_in_lists(alias) and not second.plugin.maxsim_in_lists(alias)
+    assert in_lists.plan(HybridQuery(latex=topics[0])).maxsim.in_lists
     shards = len({shard["shard"] for shard in plugin_client.cat.shards(index=alias, format="json")})
     asked = []  # the rescorer's requests, by either service
     rescorer = maxsim_module.stored_maxsim_scores
@@ -120,18 +129,17 @@ def test_the_lists_bring_the_scores_the_second_request_gave(
 def test_a_candidate_the_lists_did_not_score_is_asked_of_the_rescorer(
     plugin_client, require_plugin, converter, ingested, monkeypatch
 ):
-    """Plugin 1.5 scores each list's top ``maxsim_window`` hits; a fused window candidate outside them (rare at the
-    ranker's window) gets its score from the rescorer's request for it alone: here every list's top 3 only, so most
-    of the window is asked, and the runs still equal the second request's."""
-    require_plugin(maxsim_window=True)
+    """The node scores each list's top hits of the plan's list window; a fused window candidate outside them (rare at
+    the ranker's window) gets its score from the rescorer's request for it alone: here every list's top 3 only, so
+    most of the window is asked, and the runs still equal the second request's."""
+    require_plugin()
     indexed, encoder, topics = ingested
     ranking = get_ranker(RANKER)
     in_lists = indexed.service(encoder, converter, ranking=ranking, depth=100)
-    in_lists.plugin.use_maxsim_in_lists = True
+    in_lists.plan_variant = _lists_window(3)
     second = indexed.service(encoder, converter, ranking=ranking, depth=100)
+    second.plan_variant = _lists_window(0)
     alias = in_lists.equations_alias
-    narrow = in_lists.maxsim.brought
-    monkeypatch.setattr(in_lists.maxsim, "brought", lambda lists, scores, window: narrow(lists, scores, 3))
     for latex in topics[:4]:
         before = _searches_of(plugin_client, alias)
         assert formula_ranking(in_lists, latex, 100) == formula_ranking(second, latex, 100)
@@ -158,7 +166,7 @@ def read_query(latex: str):
 def test_the_in_node_ranker_reranks_formula_only_searches(plugin_client, require_plugin, converter, ingested):
     """The in-node MaxSim ranker (`maxsim_in_node`, `maxsim_formula_only`): on an index with node vectors a
     formula-only search is the MaxSim ranker's exactly; with keywords it is structure+embedding+rerank's."""
-    require_plugin(maxsim=True)
+    require_plugin()
     indexed, encoder, topics = ingested
     default = indexed.service(encoder, converter, ranking=get_ranker(f"{RANKER}-in-node"), depth=50)
     maxsim = indexed.service(encoder, converter, ranking=get_ranker(RANKER), depth=50)
@@ -166,7 +174,7 @@ def test_the_in_node_ranker_reranks_formula_only_searches(plugin_client, require
     for latex in topics[:3]:
         assert formula_ranking(default, latex, 50) == formula_ranking(maxsim, latex, 50)
         with_words = HybridQuery(latex=latex, keywords="matrix", size=10)
-        assert default.maxsim.runs(HybridQuery(latex=latex)) and not default.maxsim.runs(with_words)
+        assert default.plan(HybridQuery(latex=latex)).maxsim.in_lists and default.plan(with_words).maxsim is None
         hits = [(hit.eq_id, hit.score) for hit in default.search(with_words).hits]
         assert hits == [(hit.eq_id, hit.score) for hit in before.search(with_words).hits]
     assert default.maxsim.vectors.computed == 0

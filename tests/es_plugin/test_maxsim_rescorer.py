@@ -2,12 +2,11 @@
 to int8 in the node) against the int8 node vectors stored with each equation equals `maxsim_scores` on those rounded
 vectors (both directions, within rounding; queries of one and of two passes of the node's vector kernel,
 `test_maxsim_kernels.py`) and lies within 0.03 of it on the float vectors; an equation without stored vectors is told
-apart; the service's MaxSim step scores in the node where the index stores vectors; hostile bodies get 400s. And
-plugin 1.4's ``eqsearch_maxsim`` search extension: the fetch phase gives every returned hit the rescorer's score to
+apart; the service sees which index stores node vectors; hostile bodies get 400s. And the ``eqsearch_maxsim``
+search extension: the fetch phase gives every returned hit the rescorer's score to
 the last bit, leaves the search's own scores and order alone, and refuses the same hostile bodies.
 
-Skipped when the node lacks the plugin's MaxSim (plugin 1.1 and later; the extension's tests: 1.4 and later;
-``conftest.py`` says when CI fails instead).
+Skipped when the node lacks the plugin version the engine ships (``conftest.py`` says when CI fails instead).
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ def _stored(value: str) -> np.ndarray:
 
 @pytest.fixture
 def plugin_index(es_client, index_name, require_plugin) -> tuple[str, dict[str, np.ndarray]]:
-    require_plugin(maxsim=True)
+    require_plugin()
     es_client.indices.create(
         index=index_name,
         mappings={"properties": {"eq_id": {"type": "keyword"}, NODE_VECTORS_FIELD: NODE_VECTORS_MAPPING}},
@@ -76,7 +75,7 @@ def test_the_node_computes_maxsim_of_the_stored_vectors(es_client, plugin_index,
 
 
 def test_the_fetch_phase_gives_each_hit_the_rescorers_score_to_the_last_bit(es_client, plugin_index, require_plugin):
-    require_plugin(maxsim_fetch=True)
+    require_plugin()
     index, vectors = plugin_index
     for seed, symmetric in [(11, False), (12, True), (13, False)]:
         query = np.random.default_rng(seed).normal(size=(int(seed % 7 + 3), DIMS)).astype(np.float32)
@@ -110,14 +109,14 @@ def test_the_fetch_phase_gives_each_hit_the_rescorers_score_to_the_last_bit(es_c
 
 
 def test_the_fetch_phase_leaves_a_search_without_the_extension_alone(es_client, plugin_index, require_plugin):
-    require_plugin(maxsim_fetch=True)
+    require_plugin()
     index, _ = plugin_index
     hits = es_client.search(index=index, size=5, stored_fields="_none_", docvalue_fields=["eq_id"])["hits"]["hits"]
     assert hits and all(set(hit["fields"]) == {"eq_id"} for hit in hits)
 
 
 def test_an_index_without_node_vectors_gives_no_scores(es_client, index_name, require_plugin):
-    require_plugin(maxsim_fetch=True)
+    require_plugin()
     index = f"{index_name}-bare"
     es_client.indices.create(index=index, mappings={"properties": {"eq_id": {"type": "keyword"}}})
     es_client.index(index=index, id="a", document={"eq_id": "a"}, refresh=True)
@@ -161,27 +160,27 @@ def test_a_hostile_maxsim_body_gets_a_400_that_says_what_is_wrong(
     es_client, plugin_index, require_plugin, rescorer, says, where
 ):
     if where == "ext":
-        require_plugin(maxsim_fetch=True)
+        require_plugin()
     index, _ = plugin_index
     status, text = _status(es_client, index, rescorer, where)
     assert status == 400, text
     assert says in text
 
 
-def test_the_service_step_uses_the_node_only_where_the_index_stores_vectors(es_client, plugin_index, index_name):
+def test_the_use_sees_which_index_stores_node_vectors(es_client, plugin_index, index_name):
     index, _ = plugin_index
     use = PluginUse(es_client)
-    assert use.stored_node_vectors(index)
+    assert use.active and use.maps(index, NODE_VECTORS_FIELD)
     es_client.indices.create(index=f"{index_name}-plain", mappings={"properties": {"eq_id": {"type": "keyword"}}})
-    assert not use.stored_node_vectors(f"{index_name}-plain")
-    assert not PluginUse(es_client, wanted=False).stored_node_vectors(index)
+    assert not use.maps(f"{index_name}-plain", NODE_VECTORS_FIELD)
+    assert not PluginUse(es_client, wanted=False).active
     body = maxsim_body(["e1"], np.ones((2, DIMS), dtype=np.float32), symmetric=False)
     assert body["rescore"][MAXSIM_RESCORER]["dims"] == DIMS and body["size"] == 1
 
 
 @pytest.mark.parametrize("body", ["[]", '"x"', "{", '{"query_vectors": 5, "dims": "many"}', "null"])
 def test_an_ext_that_is_not_an_object_of_its_fields_gets_a_400(es_client, plugin_index, require_plugin, body):
-    require_plugin(maxsim_fetch=True)
+    require_plugin()
     index, _ = plugin_index
     _assert_refused(es_client, index, '{"query": {"match_all": {}}, "ext": {"eqsearch_maxsim": ' + body + "}}")
 
@@ -205,7 +204,7 @@ def test_the_window_rescore_limits_the_scores_to_each_shards_top_hits(
     """Plugin 1.5: with ``eqsearch_maxsim_window`` last in the rescores, only each shard's top K hits bring a score
     (the same floats), the search's scores and order stay; on three shards the fetch phase, a request of its own,
     still knows which hits the query phase's window held."""
-    require_plugin(maxsim_window=True)
+    require_plugin()
     index, vectors = plugin_index
     if shards > 1:
         index = f"{index_name}-shards"
@@ -244,9 +243,9 @@ def test_the_window_rescore_limits_the_scores_to_each_shards_top_hits(
 
 
 def test_the_window_rescore_never_cuts_a_tie(es_client, plugin_index, require_plugin):
-    """Plugin 1.6.1: the hits tied with the window's last one are scored too (copies of one formula tie, and the
+    """The hits tied with the window's last one are scored too (copies of one formula tie, and the
     engine's fusion may order them otherwise than the shard does), and none below the tie."""
-    require_plugin(maxsim_window=True)
+    require_plugin()
     index, vectors = plugin_index
     ids = list(vectors)
     query = np.random.default_rng(21).normal(size=(5, DIMS)).astype(np.float32)
@@ -265,7 +264,7 @@ def test_the_window_rescore_never_cuts_a_tie(es_client, plugin_index, require_pl
 
 @pytest.mark.parametrize("marker", ['{"x": 1}', "[]", '"on"', "null"], ids=["unknown field", "array", "string", "null"])
 def test_a_hostile_window_rescore_gets_a_400(es_client, plugin_index, require_plugin, marker):
-    require_plugin(maxsim_window=True)
+    require_plugin()
     index, _ = plugin_index
     _assert_refused(
         es_client,

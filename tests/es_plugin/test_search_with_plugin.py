@@ -92,18 +92,12 @@ def test_the_service_uses_the_plugin_exactly_when_every_node_has_it_with_the_sam
     assert detected.plugin.active is on_cluster and plain.plugin.active is False
     for latex in QUERIES:
         assert _page(detected, latex) == _page(plain, latex)
-    sent = detected._searches(HybridQuery(latex=QUERIES[0]), _formula(detected, QUERIES[0]), 50, [])
+    sent = detected.requests(HybridQuery(latex=QUERIES[0]))
     structure_rescore = str(dict(sent)["structure"].get("rescore"))
     assert (STRUCTURE_RESCORER in structure_rescore) is on_cluster
     assert ("function_score" in structure_rescore) is not on_cluster
-    plain_sent = plain._searches(HybridQuery(latex=QUERIES[0]), _formula(plain, QUERIES[0]), 50, [])
+    plain_sent = plain.requests(HybridQuery(latex=QUERIES[0]))
     assert STRUCTURE_RESCORER not in str(plain_sent)
-
-
-def _formula(service: SearchService, latex: str):
-    from eqsearch.engine.model.patterns import read_query_variables
-
-    return service.formulas.get(read_query_variables(latex))
 
 
 def test_a_node_without_the_plugin_gets_the_plain_requests_with_a_one_line_note(bare_client, converter):
@@ -114,7 +108,7 @@ def test_a_node_without_the_plugin_gets_the_plain_requests_with_a_one_line_note(
     detected = SearchService(bare_client, encoder, converter, index_prefix=prefix)
     plain = SearchService(bare_client, encoder, converter, index_prefix=prefix, plugin=False)
     assert detected.plugin.active is False
-    sent = str(detected._searches(HybridQuery(latex=QUERIES[0]), _formula(detected, QUERIES[0]), 50, []))
+    sent = str(detected.requests(HybridQuery(latex=QUERIES[0])))
     assert STRUCTURE_RESCORER not in sent and "eqsearch_" not in sent and "function_score" in sent
     for latex in QUERIES:
         assert _page(detected, latex) == _page(plain, latex) and _page(plain, latex)

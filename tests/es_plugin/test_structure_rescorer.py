@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import pytest
 from eqsearch.engine.index.mappings import SPANS_FIELD
+from eqsearch.engine.search.plan import StructureList
 from eqsearch.engine.search.plugin import STRUCTURE_RESCORER
-from eqsearch.engine.search.query import structure_body
+from eqsearch.engine.search.structure_query import structure_body
 
 pytestmark = pytest.mark.es
 
@@ -44,14 +45,16 @@ def test_the_rescorer_gives_the_plain_rescores_scores_bit_for_bit(
             "rerank_window": 300,
             "rerank_weight": 0.5,
             "candidate_sizes": candidate_sizes,
-            "span_kinds": span_kinds,
-            "first_stage": first_stage,
+            "span_kinds": tuple(span_kinds),
+            "first_stage": "rare-terms",
+            "first_stage_share": 0.05,
         }
-        plain = structure_body(structure, 100, [], **kwargs)
-        native = structure_body(structure, 100, [], plugin=True, **kwargs)
+        plain = structure_body(structure, StructureList(100, **kwargs), [], first_stage)
+        native = structure_body(structure, StructureList(100, native=True, **kwargs), [], first_stage)
         assert "function_score" in str(plain["rescore"]) or "dis_max" in str(plain["rescore"])
         assert STRUCTURE_RESCORER in str(native["rescore"]) and "dis_max" not in str(native["rescore"])
-        unranked = structure_body(structure, 100, [], first_stage=first_stage, rerank_window=300)
+        unranked_plan = StructureList(100, 300, first_stage="rare-terms", first_stage_share=0.05)
+        unranked = structure_body(structure, unranked_plan, [], first_stage)
         bm25 = _hits(plugin_client, alias, unranked)
         expected = _hits(plugin_client, alias, plain)
         assert _hits(plugin_client, alias, native) == expected

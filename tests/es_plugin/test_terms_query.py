@@ -1,4 +1,4 @@
-"""The plugin's ``eqsearch_terms`` query (plugin 1.3) on a real node that has it: the structural list's first stage
+"""The plugin's ``eqsearch_terms`` query on a real node that has it: the structural list's first stage
 whose shard chooses the rare terms gives the same hits with the same scores, to the last bit, as the first stage the
 client chose from a ``_termvectors`` request (the default's request, with the ``eqsearch_bm25`` rescorer adding the
 other terms with the same rule), whatever the rule keeps (some terms, every term, every term but a few); the Python
@@ -12,12 +12,15 @@ The collection is `conftest.collection`'s (the labelled equations and the develo
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from elasticsearch import ApiError
 from eqsearch.engine.index.mappings import STRUCTURE_FIELD
+from eqsearch.engine.search.plan import QueryPlan, StructureList
 from eqsearch.engine.search.plugin import TERMS_QUERY, terms_query
-from eqsearch.engine.search.query import structure_body
+from eqsearch.engine.search.query import HybridQuery
+from eqsearch.engine.search.structure_query import structure_body
 from eqsearch.engine.search.termstats import RareRule, TermStatistics, rarest_terms
 from plugin_pages import same_pages_with_and_without
 
@@ -26,7 +29,7 @@ pytestmark = pytest.mark.es
 
 @pytest.fixture(scope="module")
 def terms_client(plugin_client, require_plugin):
-    require_plugin(bm25=True, terms=True)
+    require_plugin()
     return plugin_client
 
 
@@ -37,14 +40,16 @@ def _hits(client, alias: str, body: dict) -> list[tuple[str, float]]:
 
 def _bodies(client, alias: str, structure, rule: RareRule) -> tuple[dict, dict, list[str] | None]:
     """The default's structural request with the rare terms chosen by the client (from ``_termvectors``, as the
-    service does without plugin 1.3) and by the shard (the rule in the request)."""
+    service does where the index has no forward index) and by the shard (the rule in the request)."""
     frequencies = TermStatistics(client.termvectors, STRUCTURE_FIELD).frequencies(alias, structure.tokens)
     assert frequencies is not None
     chosen = rarest_terms(structure.tokens, frequencies, max_share=rule.max_share, min_matches=rule.min_matches)
-    kwargs = {"rerank_window": rule.min_matches, "rerank_weight": 0.5, "candidate_sizes": True}
-    kwargs.update(plugin=True, forward_index=True)
-    client_body = structure_body(structure, 100, [], first_stage=chosen, **kwargs)
-    shard_body = structure_body(structure, 100, [], rare_rule=rule, **kwargs)
+    kwargs = {"rerank_weight": 0.5, "candidate_sizes": True, "first_stage_share": rule.max_share}
+    kwargs.update(native=True, forward_index=True)
+    client_body = structure_body(
+        structure, StructureList(100, rule.min_matches, first_stage="rare-terms", **kwargs), [], chosen
+    )
+    shard_body = structure_body(structure, StructureList(100, rule.min_matches, first_stage="shard", **kwargs), [])
     return client_body, shard_body, chosen
 
 
@@ -133,11 +138,11 @@ def test_the_service_lets_the_shard_choose_where_it_can_with_the_same_pages(coll
     def check(body: dict) -> None:
         assert TERMS_QUERY in str(body["query"]) and "except_rare" in str(body["rescore"])
 
-    def turn_off(plugin) -> None:
-        plugin.use_shard_rare_terms = False
+    def client_chooses(plan: QueryPlan) -> QueryPlan:
+        return replace(plan, structure=replace(plan.structure, first_stage="rare-terms", top=0))
 
-    services = same_pages_with_and_without(terms_client, alias, converter, turn_off, check)
-    assert services[True].plugin.shard_rare_terms(alias) and not services[False].plugin.shard_rare_terms(alias)
+    services = same_pages_with_and_without(terms_client, alias, converter, client_chooses, check)
+    assert services[True].plan(HybridQuery(latex="x^2")).structure.first_stage == "shard"
     assert services[True].term_statistics.requests == 0  # no _termvectors request: the shard chose
     assert services[False].term_statistics.requests >= 1
 

@@ -13,14 +13,17 @@ from __future__ import annotations
 import copy
 import itertools
 import uuid
+from dataclasses import replace
 
 import pytest
 from elasticsearch import ApiError
 from elasticsearch.helpers import scan
 from eqsearch.engine.index.bulk import bulk_index
+from eqsearch.engine.index.documents import with_structure
 from eqsearch.engine.index.mappings import SIZE_FIELD
+from eqsearch.engine.search.plan import QueryPlan, StructureList
 from eqsearch.engine.search.plugin import TERMS_QUERY, terms_query
-from eqsearch.engine.search.query import structure_body
+from eqsearch.engine.search.structure_query import structure_body
 from eqsearch.engine.search.termstats import RareRule
 from plugin_pages import same_pages_with_and_without
 
@@ -29,7 +32,7 @@ pytestmark = pytest.mark.es
 
 @pytest.fixture(scope="module")
 def top_client(plugin_client, require_plugin):
-    require_plugin(bm25=True, terms=True, terms_top=True)
+    require_plugin()
     return plugin_client
 
 
@@ -48,7 +51,8 @@ def segmented(collection, top_client):
     )
     docs = sorted(scan(top_client, index=alias, query={"query": {"match_all": {}}}), key=lambda d: d["_id"])
     for part in range(4):
-        actions = [{"_index": target, "_id": d["_id"], "_source": d["_source"]} for d in docs[part::4]]
+        # the derived fields are not in the sources: made anew, as a migration does
+        actions = [{"_index": target, "_id": d["_id"], "_source": with_structure(d["_source"])} for d in docs[part::4]]
         assert bulk_index(top_client, actions, refresh="wait_for").failed == 0
     deletes = [{"_op_type": "delete", "_index": target, "_id": doc["_id"]} for doc in docs[::9]]
     assert bulk_index(top_client, deletes, refresh="wait_for").failed == 0
@@ -61,6 +65,14 @@ def segmented(collection, top_client):
 def _hits(client, index: str, body: dict) -> list[tuple[str, float]]:
     hits = client.search(index=index, **body)["hits"]["hits"]
     return [(hit["_id"], hit["_score"]) for hit in hits]
+
+
+def _shard(depth: int, rule: RareRule, top: int = 0, **rerank) -> StructureList:
+    """The structural list whose shard chooses the rare terms by ``rule`` (its window the rule's), scored term at a
+    time with ``top`` (0: by Lucene)."""
+    share, window = rule.max_share, rule.min_matches
+    return StructureList(depth, window, first_stage="shard", first_stage_share=share, native=True, forward_index=True,
+                         top=top, **rerank)  # fmt: skip
 
 
 def _with_top(body: dict, top: int) -> dict:
@@ -78,15 +90,14 @@ def _with_top(body: dict, top: int) -> dict:
 def test_term_at_a_time_gives_lucenes_hits_bit_for_bit(collection, segmented, top_client, rule, where):
     alias, queries = collection
     index = alias if where == "collection" else segmented
-    kwargs = {"rerank_window": rule.min_matches, "rerank_weight": 0.5, "candidate_sizes": True}
-    kwargs.update(plugin=True, forward_index=True, rare_rule=rule)
+    rerank = {"rerank_weight": 0.5, "candidate_sizes": True}
     compared = 0
     for structure in queries:
         if not structure.tokens:
             continue
-        whole = structure_body(structure, 100, [], **kwargs)
+        whole = structure_body(structure, _shard(100, rule, **rerank), [])
         assert "top" not in str(whole["query"])
-        taat = structure_body(structure, 100, [], term_at_a_time=True, **kwargs)
+        taat = structure_body(structure, _shard(100, rule, max(100, rule.min_matches), **rerank), [])
         assert taat["query"]["bool"]["must"][0][TERMS_QUERY]["top"] == max(100, rule.min_matches)
         assert _hits(top_client, index, taat) == _hits(top_client, index, whole)  # the request as the service sends it
         first = {"query": whole["query"], "size": rule.min_matches}
@@ -113,14 +124,13 @@ def test_a_filtered_search_gets_lucenes_hits_bit_for_bit(collection, segmented, 
     alias, queries = collection
     index = alias if where == "collection" else segmented
     rule = RareRule(0.05, 30)
-    kwargs = {"rerank_window": 30, "rerank_weight": 0.5, "candidate_sizes": True}
-    kwargs.update(plugin=True, forward_index=True, rare_rule=rule)
+    rerank = {"rerank_weight": 0.5, "candidate_sizes": True}
     compared = nonempty = 0
     for structure in queries[::2]:
         if not structure.tokens:
             continue
-        whole = structure_body(structure, 40, FILTERS[name], **kwargs)
-        taat = structure_body(structure, 40, FILTERS[name], term_at_a_time=True, **kwargs)
+        whole = structure_body(structure, _shard(40, rule, **rerank), FILTERS[name])
+        taat = structure_body(structure, _shard(40, rule, 40, **rerank), FILTERS[name])
         assert "filter" in taat["query"]["bool"]["must"][0][TERMS_QUERY]
         expected = _hits(top_client, index, whole)
         assert _hits(top_client, index, taat) == expected
@@ -133,13 +143,12 @@ def test_top_keeps_the_best_hits_in_lucenes_order_of_ties(collection, top_client
     """Asked for fewer hits than the search reads, the query has only those: the first of Lucene's ranking, ties
     broken by the lower document first, as Lucene's collector breaks them."""
     alias, queries = collection
-    rule = RareRule(1.0, 10)
+    rule = RareRule(1.0, 50)
     checked = ties = 0
     for structure in queries[:40]:
         if not structure.tokens:
             continue
-        first = {"query": structure_body(structure, 50, [], plugin=True, forward_index=True, rare_rule=rule,
-                                         rerank_window=50)["query"], "size": 50}  # fmt: skip
+        first = {"query": structure_body(structure, _shard(50, rule), [])["query"], "size": 50}
         full = _hits(top_client, alias, first)
         for top in (1, 7, 20):
             assert _hits(top_client, alias, _with_top(first, top)) == full[:top]
@@ -151,8 +160,7 @@ def test_top_keeps_the_best_hits_in_lucenes_order_of_ties(collection, top_client
 def test_explain_answers_for_a_term_at_a_time_hit(collection, top_client):
     alias, queries = collection
     structure = next(s for s in queries if s.tokens)
-    body = _with_top({"query": structure_body(structure, 5, [], plugin=True, forward_index=True,
-                                              rare_rule=RareRule(1.0, 5), rerank_window=5)["query"]}, 5)  # fmt: skip
+    body = _with_top({"query": structure_body(structure, _shard(5, RareRule(1.0, 5)), [])["query"]}, 5)
     hit = top_client.search(index=alias, size=1, explain=True, **body)["hits"]["hits"][0]
     assert hit["_explanation"]["value"] == pytest.approx(hit["_score"])
     assert "term at a time" in str(hit["_explanation"])
@@ -166,11 +174,10 @@ def test_the_service_sends_term_at_a_time_where_every_node_has_it_with_the_same_
     def check(body: dict) -> None:
         assert body["query"]["bool"]["must"][0][TERMS_QUERY]["top"] == 300
 
-    def turn_off(plugin) -> None:
-        plugin.use_term_at_a_time = False
+    def by_lucene(plan: QueryPlan) -> QueryPlan:
+        return replace(plan, structure=replace(plan.structure, top=0))
 
-    services = same_pages_with_and_without(top_client, alias, converter, turn_off, check)
-    assert services[True].plugin.term_at_a_time(alias) and not services[False].plugin.term_at_a_time(alias)
+    same_pages_with_and_without(top_client, alias, converter, by_lucene, check)
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,11 @@ from eqsearch.engine.index.bulk import bulk_index
 from eqsearch.engine.index.documents import context_text, with_context_vectors
 from eqsearch.engine.index.mappings import CONTEXT_VECTOR_FIELD, IndexOptions
 from eqsearch.engine.model.text import load_text_encoder
-from eqsearch.engine.search.query import HybridQuery, ranking_searches
+from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
 from eqsearch.engine.search.service import SearchService
 from hashing_encoder import HashingEncoder
+from search_plans import requests_for
 
 CONTEXT_RANKER = "structure+embedding+rerank+context"
 
@@ -72,31 +73,11 @@ def test_documents_get_a_context_vector_of_their_section_and_context_only_when_t
 def test_the_context_list_is_asked_for_only_with_keywords_and_a_context_weight():
     ranking = get_ranker(CONTEXT_RANKER)
     vector = load_text_encoder().encode(["bell curve"])[0]
-    names = [
-        name
-        for name, _ in ranking_searches(
-            HybridQuery(keywords="bell curve"),
-            None,
-            window=50,
-            num_candidates_factor=6,
-            ranking=ranking,
-            context_vector=vector,
-        )
-    ]
-    assert names == ["text", "papers", "context"]
+    found = requests_for(HybridQuery(keywords="bell curve"), ranking, context_vector=vector, depth=50)
+    assert list(found) == ["text", "papers", "context"]
     default = get_ranker(DEFAULT_RANKER)
     assert default.context == 0  # the default stays keyword BM25 only (docs/decisions/context-channel.md)
-    body = dict(
-        ranking_searches(
-            HybridQuery(keywords="bell curve"),
-            None,
-            window=50,
-            num_candidates_factor=6,
-            ranking=ranking,
-            context_vector=vector,
-        )
-    )["context"]
-    assert body["query"]["knn"]["field"] == CONTEXT_VECTOR_FIELD
+    assert found["context"]["query"]["knn"]["field"] == CONTEXT_VECTOR_FIELD
 
 
 @pytest.mark.es

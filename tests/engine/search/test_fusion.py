@@ -30,8 +30,8 @@ def test_rrf_sums_reciprocal_ranks_and_keeps_raw_scores_and_ranks():
     # a and c tie, b and d tie: ties are broken by document id
     assert ids(fused) == ["a", "c", "b", "d"]
     first = fused[0]
-    assert first.sources == {"formula": 0.9, "text": 3.0} and first.ranks == {"formula": 1, "text": 3}
-    assert fused[3].sources == {"text": 6.0} and fused[3].ranks == {"text": 2}
+    assert first.scores == {"formula": 0.9, "text": 3.0} and first.ranks == {"formula": 1, "text": 3}
+    assert fused[3].scores == {"text": 6.0} and fused[3].ranks == {"text": 2}
 
 
 def test_rrf_weights_scale_each_list_and_zero_drops_a_list():
@@ -61,7 +61,7 @@ def test_rrf_of_one_list_keeps_its_order_and_of_none_is_empty():
 def test_a_list_naming_a_document_twice_keeps_its_first_entry():
     fused = reciprocal_rank_fusion({"formula": [("a", 0.9), ("b", 0.5), ("a", 0.1)]}, k=60)
     assert ids(fused) == ["a", "b"]
-    assert fused[0].sources == {"formula": 0.9} and fused[0].ranks == {"formula": 1}
+    assert fused[0].scores == {"formula": 0.9} and fused[0].ranks == {"formula": 1}
 
 
 def test_min_max_rescales_within_a_list():
@@ -76,7 +76,7 @@ def test_linear_fusion_blends_normalised_scores_by_weight():
     # formula normalised: a 1, b 0.5, c 0; text normalised: c 1, d 1/3, a 0
     assert scores == pytest.approx({"a": 0.5, "b": 0.25, "c": 0.5, "d": 1 / 6})
     assert ids(fused) == ["a", "c", "b", "d"]  # a and c tie at 0.5: by id
-    assert fused[1].sources == {"formula": 0.7, "text": 12.0} and fused[1].ranks == {"formula": 3, "text": 1}
+    assert fused[1].scores == {"formula": 0.7, "text": 12.0} and fused[1].ranks == {"formula": 3, "text": 1}
 
 
 def test_linear_fusion_full_weight_is_one_list_and_missing_weights_count_zero():
@@ -106,8 +106,8 @@ def test_evidence_fusion_lets_the_formula_judge_the_equation_and_the_words_its_p
     assert ids(fused) == ["p1:1", "p1:2", "p2:1", "p3:1"]
     first = fused[0]
     assert first.score == pytest.approx(0.5 * 1.0 + 0.5 * (0.5 * 1.0 + 0.5 * 0.8))
-    assert first.sources == {"formula": 10.0, "text": 4.0, "papers": 6.0} and first.ranks == {"formula": 1, "text": 3}
-    assert fused[2].sources == {"formula": 10.0}  # its paper is not among the words' papers
+    assert first.scores == {"formula": 10.0, "words": 4.0, "paper": 6.0} and first.ranks == {"formula": 1, "words": 3}
+    assert fused[2].scores == {"formula": 10.0}  # its paper is not among the words' papers
     # the balance at its ends: the formula alone, the words alone
     assert ids(evidence_fusion(formula, text, papers, paper_of, weight=1.0, paper_share=0.5))[:2] == ["p1:1", "p2:1"]
     words = evidence_fusion([], text, papers, paper_of, weight=0.0, paper_share=0.5)

@@ -108,7 +108,7 @@ def test_the_in_node_ranker_goes_without_maxsim_where_the_index_stores_no_node_v
     ):
         default = indexed.service(encoder, converter, ranking=get_ranker(IN_NODE), depth=20)
         before = indexed.service(encoder, converter, ranking=get_ranker("structure+embedding+rerank"), depth=20)
-        assert not default.maxsim.runs()
+        assert default.plan(HybridQuery(latex="x^2")).maxsim is None
         for latex in (r"\frac{x^2 + x + c}{x^2 + 2x + c}", r"a^2 + b^2 = c^2"):
             assert formula_ranking(default, latex, 20) == formula_ranking(before, latex, 20)
         default.search(HybridQuery(latex=r"\sum_{k=0}^{n}\binom{n}{k}k", size=5))
@@ -158,41 +158,22 @@ def test_the_maxsim_rankers_run_end_to_end_through_the_production_path(es_client
         assert shallow.maxsim.vectors.computed >= 6
 
 
-def test_the_lists_carry_maxsim_only_where_every_node_has_plugin_1_4():
-    """The search extension is unknown to a 1.3 node: a mixed 1.3/1.4 cluster keeps the rescorer's second request."""
-    from eqsearch.engine.search.plugin import PLUGIN_NAME, plugin_support
-
-    def nodes(*versions: str) -> dict:
-        return {"nodes": {f"n{i}": {"plugins": [{"name": PLUGIN_NAME, "version": v}]} for i, v in enumerate(versions)}}
-
-    assert plugin_support(nodes("1.4.0", "1.4.2")).maxsim_fetch
-    mixed = plugin_support(nodes("1.4.0", "1.3.0"))
-    assert mixed.available and mixed.maxsim and not mixed.maxsim_fetch
-    # 1.5's window: on every node, or the lists bring no scores unless the service asks for 1.4's way
-    assert plugin_support(nodes("1.5.0", "1.5.1")).maxsim_window
-    assert not plugin_support(nodes("1.5.0", "1.4.0")).maxsim_window
-
-
 def test_the_lists_say_which_hits_they_scored():
-    """Each formula list's top `list_window` hits were scored (with or without node vectors), and any deeper hit that
-    brought a score (a tie with the window's last, 1.6.1); the text lists and other deeper hits were not: a fused
-    window candidate among those is asked of the rescorer."""
-    from eqsearch.engine.search.maxsim import MaxSimStage, list_window
+    """Each formula list's top hits of the plan's list window were scored (with or without node vectors), and any
+    deeper hit that brought a score (a tie with the window's last); the text lists and other deeper hits were not: a
+    fused window candidate among those is asked of the rescorer."""
+    from eqsearch.engine.search.maxsim import scored_by_node
     from eqsearch.engine.search.plugin import MAXSIM_WINDOW_RESCORER, maxsim_window_rescore
 
-    assert list_window(30) == 45 and list_window(1) == 2
     assert maxsim_window_rescore(45) == {"window_size": 45, MAXSIM_WINDOW_RESCORER: {}}
-    stage = MaxSimStage(None, "eq", None, None, None, None)
     lists = {
         "structure": [(f"s{i}", 1.0) for i in range(5)],
         "embedding": [(f"e{i}", 1.0) for i in range(5)],
         "text": [("t0", 1.0)],
     }
-    brought = stage.brought(lists, {"s0": 0.5, "e1": 0.25}, 2)
-    assert brought.scored == {"s0", "s1", "e0", "e1"} and brought.scores == {"s0": 0.5, "e1": 0.25}
-    tied = stage.brought(lists, {"s0": 0.5, "s3": 0.75}, 2)  # a hit below the window that brought a score: a tie
-    assert tied.scored == {"s0", "s1", "s3", "e0", "e1"}
-    assert stage.brought(lists, {}, 0).scored == {f"{k}{i}" for k in "se" for i in range(5)}  # 0: every hit
+    assert scored_by_node(lists, {"s0": 0.5, "e1": 0.25}, 2) == {"s0", "s1", "e0", "e1"}
+    tied = scored_by_node(lists, {"s0": 0.5, "s3": 0.75}, 2)  # a hit below the window that brought a score: a tie
+    assert tied == {"s0", "s1", "s3", "e0", "e1"}
 
 
 def test_the_extension_asks_what_the_rescorer_asks():

@@ -8,7 +8,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from eqsearch.engine.index.mappings import VECTOR_FIELD
-from eqsearch.engine.model.bundle import default_bundle_path
 from eqsearch.engine.search.query import (
     MAX_PAGE_SIZE,
     MAX_RESULT_WINDOW,
@@ -24,9 +23,9 @@ from eqsearch.engine.search.query import (
     page_body,
     query_filters,
     ranking_only,
-    ranking_searches,
     text_body,
 )
+from search_plans import requests_for
 
 VECTOR = np.array([0.5, -0.25, 0.0], dtype=np.float32)
 ALL_FILTERS = HybridQuery(
@@ -35,7 +34,7 @@ ALL_FILTERS = HybridQuery(
 
 
 def searches(query: HybridQuery, vector: np.ndarray | None = VECTOR, window: int = 50) -> dict[str, dict]:
-    return dict(ranking_searches(query, vector, window=window, num_candidates_factor=6))
+    return requests_for(query, vector=vector, depth=window)
 
 
 def test_filters_become_filter_clauses():
@@ -205,52 +204,6 @@ def test_formula_and_keywords_are_present_only_when_not_blank():
     assert HybridQuery(size=MAX_PAGE_SIZE).size == MAX_PAGE_SIZE
 
 
-def test_the_structural_search_is_bm25_over_the_formulas_terms_with_the_filters():
-    from eqsearch.engine.model import formula_structure
-    from eqsearch.engine.search.query import structure_body
-
-    structure = formula_structure(None, "x^2")
-    filters = [{"term": {"paper_id": "p"}}]
-    body = structure_body(structure, 40, filters)
-    terms = {"bool": {"should": [{"term": {"structure": token}} for token in structure.tokens]}}
-    assert body["query"] == {"bool": {"must": [terms], "filter": filters}}
-    repeated = structure_body(formula_structure(None, "x + x"), 40, [])["query"]["bool"]["must"][0]["bool"]["should"]
-    assert {"term": {"structure": {"value": "V:x", "boost": 2.0}}} in repeated  # once, weighing twice
-    assert body["size"] == 40 and "rescore" not in body
-
-
-def test_the_rerank_multiplies_bm25_by_one_plus_the_largest_shared_subexpressions():
-    from eqsearch.engine.model import formula_structure
-    from eqsearch.engine.search.query import structure_body
-
-    structure = formula_structure(None, "x^2")  # size 2: spans of size 2 (x^2) and 1 (2)
-    body = structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.5)
-    rescore = body["rescore"]
-    assert rescore["window_size"] == 300 and rescore["query"]["score_mode"] == "multiply"
-    should = rescore["query"]["rescore_query"]["bool"]["should"]
-    assert should[0] == {"match_all": {"boost": 1.0}}  # every candidate keeps at least its BM25 score
-    exact, general = should[1]["dis_max"]["queries"], should[2]["dis_max"]["queries"]
-    boosts = sorted(q["constant_score"]["boost"] for q in exact)
-    assert boosts == [0.5]  # weight x span size / query size: 0.5 x 2/2 (one-symbol spans are not looked for)
-    assert all(q["constant_score"]["filter"]["term"]["structure_spans"].startswith("g") for q in general)
-    assert "rescore" not in structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.0)
-
-
-def test_a_long_query_sends_the_rerank_its_largest_sub_expressions_only():
-    from eqsearch.engine.model import formula_structure
-    from eqsearch.engine.search.structure_query import MAX_RERANK_SPANS, structure_body
-
-    long = "+".join(rf"\frac{{x_{{{i}}}^{{2}}}}{{y_{{{i}}}+1}}" for i in range(300))  # 600 baseline symbols
-    structure = formula_structure(None, long)
-    renamed = [size for span, size in structure.spans.items() if span.startswith("r") and size >= 2]
-    assert len(renamed) > MAX_RERANK_SPANS  # thousands of runs: past what a query may hold
-    body = structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.5)
-    sent = body["rescore"]["query"]["rescore_query"]["bool"]["should"][1]["dis_max"]["queries"]
-    assert len(sent) == MAX_RERANK_SPANS
-    kept = sorted((q["constant_score"]["boost"] * structure.size / 0.5 for q in sent), reverse=True)
-    assert [round(size) for size in kept] == sorted(renamed, reverse=True)[:MAX_RERANK_SPANS]  # the largest
-
-
 def test_the_ranker_decides_which_formula_lists_are_searched():
     from eqsearch.engine.model import formula_structure
     from eqsearch.engine.search import get_ranker
@@ -259,76 +212,15 @@ def test_the_ranker_decides_which_formula_lists_are_searched():
     vector = np.ones(4, dtype=np.float32)
     query = HybridQuery(latex="x^2")
 
-    def searches(ranker: str) -> dict[str, dict]:
-        found = ranking_searches(
-            query, vector, window=50, num_candidates_factor=6, structure=structure, ranking=get_ranker(ranker)
-        )
-        return dict(found)
-
     def names(ranker: str) -> list[str]:
-        return list(searches(ranker))
+        return list(requests_for(query, get_ranker(ranker), structure=structure, vector=vector, depth=50))
 
     assert names("embedding") == ["embedding"]
     assert names("structure") == ["structure"]
     assert names("structure+embedding+rerank") == ["structure", "embedding"]
-    reranked = dict(
-        ranking_searches(
-            query,
-            vector,
-            window=50,
-            num_candidates_factor=6,
-            structure=structure,
-            ranking=get_ranker("structure+rerank"),
-        )
-    )
+    reranked = requests_for(query, "structure+rerank", structure=structure, vector=vector, depth=50)
     assert reranked["structure"]["rescore"]["window_size"] == 300  # the rerank looks deeper than the page
-    assert ranking_searches(query, None, window=50, num_candidates_factor=6) == []  # nothing to search with
-
-
-def test_rankers_are_registered_and_checked():
-    from eqsearch.engine.search import DEFAULT_RANKER, RANKERS, FormulaRanking, get_ranker
-
-    assert DEFAULT_RANKER in RANKERS and get_ranker("embedding").channels == ("embedding",)
-    with pytest.raises(ValueError, match="unknown ranker 'bm25'; one of: embedding"):
-        get_ranker("bm25")
-    with pytest.raises(ValueError, match="give the structure or the embedding a weight"):
-        FormulaRanking("none", "nothing")
-    with pytest.raises(ValueError, match="the rerank rescores the structural list"):
-        FormulaRanking("odd", "rerank without structure", embedding=1.0, rerank_window=100, rerank_weight=1.0)
-    with pytest.raises(ValueError, match="part weights are 0 or more, not all 0"):
-        FormulaRanking("odd", "no part", embedding=1.0, embedding_parts=(("graph", 0.0), ("structure", 0.0)))
-
-
-def test_each_ranker_weighs_the_composites_parts_in_its_query_vector():
-    """The shipped encoder is a composite: the default's kNN asks for the network's part alone (the structure
-    already speaks in its structural list), the embedding ranker's for the structure-bag part 0.7 and the network
-    0.3; an encoder that is no composite takes the vector as it is."""
-    from eqsearch.engine.model.encoder import load_encoder
-    from eqsearch.engine.search import DEFAULT_RANKER, get_ranker
-    from eqsearch.engine.search.query_formula import QueryFormulas, weigh_parts
-
-    encoder = load_encoder()
-    mathml = "<math><mrow><msup><mi>x</mi><mn>2</mn></msup><mo>+</mo><mn>1</mn></mrow></math>"
-    stored = encoder.encode([mathml])[0]
-    graph, structure = stored[:64], stored[64:]  # each sqrt(0.5) times its part's unit vector
-
-    def query_vector(ranker: str, coder: object = encoder) -> np.ndarray:
-        formulas = QueryFormulas(None, coder, get_ranker(ranker), node_encoder=None, normalise=lambda: True, size=0)
-        return formulas.encode(mathml)
-
-    default = query_vector(DEFAULT_RANKER)
-    assert not default[64:].any()
-    np.testing.assert_allclose(default[:64], graph / np.linalg.norm(graph), atol=1e-6)
-    alone = query_vector("embedding")
-    expected = np.concatenate([0.3 / 0.5 * graph, 0.7 / 0.5 * structure])
-    np.testing.assert_allclose(alone, expected / np.linalg.norm(expected), atol=1e-6)
-    network = load_encoder(default_bundle_path())
-    assert np.allclose(query_vector("embedding", network), query_vector(DEFAULT_RANKER, network))
-    # what 'equations like this' sends: a stored vector weighed as the embedding ranker weighs a query
-    parts = get_ranker("embedding").embedding_parts
-    np.testing.assert_allclose(weigh_parts(encoder, stored, parts), np.concatenate([0.6 * graph, 1.4 * structure]))
-    assert np.array_equal(weigh_parts(encoder, stored[:64], parts), stored[:64])  # another width: as it is
-    assert np.array_equal(weigh_parts(network, stored[:64], parts), stored[:64])  # no composite: as it is
+    assert requests_for(query, vector=None) == {}  # nothing to search with
 
 
 def test_formula_lists_fetch_papers_only_where_the_fusion_reads_them():

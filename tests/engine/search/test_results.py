@@ -18,18 +18,18 @@ def raw(eq_id: str, paper_id: str, **source) -> dict:
 def test_a_hit_says_what_matched_it_and_carries_its_papers_fields():
     document = raw("p1:0", "p1", latex="x^2", title="T", authors=["A", "B"], year=2020, categories=["math.PR"])
     document["highlight"] = {"title": ["<em>T</em>"]}
-    both = equation_hit(fused("p1:0", 0.5, "formula", "text"), document)
+    both = equation_hit(fused("p1:0", 0.5, "formula", "words"), document)
     assert both.matched == "both" and both.formula_score == 0.5 and both.text_score == 0.5
     assert both.authors == ("A", "B") and both.categories == ("math.PR",) and both.year == 2020
     assert both.highlights == {"title": ["<em>T</em>"]} and both.mathml is None and both.context == ""
     assert equation_hit(fused("p1:0", 0.5, "formula"), document).matched == "formula"
-    text = equation_hit(fused("p1:0", 0.5, "text"), document)
+    text = equation_hit(fused("p1:0", 0.5, "words"), document)
     assert text.matched == "text" and text.formula_score is None
 
 
 def test_a_long_abstract_is_cut_at_a_word_boundary():
     words = "word " * 100
-    hit = equation_hit(fused("p1:0", 1.0, "text"), raw("p1:0", "p1", abstract=words))
+    hit = equation_hit(fused("p1:0", 1.0, "words"), raw("p1:0", "p1", abstract=words))
     assert hit.abstract.endswith(" ...") and len(hit.abstract) <= ABSTRACT_SNIPPET + 4
     assert not hit.abstract[: -len(" ...")].endswith(" ")
 

@@ -12,9 +12,11 @@ from eqsearch.engine.index.documents import structure_fields
 from eqsearch.engine.index.mappings import SIZE_FIELD, SPANS_FIELD, IndexOptions, alias_name, index_definition
 from eqsearch.engine.model.layout import parse_layout
 from eqsearch.engine.model.structure import QUERY_SPAN_KINDS, formula_structure, structure_of_layout
-from eqsearch.engine.search.query import HybridQuery, structure_body
+from eqsearch.engine.search.plan import StructureList
+from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
 from eqsearch.engine.search.service import SearchError, SearchService
+from eqsearch.engine.search.structure_query import structure_body
 from hashing_encoder import HashingEncoder
 
 QUERY = "a^2 + b^2 = c^2"  # 8 symbols; one baseline of 5, so the whole query is one shared sub-expression
@@ -24,8 +26,8 @@ OTHERS = ["x^2 + y^2 = z^2", r"\frac{a}{b} = c", "e^{i \\pi} + 1 = 0", "a + b = 
 
 def test_the_sizes_rescore_scales_the_subexpression_match_by_functions_of_the_candidate_size():
     structure = formula_structure(None, QUERY)
-    plain = structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.5)
-    sized = structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.5, candidate_sizes=True)
+    plain = structure_body(structure, StructureList(40, rerank_window=300, rerank_weight=0.5), [])
+    sized = structure_body(structure, StructureList(40, rerank_window=300, rerank_weight=0.5, candidate_sizes=True), [])
     keep, *matches = plain["rescore"]["query"]["rescore_query"]["bool"]["should"]
     kept, scaled = sized["rescore"]["query"]["rescore_query"]["bool"]["should"]
     assert kept == keep and scaled["function_score"]["query"] == {"bool": {"should": matches}}
@@ -74,7 +76,8 @@ def test_a_longer_formula_holding_the_query_gets_the_share_of_its_own_size(es_cl
     assert (structure.size, longer) == (8, 14)
 
     def scores(weight: float) -> dict[str, float]:
-        body = structure_body(structure, 10, [], rerank_window=300, rerank_weight=weight, candidate_sizes=True)
+        plan = StructureList(10, rerank_window=300, rerank_weight=weight, candidate_sizes=True)
+        body = structure_body(structure, plan, [])
         hits = es_client.search(index=alias, **body)["hits"]["hits"]
         return {hit["_id"]: hit["_score"] for hit in hits}
 

@@ -4,15 +4,19 @@ terms does."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from eqsearch.engine.index.admin import IndexAdmin
 from eqsearch.engine.index.bulk import bulk_index
 from eqsearch.engine.index.documents import structure_fields
 from eqsearch.engine.index.mappings import STRUCTURE_FIELD, IndexOptions
 from eqsearch.engine.model.structure import formula_structure
-from eqsearch.engine.search.query import HybridQuery, structure_body
+from eqsearch.engine.search.plan import StructureList
+from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, FormulaRanking, get_ranker
 from eqsearch.engine.search.service import SearchService
+from eqsearch.engine.search.structure_query import structure_body
 from eqsearch.engine.search.termstats import TermFrequencies, TermStatistics, rarest_terms
 from hashing_encoder import HashingEncoder
 
@@ -33,7 +37,8 @@ def test_the_first_stage_keeps_the_terms_under_the_share_then_enough_to_fill_the
 def test_a_first_stage_body_restores_the_full_bm25_before_the_subexpression_rescore():
     structure = formula_structure(None, r"x^2 + y^2 = z^2")
     first = sorted(set(structure.tokens))[:3]
-    body = structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.5, first_stage=first)
+    staged = StructureList(40, rerank_window=300, rerank_weight=0.5, first_stage="rare-terms", first_stage_share=0.05)
+    body = structure_body(structure, staged, [], first)
     matched = body["query"]["bool"]["must"][0]["bool"]["should"]
     assert sorted(
         next(iter(clause["term"][STRUCTURE_FIELD].values()))
@@ -46,15 +51,15 @@ def test_a_first_stage_body_restores_the_full_bm25_before_the_subexpression_resc
     # the other terms' BM25 added to the first stage's: the full BM25 of the window, as a sum over the terms
     assert rest["query"]["score_mode"] == "total" and rest["query"]["query_weight"] == 1.0
     restored = rest["query"]["rescore_query"]["bool"]["should"]
-    full = structure_body(structure, 40, [])["query"]["bool"]["must"][0]["bool"]["should"]
+    full = structure_body(structure, StructureList(40), [])["query"]["bool"]["must"][0]["bool"]["should"]
     assert sorted(map(str, matched + restored)) == sorted(map(str, full))
     assert spans["query"]["score_mode"] == "multiply"
     # every term in the first stage: nothing left to add
-    everything = structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.5, first_stage=structure.tokens)
+    everything = structure_body(structure, staged, [], structure.tokens)
     assert everything["rescore"]["query"]["score_mode"] == "multiply"
     # no window, no first stage: the full terms from the start
-    plain = structure_body(structure, 40, [], first_stage=first)
-    assert plain["query"] == structure_body(structure, 40, [])["query"] and "rescore" not in plain
+    plain = structure_body(structure, StructureList(40, first_stage="rare-terms", first_stage_share=0.05), [], first)
+    assert plain["query"] == structure_body(structure, StructureList(40), [])["query"] and "rescore" not in plain
 
 
 def test_a_first_stage_needs_a_rerank_window():
@@ -120,10 +125,10 @@ def test_starting_from_the_rare_terms_ranks_the_window_as_all_terms_do(es_client
     results = {}
     for ranking in (staged, full):
         service = SearchService(es_client, HashingEncoder(), converter, index_prefix=filled, ranking=ranking)
-        structure = formula_structure(converter.convert(query.latex).mathml)
+        formula = SimpleNamespace(structure=formula_structure(converter.convert(query.latex).mathml))
         if ranking is staged:  # a small index: the rare terms alone would not fill the window, so all are used
-            assert service._first_stage(structure, 300) is None
-            assert service._first_stage(structure, 3) is not None
+            assert service._rare_terms(formula, 300) is None
+            assert service._rare_terms(formula, 3) is not None
         results[ranking.name] = [(hit.eq_id, round(hit.score, 5)) for hit in service.search(query).hits]
     assert results[staged.name] == results[full.name]
     assert results[staged.name][0][0] == "p7:0"
@@ -138,7 +143,8 @@ def test_the_window_gets_the_full_bm25_as_the_first_stage_plus_the_other_terms(e
     assert first is not None and len(first) < len(set(structure.tokens))
 
     def scores(first_stage: list[str] | None) -> dict[str, float]:
-        body = structure_body(structure, 40, [], rerank_window=300, rerank_weight=0.0, first_stage=first_stage)
+        plan = StructureList(40, rerank_window=300, first_stage="rare-terms", first_stage_share=0.05)
+        body = structure_body(structure, plan, [], first_stage)
         found = es_client.search(index=f"{filled}-equations", **body)["hits"]["hits"]
         return {hit["_id"]: hit["_score"] for hit in found}
 

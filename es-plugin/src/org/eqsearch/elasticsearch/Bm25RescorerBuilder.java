@@ -39,11 +39,6 @@ import org.elasticsearch.xcontent.XContentParser;
  */
 public final class Bm25RescorerBuilder extends EqsearchRescorerBuilder<Bm25RescorerBuilder> {
     public static final String NAME = "eqsearch_bm25";
-    /**
-     * The name a request with {@code except_rare} travels under between nodes (plugin 1.3): without a rule the request
-     * is written as plugin 1.2 wrote it, so that a node of either version reads what the other sends.
-     */
-    public static final String EXCEPT_RARE_WIRE_NAME = "eqsearch_bm25_except_rare";
     static final int MAX_TERMS = 16_384;
     static final int MAX_TERM_LENGTH = 1_024;
     static final float MAX_BOOST = 1_000_000f;
@@ -101,24 +96,15 @@ public final class Bm25RescorerBuilder extends EqsearchRescorerBuilder<Bm25Resco
         this.exceptRare = exceptRare;
     }
 
-    /** Reads the request as plugin 1.2 wrote it (no rule): a node of 1.2 and one of 1.3 exchange it alike. */
+    /** Reads the request as {@link #doWriteTo} wrote it: one form between nodes, since every node runs one version. */
     public Bm25RescorerBuilder(StreamInput in) throws IOException {
-        this(in, false);
-    }
-
-    /** Reads the request with a rule, which travels under its own name ({@link #EXCEPT_RARE_WIRE_NAME}). */
-    static Bm25RescorerBuilder readWithRule(StreamInput in) throws IOException {
-        return new Bm25RescorerBuilder(in, true);
-    }
-
-    private Bm25RescorerBuilder(StreamInput in, boolean withRule) throws IOException {
         super(in);
         terms = in.readStringArray();
         boosts = in.readFloatArray();
         replace = in.readBoolean();
         field = in.readString();
         forwardField = in.readString();
-        exceptRare = withRule ? RareTerms.readRule(in) : null;
+        exceptRare = RareTerms.read(in);
     }
 
     public static Bm25RescorerBuilder fromXContent(XContentParser parser) throws IOException {
@@ -186,14 +172,12 @@ public final class Bm25RescorerBuilder extends EqsearchRescorerBuilder<Bm25Resco
         out.writeBoolean(replace);
         out.writeString(field);
         out.writeString(forwardField);
-        if (exceptRare != null) {
-            exceptRare.writeRule(out);
-        }
+        RareTerms.write(out, exceptRare);
     }
 
     @Override
     public String getWriteableName() {
-        return exceptRare == null ? NAME : EXCEPT_RARE_WIRE_NAME;
+        return NAME;
     }
 
     @Override

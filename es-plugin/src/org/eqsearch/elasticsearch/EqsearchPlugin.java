@@ -19,18 +19,15 @@ import org.elasticsearch.plugins.SearchPlugin;
  * window, read from the equations' forward index instead of the posting lists; and the {@code eqsearch_terms} query
  * ({@link TermsQueryBuilder}): the structural list's first stage, its rare terms chosen in the shard ({@link RareTerms})
  * instead of by the client from a {@code _termvectors} request; and the {@code eqsearch_maxsim} search extension
- * ({@link MaxSimFetchBuilder}, 1.4): each returned hit's MaxSim score in its fields, computed in the fetch phase
+ * ({@link MaxSimFetchBuilder}): each returned hit's MaxSim score in its fields, computed in the fetch phase
  * ({@link MaxSimFetchSubPhase}), so that the ranked lists bring it with them; and the {@code eqsearch_maxsim_window}
- * rescorer ({@link MaxSimWindowRescorerBuilder}, 1.5), which limits that to each list's top hits; and, under the
- * {@code eqsearch_terms_top} wire name, the first-stage query scored term at a time (1.6, {@link TermAtATime}).
+ * rescorer ({@link MaxSimWindowRescorerBuilder}), which limits that to each list's top hits. A request travels between
+ * nodes in one form: every node of a cluster runs the one version the engine ships ({@code es-plugin/VERSION}).
  */
 public class EqsearchPlugin extends Plugin implements SearchPlugin {
     @Override
     public List<QuerySpec<?>> getQueries() {
-        return List.of(
-            new QuerySpec<>(TermsQueryBuilder.NAME, TermsQueryBuilder::new, TermsQueryBuilder::fromXContent),
-            new QuerySpec<>(TermsQueryBuilder.TOP_WIRE_NAME, TermsQueryBuilder::readWithTop, TermsQueryBuilder::fromXContent)
-        );
+        return List.of(new QuerySpec<>(TermsQueryBuilder.NAME, TermsQueryBuilder::new, TermsQueryBuilder::fromXContent));
     }
 
     @Override
@@ -43,12 +40,7 @@ public class EqsearchPlugin extends Plugin implements SearchPlugin {
                 MaxSimWindowRescorerBuilder::new,
                 MaxSimWindowRescorerBuilder::fromXContent
             ),
-            new RescorerSpec<>(Bm25RescorerBuilder.NAME, Bm25RescorerBuilder::new, Bm25RescorerBuilder::fromXContent),
-            new RescorerSpec<>(
-                Bm25RescorerBuilder.EXCEPT_RARE_WIRE_NAME,
-                Bm25RescorerBuilder::readWithRule,
-                Bm25RescorerBuilder::fromXContent
-            )
+            new RescorerSpec<>(Bm25RescorerBuilder.NAME, Bm25RescorerBuilder::new, Bm25RescorerBuilder::fromXContent)
         );
     }
 

@@ -16,11 +16,10 @@ import org.elasticsearch.xcontent.XContentParser;
 
 /**
  * {@code "ext": {"eqsearch_maxsim": {"query_vectors": BASE64, "dims": D, "symmetric": false, "field": "node_vectors"}}}
- * (plugin 1.4): the same request as the {@code eqsearch_maxsim} rescorer's ({@link MaxSimRequest}), but the search's
+ * : the same request as the {@code eqsearch_maxsim} rescorer's ({@link MaxSimRequest}), but the search's
  * own scores and order stay as they are; the fetch phase ({@link MaxSimFetchSubPhase}) adds each returned hit's MaxSim
  * score to its {@code fields} under {@link #FIELD}, so that a ranked list brings the scores of its candidates with it
- * and no second request is needed. A node of an older plugin version does not know this extension: the engine sends
- * it only where every node has 1.4.
+ * and no second request is needed.
  */
 public final class MaxSimFetchBuilder extends SearchExtBuilder {
     public static final String NAME = "eqsearch_maxsim";

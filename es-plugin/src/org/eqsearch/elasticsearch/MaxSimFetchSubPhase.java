@@ -23,7 +23,7 @@ import org.elasticsearch.search.fetch.StoredFieldsSpec;
  * float), read from the same doc values and computed by the same code as the rescorer's ({@link MaxSimRequest.Scorer}),
  * so the two give the same score to the last bit. A hit without node vectors (or on a shard that does not map the
  * field) gets no field. Only the returned hits are scored: the ranking's own request brings them, with no second one;
- * where the search's rescores end with {@link MaxSimWindowRescorerBuilder}'s window (1.5), only the hits in it.
+ * where the search's rescores end with {@link MaxSimWindowRescorerBuilder}'s window, only the hits in it.
  */
 final class MaxSimFetchSubPhase implements FetchSubPhase {
     @Override

@@ -17,8 +17,7 @@ import org.elasticsearch.xcontent.XContentParser;
 /**
  * {@code "rescore": {"window_size": N, "eqsearch_maxsim": {"query_vectors": BASE64, "dims": D, "symmetric": false}}}:
  * the query formula's node vectors ({@link MaxSimRequest}, which reads and checks them), scored against each
- * candidate's stored node vectors ({@link NodeVectors}); the candidate's score becomes its MaxSim score. On the wire
- * as plugin 1.1 to 1.3 wrote it.
+ * candidate's stored node vectors ({@link NodeVectors}); the candidate's score becomes its MaxSim score.
  */
 public final class MaxSimRescorerBuilder extends EqsearchRescorerBuilder<MaxSimRescorerBuilder> {
     public static final String NAME = "eqsearch_maxsim";

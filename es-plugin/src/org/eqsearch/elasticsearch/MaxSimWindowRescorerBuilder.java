@@ -22,9 +22,9 @@ import org.elasticsearch.xcontent.XContentBuilder;
 import org.elasticsearch.xcontent.XContentParser;
 
 /**
- * {@code "rescore": {"window_size": K, "eqsearch_maxsim_window": {}}} (plugin 1.5), last in a list's rescores: the
+ * {@code "rescore": {"window_size": K, "eqsearch_maxsim_window": {}}}, last in a list's rescores: the
  * shard's top K hits, as ranked after every rescore before it, are the only ones the {@code eqsearch_maxsim} search
- * extension scores ({@link MaxSimFetchSubPhase}); the hits keep their scores and order. Since 1.6.1 the window never
+ * extension scores ({@link MaxSimFetchSubPhase}); the hits keep their scores and order. The window never
  * cuts a tie: the hits below the K-th with its very score are in it too (copies of one formula tie, and the engine's
  * fusion may order them otherwise than the shard's document order, which would leave a fused candidate unscored).
  * The fetch phase knows which hits these are from the rescored documents Elasticsearch records per rescore and hands
@@ -83,7 +83,7 @@ public final class MaxSimWindowRescorerBuilder extends EqsearchRescorerBuilder<M
                 ScoreDoc[] hits = topDocs.scoreDocs;
                 int end = Math.min(context.getWindowSize(), hits.length);
                 while (end > 0 && end < hits.length && hits[end].score == hits[end - 1].score) {
-                    end++; // a window never cuts a tie (1.6.1)
+                    end++; // a window never cuts a tie
                 }
                 for (int i = 0; i < end; i++) {
                     window.add(hits[i].doc);

@@ -37,7 +37,7 @@ import org.apache.lucene.util.IOSupplier;
  * stays low, so MaxScore can skip little, and its work goes to merging many essential clauses window by window
  * ({@code benchmarks/history/search.md}, updates 18 and 19). Here each posting is scored once, in batches, as Lucene's
  * {@code TermScorer} scores a batch (the clause's {@code SimScorer}, made as {@code TermQuery} makes it, so the same
- * floats), with the norms read from a copy of the segment's ({@link SegmentNorms}, since 1.6.2), and added to a
+ * floats), with the norms read from a copy of the segment's ({@link SegmentNorms}), and added to a
  * {@code double}, as Lucene's disjunction sums its clauses. Only the order of the additions differs; a {@code double}
  * holds a sum of up to 2^8 floats exactly when they lie within 2^21 of each other, as a query's BM25 clause scores
  * do, so the order does not change the sum ({@code tests/es_plugin/test_terms_top.py} and

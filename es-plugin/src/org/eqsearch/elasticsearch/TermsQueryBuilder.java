@@ -34,7 +34,7 @@ import org.elasticsearch.xcontent.XContentParser;
  * few bytes instead of a clause. The choice is made when Lucene rewrites the query ({@link RareTermsQuery}), from the
  * searcher's own statistics; the {@code eqsearch_bm25} rescorer with the same {@code rare} adds the other terms' BM25.
  *
- * <p>With {@code "top": N} (plugin 1.6) the shard scores the query term at a time ({@link TermAtATime}) and it matches
+ * <p>With {@code "top": N} the shard scores the query term at a time ({@link TermAtATime}) and it matches
  * its best N documents only, with their scores: the same hits as without it for a search that reads at most N of them
  * (its {@code size} and rescore windows) and filters out none of them afterwards.
  * Where the many clauses of a long formula keep Lucene's MaxScore from skipping documents, this reads each clause's
@@ -48,11 +48,6 @@ import org.elasticsearch.xcontent.XContentParser;
  */
 public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuilder> {
     public static final String NAME = "eqsearch_terms";
-    /**
-     * The name a request with {@code top} travels under between nodes (plugin 1.6): without it the request is written
-     * as plugin 1.3 wrote it, so that nodes of 1.3 to 1.5 still read it during an upgrade.
-     */
-    public static final String TOP_WIRE_NAME = "eqsearch_terms_top";
     /** The most documents {@code top} may ask for: Elasticsearch's default {@code index.max_result_window}. */
     public static final int MAX_TOP = 10_000;
 
@@ -115,23 +110,15 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
         this.top = top;
     }
 
+    /** Reads the request as {@link #doWriteTo} wrote it: one form between nodes, since every node runs one version. */
     public TermsQueryBuilder(StreamInput in) throws IOException {
-        this(in, false);
-    }
-
-    private TermsQueryBuilder(StreamInput in, boolean withTop) throws IOException {
         super(in);
         terms = in.readStringArray();
         boosts = in.readFloatArray();
         field = in.readString();
         rare = RareTerms.read(in);
-        top = withTop ? in.readVInt() : 0;
-        filter = withTop ? in.readOptionalNamedWriteable(QueryBuilder.class) : null;
-    }
-
-    /** Reads the request with {@code top}, which travels under its own name ({@link #TOP_WIRE_NAME}). */
-    public static TermsQueryBuilder readWithTop(StreamInput in) throws IOException {
-        return new TermsQueryBuilder(in, true);
+        top = in.readVInt();
+        filter = in.readOptionalNamedWriteable(QueryBuilder.class);
     }
 
     public static TermsQueryBuilder fromXContent(XContentParser parser) throws IOException {
@@ -152,10 +139,8 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
         out.writeFloatArray(boosts);
         out.writeString(field);
         RareTerms.write(out, rare);
-        if (top > 0) {
-            out.writeVInt(top);
-            out.writeOptionalNamedWriteable(filter);
-        }
+        out.writeVInt(top);
+        out.writeOptionalNamedWriteable(filter);
     }
 
     @Override
@@ -220,7 +205,7 @@ public final class TermsQueryBuilder extends AbstractQueryBuilder<TermsQueryBuil
 
     @Override
     public String getWriteableName() {
-        return top > 0 ? TOP_WIRE_NAME : NAME;
+        return NAME;
     }
 
     @Override
