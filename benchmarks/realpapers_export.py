@@ -29,6 +29,11 @@ def _git(repo: Path, *args: str) -> bytes:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True).stdout
 
 
+def repo_files(repo: Path, commit: str) -> list[str]:
+    """Every file path of the repository at ``commit``."""
+    return _git(repo, "ls-tree", "-r", "--name-only", commit).decode("utf-8", "surrogateescape").splitlines()
+
+
 def paper_folder(tree: list[str], main: str, files: list[str]) -> str | None:
     """The folder of the repository (``""`` for its root) holding ``main`` (a path that may name folders) with the
     most of ``files`` (paths relative to that folder) under it; between equals, the shallowest met first."""
@@ -50,11 +55,11 @@ def export_paper(
 ) -> list[str]:
     """Write ``files`` of the paper at ``commit`` into ``target`` (from ``folder`` of the repository, else the one
     `paper_folder` finds); the files that could not be read."""
-    tree = _git(repo, "ls-tree", "-r", "--name-only", commit).decode("utf-8", "surrogateescape").splitlines()
-    folder = paper_folder(tree, main, files) if folder is None else folder
+    paths = repo_files(repo, commit)
+    folder = paper_folder(paths, main, files) if folder is None else folder
     if folder is None:
         return files
-    present = set(tree)
+    present = set(paths)
     missing = []
     for name in files:
         path = posixpath.join(folder, name) if folder else name
