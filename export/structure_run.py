@@ -237,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--same-document", type=int, default=0, help="neighbours per group from the seed's own document"
     )
+    parser.add_argument("--init-state", type=Path, help="continue the model of a run's state.pt (same shape)")
     parser.add_argument("--no-bundle", action="store_true")
     parser.add_argument(
         "--markup",
@@ -352,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
             log=log,
             evaluate=lambda m: head_figures(m, dev, features, args.alone_head_share),
             eval_every=args.eval_every,
+            init=load_state(args.init_state) if args.init_state else None,
         )
         runs[name] = {
             "config": variant.to_dict(),

@@ -358,8 +358,10 @@ def train(
     log: Callable[[str], None] = print,
     evaluate: Callable[[StructureBagModel], dict[str, float]] | None = None,
     eval_every: int = 0,
+    init: StructureBagModel | None = None,
 ) -> tuple[StructureBagModel, dict[str, Any]]:
-    """Train a structure-bag model; returns it (on CPU, eval mode) and the run's history (losses, timings, evals)."""
+    """Train a structure-bag model (``init``: continue this one, of ``config.model``'s shape, instead of a new one);
+    returns it (on CPU, eval mode) and the run's history (losses, timings, evals)."""
     torch.manual_seed(config.seed)
     torch.set_num_threads(config.threads)
     device = resolve_device(config.device)
@@ -367,7 +369,9 @@ def train(
         raise ValueError("head_weight needs a model with a query head (StructureBagConfig.query_head)")
     if config.head_weight and data.head_vectors is None:
         raise ValueError("head_weight needs the head's teacher vectors (TrainingData.head_vectors)")
-    model = StructureBagModel(config.model).to(device)
+    if init is not None and init.config != config.model:
+        raise ValueError(f"init is a {init.config} model, the run trains {config.model}")
+    model = (init if init is not None else StructureBagModel(config.model)).to(device).train()
     head = model.query_head if config.head_weight else None
     share = config.alone_head_share
 
