@@ -99,6 +99,7 @@ class MacroDef:
 
 
 _NAME = re.compile(r"\\(?:[A-Za-z@]+|[^A-Za-z@\s])")
+_PARAMETER_NUMBER = re.compile(r"#([1-9])")
 _INTERNALS = re.compile(
     r"\\[A-Za-z]*@[A-Za-z@]*|\\(?:csname|expandafter|futurelet|afterassignment|aftergroup|ifnum|ifdim|ifx|ifcase"
     r"|ifcat|ifcsname|ifdefined|noexpand|unexpanded|romannumeral|numexpr|dimexpr|ExplSyntaxOn|setbox|wd|ht|dp)(?![A-Za-z@])"
@@ -291,7 +292,13 @@ def _paired_delimiter(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:
 def _own_at_commands(latest: dict[str, MacroDef]) -> set[str]:
     """The ``@``-commands the document's files define that a converter can expand: their bodies use no TeX internal
     but other such commands (a package's ``\\@IEEEeqnarrayboxcr``, a ``\\let`` of an internal, is not one)."""
-    own = {name for name in latest if "@" in name}
+    # a definition made inside another's body (keyval's \\define@key{..}{mask}{\\def\\iArgs@mask{#1}}) is state set
+    # while TeX runs, its parameter the outer one's: not a command of its own
+    own = {
+        name
+        for name, macro in latest.items()
+        if "@" in name and all(int(k) <= macro.nargs for k in _PARAMETER_NUMBER.findall(macro.body))
+    }
     changed = True
     while changed:
         changed = False
