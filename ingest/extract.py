@@ -7,16 +7,13 @@ import bisect
 import posixpath
 import re
 import time
-from dataclasses import replace
 
 from eqsearch.engine.index.documents import inline_indexable
-from eqsearch.engine.latex.macros import MacroDef
-from eqsearch.engine.latex.packages import KNOWN_PACKAGES
+from eqsearch.engine.latex.diagrams import diagram_kind, replace_diagrams
 from eqsearch.engine.latex.scan import (
     document_body,
     read_argument,
     read_optional,
-    strip_comments,
     verbatim_environments,
 )
 from eqsearch.ingest.citations import (
@@ -33,20 +30,24 @@ from eqsearch.ingest.errors import DocumentTooLargeError, TimeBudgetError
 from eqsearch.ingest.files import MemoryFiles, SourceFiles, decode_text, is_tex_name
 from eqsearch.ingest.frontmatter import read_front_matter, untitled
 from eqsearch.ingest.includes import expand_document, find_documents, read_tex
+from eqsearch.ingest.localmacros import class_commands, local_packages
 from eqsearch.ingest.macros import DocumentMacros, expand_environments, extract_macros
 from eqsearch.ingest.macroversions import body_versions
 from eqsearch.ingest.mathenv import DisplayMath, InlineMath, labels_in, scan_math
 from eqsearch.ingest.plaintext import first_words, last_words, latex_to_text, title_text
-from eqsearch.ingest.records import STATUS_FAILED, Equation, InlineFormula, Paper, PaperDocument, Section
+from eqsearch.ingest.records import (
+    STATUS_DIAGRAM,
+    STATUS_FAILED,
+    Equation,
+    InlineFormula,
+    Paper,
+    PaperDocument,
+    Section,
+)
 
 SECTION_LEVELS = {"part": 0, "chapter": 1, "section": 2, "subsection": 3, "subsubsection": 4}
 _HEADING = re.compile(r"\\(part|chapter|section|subsection|subsubsection)(\*?)(?![A-Za-z@])")
-_LETTERS = re.compile(r"\\[A-Za-z]+")
-_CONTROL_WORD = re.compile(r"\\[A-Za-z@]+")
-_DOCUMENTCLASS = re.compile(r"\\document(?:class|style)\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}")
-_USEPACKAGE = re.compile(r"\\(?:usepackage|RequirePackage)\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}")
 _SNIPPET = 1000  # characters of a failed body kept for diagnosis
-_PACKAGE_DEPTH = 4  # local packages loading local packages
 
 
 def extract_latex_paper(
@@ -140,9 +141,9 @@ def _extract_document(
     preamble, body, body_offset = document_body(doc.text)
 
     macros = DocumentMacros()
-    for command in _class_commands(files, preamble, posixpath.dirname(name)):
+    for command in class_commands(files, preamble, posixpath.dirname(name)):
         macros.macros[command.name] = command  # first: a package's or the document's definition wins
-    for package in _local_packages(files, preamble, posixpath.dirname(name)):
+    for package in local_packages(files, preamble, posixpath.dirname(name)):
         extract_macros(package, macros)
     extract_macros(doc.text, macros)
     paper.warnings.extend(macros.issues)
@@ -338,8 +339,18 @@ def _equation(display: DisplayMath, number: int, section: int, body_offset: int,
         equation.message = f"no closing delimiter for {display.environment} opened at offset {equation.offset}"
     elif len(body) > config.max_equation_chars:
         equation.latex = body[:_SNIPPET]
-        equation.status, equation.reason = STATUS_FAILED, "equation_too_long"
-        equation.message = f"{len(body):,} characters (limit {config.max_equation_chars:,}); the first {_SNIPPET} kept"
+        picture = diagram_kind(body) or next((p.kind for p in replace_diagrams(body)[1] if not p.symbol), None)
+        if picture is not None:  # a long TikZ drawing (a ZX-calculus diagram), with math around it or not
+            equation.status, equation.reason = STATUS_DIAGRAM, "diagram"
+            equation.message = (
+                f"a {picture} diagram of {len(body):,} characters, kept as LaTeX (its first {_SNIPPET} characters): "
+                "KaTeX does not draw diagrams"
+            )
+        else:
+            equation.status, equation.reason = STATUS_FAILED, "equation_too_long"
+            equation.message = (
+                f"{len(body):,} characters (limit {config.max_equation_chars:,}); the first {_SNIPPET} kept"
+            )
     return equation
 
 
@@ -396,72 +407,6 @@ def _sections(body: str, body_offset: int, first: int, document: int) -> list[Se
             )
         )
     return sections
-
-
-def _local_packages(files: SourceFiles, preamble: str, main_dir: str) -> list[str]:
-    """The texts of the ``.sty`` files of the source that the preamble loads, packages they load first; a copy of a
-    package KaTeX or the converter's package table covers (``physics.sty``) is the package, not the author's
-    macros, and is not read. A package loaded by a path of the author's machine (``\\usepackage{/home/me/defs}``)
-    is the source's file of that name."""
-    texts: list[str] = []
-    seen: set[str] = set()
-
-    def load(text: str, depth: int) -> None:
-        for m in _USEPACKAGE.finditer(text):
-            for name in m.group(1).split(","):
-                path = posixpath.normpath(posixpath.join(main_dir, name.strip() + ".sty")) if name.strip() else ""
-                if not path or path in seen or name.strip() in KNOWN_PACKAGES:
-                    continue
-                seen.add(path)
-                data = files.read(path)
-                if data is None and "/" in name:  # a path of the author's machine: \usepackage{/home/me/defs}
-                    found = _by_name(files, posixpath.basename(name.strip()) + ".sty")
-                    data = None if found is None or found in seen else files.read(found)
-                    seen.add(found or path)
-                if data is None:
-                    continue
-                decoded, _ = decode_text(data)
-                if decoded is not None:
-                    package = strip_comments(decoded)
-                    if depth < _PACKAGE_DEPTH:
-                        load(package, depth + 1)
-                    texts.append(package)
-
-    load(preamble, 0)
-    return texts
-
-
-def _class_commands(files: SourceFiles, preamble: str, main_dir: str) -> list[MacroDef]:
-    """The commands the document's class defines, read from the class file the source ships (a journal's
-    ``siamltex.cls`` with its ``\\diag``): each stands only where KaTeX, the package table and the document define
-    nothing (source ``class``, read as a ``\\providecommand``), since a class also redefines much of LaTeX. Only
-    commands named with letters are read, with the ``@``-commands they use: a class's ``\\\\`` or ``\\}``, its
-    ``\\arraystretch`` and its ``\\newif`` switches serve its own layout."""
-    m = _DOCUMENTCLASS.search(preamble)
-    if m is None or not m.group(1).strip():
-        return []
-    base = posixpath.basename(m.group(1).strip()) + ".cls"
-    path = posixpath.normpath(posixpath.join(main_dir, base))
-    data = files.read(path)
-    if data is None:
-        found = _by_name(files, base)
-        data = None if found is None else files.read(found)
-    decoded = None if data is None else decode_text(data)[0]
-    if decoded is None:
-        return []
-    commands = {c.name: c for c in extract_macros(strip_comments(decoded)).definitions() if c.source != "newif"}
-    # its commands named with letters (its \\ or \} and its \arraystretch serve its own layout), and the @-commands
-    # they use
-    kept = [name for name in commands if _LETTERS.fullmatch(name) and not name.endswith("stretch")]
-    for name in kept:
-        kept.extend(u for u in _CONTROL_WORD.findall(commands[name].body) if u in commands and u not in kept)
-    return [replace(commands[name], source="class") for name in commands if name in kept]
-
-
-def _by_name(files: SourceFiles, base: str) -> str | None:
-    """The file of the source named ``base`` (the shallowest), or None."""
-    matches = [n for n in files.names() if n == base or n.endswith("/" + base)]
-    return min(matches, key=lambda n: (n.count("/"), n)) if matches else None
 
 
 def _citations(paper: Paper, files: SourceFiles, text: str, name: str, *, main: bool) -> None:

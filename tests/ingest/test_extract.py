@@ -201,3 +201,19 @@ def test_commands_of_a_class_the_source_ships():
     sources = {m.name: m.source for m in paper.macros}
     assert sources["\\diag"] == "class" and sources["\\vec"] == "class" and sources["\\R"] == "newcommand"
     assert list(sources)[-1] == "\\R"  # the document's own definitions come after the class's
+
+
+def test_a_tikz_drawing_over_the_length_limit_is_a_diagram():
+    """A ZX-calculus thesis's display of 25,000 characters, a TikZ drawing with math around it: a diagram kept as
+    LaTeX (its first characters), not a formula too long to convert; a long formula stays too long."""
+    nodes = "".join(f"\\node[style=Z] ({i}) at ({i}, 0) {{$\\alpha_{{{i}}}$}};\n" for i in range(700))
+    drawing = f"\\begin{{tikzpicture}}{nodes}\\end{{tikzpicture}}"
+    long_sum = " + ".join(f"a_{{{i}}}" for i in range(4000))
+    main = f"\\documentclass{{article}}\\begin{{document}}\\[ A = {drawing} \\]\\[ {long_sum} \\]\\end{{document}}"
+    files = MemoryFiles({"main.tex": main.encode()})
+    config = ExtractConfig(convert=False)
+    paper = extract_latex_paper(files, paper_id="x", source="x", kind="latex", config=config)
+    picture, formula = paper.equations()
+    assert (picture.status, picture.reason) == ("diagram", "diagram") and "tikzpicture" in picture.message
+    assert len(picture.latex) < len(drawing) and picture.length > 20_000
+    assert (formula.status, formula.reason) == ("failed", "equation_too_long")

@@ -30,9 +30,7 @@ def test_lengths_are_rewritten_only_where_a_dimension_stands():
 def test_a_sized_delimiter_inside_a_text_box(converter):
     """A slanted fraction macro: ``\\text{\\raise1ex\\hbox{$#1$}\\Big/\\lower1ex\\hbox{$#2$}}`` (amsmath sets
     ``\\Big/`` in a math box of its own, in text as in math)."""
-    macros = [
-        MacroDef("\\sfrac", "\\text{\\raise1ex\\hbox{$#1$}\\Big/\\lower1ex\\hbox{$#2$}}", 2, source="newcommand")
-    ]
+    macros = [MacroDef("\\sfrac", "\\text{\\raise1ex\\hbox{$#1$}\\Big/\\lower1ex\\hbox{$#2$}}", 2, source="newcommand")]
     result = converter.convert("x = \\sfrac{a}{b} + \\text{and \\bigl( y \\bigr)}", macros=macros)
     assert result.status == "ok", result.message
     assert "/" in result.mathml
@@ -69,7 +67,7 @@ def test_a_packages_own_at_commands(converter):
     ]
     result = converter.convert("\\omegat = \\bfdt + \\diag(x) + \\rlapm{y} + \\idotsint f", macros=macros)
     assert result.status == "ok", result.message
-    assert "mathvariant=\"normal\">g<" in result.mathml and "~" in result.mathml  # upright diag, the tilde
+    assert 'mathvariant="normal">g<' in result.mathml and "~" in result.mathml  # upright diag, the tilde
 
 
 def test_a_class_command_never_replaces_a_command_katex_has(converter):
@@ -100,6 +98,8 @@ def test_xifthen_isempty_and_a_square_root_with_a_hook(converter):
         MacroDef("\\DHLhksqrt", hook, 2, source="def"),
         MacroDef("\\iid", "\\textrm{i.i.d.}\\@\\xspace", source="newcommand"),
     ]  # fmt: skip
-    result = converter.convert("\\divergence{f}{p}{q} + \\divergence[\\alpha]{f}{p}{q} = \\sqrt{x} \\iid", macros=macros)
+    result = converter.convert(
+        "\\divergence{f}{p}{q} + \\divergence[\\alpha]{f}{p}{q} = \\sqrt{x} \\iid", macros=macros
+    )
     assert result.status == "ok", result.message
     assert "<msqrt>" in result.mathml and "α" in result.mathml
