@@ -21,6 +21,7 @@ from eqsearch.engine.index import (
     recommended_layout,
 )
 from eqsearch.engine.index.admin import data_node_count
+from eqsearch.engine.index.documents import with_structure
 from search_measure import emit, index_size
 from search_service import client_from_env, encoder_identity, load_encoder_or_standin
 
@@ -48,8 +49,9 @@ def base_documents(client, prefix: str, base_prefixes: list[str] | None = None) 
         if index is None:
             sys.exit(f"no {name}-equations: run the 'ingest' command first (or name an existing deployment)")
         for _, source in admin.scan(index):
-            if source.get("vector"):
-                docs.setdefault(" ".join(source["latex"].split()), source)
+            key = " ".join(source["latex"].split())
+            if source.get("vector") and key not in docs:
+                docs[key] = with_structure(source)  # the derived fields are not in the source (mapping version 8)
     return sorted(docs.values(), key=lambda d: d["eq_id"])
 
 

@@ -19,7 +19,7 @@ IndexKind = Literal["equations", "papers", "jobs"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("equations", "papers", "jobs")
 
 #: Bump when a definition below changes; recorded in each index's ``_meta`` so `describe` can say it is stale.
-MAPPING_VERSIONS: dict[str, int] = {"equations": 7, "papers": 2, "jobs": 1}
+MAPPING_VERSIONS: dict[str, int] = {"equations": 8, "papers": 2, "jobs": 1}
 
 VECTOR_FIELD = "vector"
 #: The formula's structural terms (`engine.model.structure`): BM25 over them is the structural channel.
@@ -45,28 +45,20 @@ FORWARD_INDEX_SINCE = 7
 #: states), so mapped only where chosen; the index's ``_meta`` names the node encoder that wrote them.
 NODE_VECTORS_FIELD = "node_vectors"
 NODE_VECTORS_MAPPING: dict[str, Any] = {"type": "binary", "doc_values": True}
-#: The structure-bag encoder's vector of the formula's structural terms (`engine.model.structure_bag`): kNN on it is
-#: the structural list's first stage, whose window then gets the exact structural BM25 (`engine.search.rankers`).
-STRUCTURE_VECTOR_FIELD = "structure_vector"
-#: The width of the structure-bag vectors.
-STRUCTURE_VECTOR_DIMS = 64
-
-
-def structure_vector_mapping(dims: int = STRUCTURE_VECTOR_DIMS) -> dict[str, Any]:
-    """The structure-bag vector field: unit vectors compared by cosine, float HNSW (as the embedding's)."""
-    return {
-        "type": "dense_vector",
-        "dims": dims,
-        "index": True,
-        "similarity": "cosine",
-        "index_options": {"type": "hnsw"},
-    }
+#: The fields of an equation document made from its MathML and LaTeX at every write (the ingest job, and every
+#: migration, `documents.with_structure` and the node vectors) and never read back from a stored document: kept out
+#: of its ``_source`` (mapping version 8), where they were most of the stored bytes (hashes do not compress: on the
+#: ARQMath-1 development collection 6.4 of 7.3 KB of raw source per formula; ``benchmarks/scale.md``). They stay
+#: indexed and in doc values, which is all the search reads of them. A document is therefore never updated in place
+#: (Elasticsearch rebuilds an updated document from its source): the ingest job rewrites whole documents.
+DERIVED_FIELDS = (STRUCTURE_FIELD, SPANS_FIELD, FORWARD_INDEX_FIELD, NODE_VECTORS_FIELD)
+DERIVED_OUT_OF_SOURCE_SINCE = 8
 
 
 #: The text encoder's vector of the words around the formula (`engine.model.text`): kNN on it is the context channel.
 CONTEXT_VECTOR_FIELD = "context_vector"
 #: Every vector field of an equation: large, and never read back by a search (`engine.search.query.SOURCE_EXCLUDES`).
-VECTOR_FIELDS = (VECTOR_FIELD, CONTEXT_VECTOR_FIELD, NODE_VECTORS_FIELD, STRUCTURE_VECTOR_FIELD)
+VECTOR_FIELDS = (VECTOR_FIELD, CONTEXT_VECTOR_FIELD, NODE_VECTORS_FIELD)
 #: What a search never reads back from an equation's source: the vectors and the forward index.
 SOURCE_EXCLUDED_FIELDS = (*VECTOR_FIELDS, FORWARD_INDEX_FIELD)
 DEFAULT_DIMS = 64
@@ -229,6 +221,7 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
         "mappings": {
             "dynamic": "strict",
             "_meta": _meta("equations", options),
+            "_source": {"excludes": list(DERIVED_FIELDS)},
             "properties": {
                 "eq_id": {"type": "keyword"},
                 "number": {"type": "integer"},

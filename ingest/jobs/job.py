@@ -46,7 +46,6 @@ from eqsearch.engine.index import (
     bulk_loading_settings,
     current_load_settings,
     retrying,
-    stored_equation_ids,
 )
 from eqsearch.engine.model import Encoder, NodeEncoder, TextEncoder, load_text_encoder
 from eqsearch.engine.model.nodes import check_node_output, node_encoder_for
@@ -468,7 +467,8 @@ class IngestJob:
             )
 
     def _refresh_cited_by(self) -> None:
-        """Set ``cited_by_count`` on every indexed paper (and its equations) whose count changed."""
+        """Set ``cited_by_count`` on every indexed paper whose count changed (a paper's field: its equations are never
+        updated in place, since their derived fields are not in their source, `DERIVED_FIELDS`)."""
         papers = self.admin.alias("papers")
         self.client.indices.refresh(index=papers)
         cited: Counter[str] = Counter()
@@ -485,17 +485,11 @@ class IngestJob:
             if not agg["buckets"] or after is None:
                 break
         actions = []
-        equations = self.admin.alias("equations")
         for doc_id, source in sorted_scan(self.client, papers, {"match_all": {}}, "paper_id"):
             count = cited.get(doc_id, 0)
             if int(source.get("cited_by_count") or 0) == count and "cited_by_count" in source:
                 continue
-            update = {"cited_by_count": count}
-            actions.append({"_op_type": "update", "_index": papers, "_id": doc_id, "doc": update})
-            actions += [
-                {"_op_type": "update", "_index": equations, "_id": eq_id, "doc": update}
-                for eq_id in stored_equation_ids(doc_id, source)
-            ]
+            actions.append({"_op_type": "update", "_index": papers, "_id": doc_id, "doc": {"cited_by_count": count}})
         if actions:
             report = self.writer.bulk(actions)
             # an equation that failed to index cannot be updated: that is already counted, not a new error

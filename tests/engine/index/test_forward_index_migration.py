@@ -1,12 +1,15 @@
-"""On a real node: an equations index of mapping version 6 (no forward index) is stale, and ``migrate`` fills every
-equation's forward index from its stored formula (the terms the structural field holds, counted), as the earlier
-bumps filled sizes (5) and long spans (6); the search side's use of it is tested in ``tests/es_plugin/``."""
+"""On a real node: an equations index of an older mapping version is stale, and ``migrate`` makes every equation's
+derived fields anew from its stored formula: the forward index an index of version 6 lacks (the terms the structural
+field holds, counted), as the earlier bumps filled sizes (5) and long spans (6), and, from version 8, with the derived
+fields indexed and in doc values but no longer in the documents' sources (an index of version 7 holds them there).
+The search side's use of the forward index is tested in ``tests/es_plugin/``."""
 
 from __future__ import annotations
 
+import pytest
 from eqsearch.engine.index import FORWARD_INDEX_FIELD, STRUCTURE_FIELD, IndexAdmin, IndexOptions, bulk_index
-from eqsearch.engine.index.forward_index import analysed_terms, forward_index_value
-from eqsearch.engine.index.mappings import MAPPING_VERSIONS, index_definition
+from eqsearch.engine.index.documents import structure_fields
+from eqsearch.engine.index.mappings import DERIVED_FIELDS, MAPPING_VERSIONS, index_definition
 
 FORMULAS = {
     "p0:0": ("x^2 + x^2", "<math><msup><mi>x</mi><mn>2</mn></msup><mo>+</mo><msup><mi>x</mi><mn>2</mn></msup></math>"),
@@ -15,28 +18,51 @@ FORMULAS = {
 }
 
 
-def test_migrating_a_version_6_index_fills_every_forward_index(es_client, index_name):
-    admin = IndexAdmin(es_client, index_name)
+def _old_index(es_client, admin: IndexAdmin, index_name: str, version: int) -> str:
+    """An equations index as mapping ``version`` made it, holding `FORMULAS` (version 7: with their derived fields in
+    their sources; version 6: without a forward index)."""
     old = index_definition("equations", IndexOptions())
-    old["mappings"]["properties"].pop(FORWARD_INDEX_FIELD)
-    old["mappings"]["_meta"]["mapping_version"] = 6
+    old["mappings"].pop("_source")
+    old["mappings"]["_meta"]["mapping_version"] = version
+    if version < 7:
+        old["mappings"]["properties"].pop(FORWARD_INDEX_FIELD)
     source = f"{index_name}-equations-v1"
     es_client.indices.create(index=source, **old, aliases={admin.alias("equations"): {"is_write_index": True}})
-    actions = [
-        {"_index": source, "_id": eq_id, "_source": {"eq_id": eq_id, "latex": latex, "mathml": mathml}}
-        for eq_id, (latex, mathml) in FORMULAS.items()
-    ]
+    actions = []
+    for eq_id, (latex, mathml) in FORMULAS.items():
+        body = {"eq_id": eq_id, "latex": latex, "mathml": mathml}
+        if version >= 7:
+            body.update(structure_fields(mathml, latex))
+        actions.append({"_index": source, "_id": eq_id, "_source": body})
     assert bulk_index(es_client, actions, refresh="wait_for").failed == 0
+    return source
+
+
+@pytest.mark.parametrize("version", [6, 7])
+def test_migrating_an_older_index_makes_every_derived_field_and_keeps_them_out_of_the_sources(
+    es_client, index_name, version
+):
+    admin = IndexAdmin(es_client, index_name)
+    source = _old_index(es_client, admin, index_name, version)
+    if version == 7:  # before: the derived fields were most of each stored source
+        stored = es_client.get(index=source, id="p0:0")["_source"]
+        assert set(DERIVED_FIELDS) - {"node_vectors"} <= set(stored)
     assert admin.describe("equations")["stale"]
     report = admin.migrate("equations")
     assert (report.copied, report.target_count) == (3, 3)
     described = admin.describe("equations")
-    assert not described["stale"] and described["mapping_version"] == MAPPING_VERSIONS["equations"] == 7
-    stored = es_client.search(index=admin.alias("equations"), size=10)["hits"]["hits"]
-    assert len(stored) == 3
-    for hit in stored:
+    assert not described["stale"] and described["mapping_version"] == MAPPING_VERSIONS["equations"] == 8
+    alias = admin.alias("equations")
+    hits = es_client.search(index=alias, size=10, docvalue_fields=[FORWARD_INDEX_FIELD])["hits"]["hits"]
+    assert len(hits) == 3
+    for hit in hits:
         body = hit["_source"]
-        assert body[STRUCTURE_FIELD]  # made anew from the formula, with its forward index
-        assert body[FORWARD_INDEX_FIELD] == forward_index_value(analysed_terms(body[STRUCTURE_FIELD]))
+        assert not set(DERIVED_FIELDS) & set(body) and body["latex"] == FORMULAS[hit["_id"]][0]
+        made = structure_fields(body.get("mathml"), body["latex"])
+        assert hit["fields"][FORWARD_INDEX_FIELD] == [made[FORWARD_INDEX_FIELD]]  # made anew from the formula
     with_field = {"query": {"exists": {"field": FORWARD_INDEX_FIELD}}}
-    assert es_client.count(index=admin.alias("equations"), **with_field)["count"] == 3
+    assert es_client.count(index=alias, **with_field)["count"] == 3
+    # the structural terms are indexed: the formula of x^2 + x^2 is found by its terms, as before the migration
+    term = structure_fields(FORMULAS["p0:0"][1], FORMULAS["p0:0"][0])[STRUCTURE_FIELD].split()[0]
+    found = es_client.search(index=alias, query={"term": {STRUCTURE_FIELD: term}})["hits"]["hits"]
+    assert "p0:0" in {hit["_id"] for hit in found}

@@ -76,8 +76,8 @@ def test_a_migration_keeps_writes_or_drops_the_node_vectors(es_client, index_nam
     assert bulk_index(es_client, actions, refresh="wait_for").failed == 0
 
     def stored() -> dict[str, str | None]:
-        hits = es_client.search(index=alias, size=10)["hits"]["hits"]
-        return {hit["_id"]: hit["_source"].get(NODE_VECTORS_FIELD) for hit in hits}
+        hits = es_client.search(index=alias, size=10, docvalue_fields=[NODE_VECTORS_FIELD])["hits"]["hits"]
+        return {hit["_id"]: (hit.get("fields", {}).get(NODE_VECTORS_FIELD) or [None])[0] for hit in hits}
 
     admin.migrate("equations", node_encoder=node_states)  # --node-vectors: every stored equation gets them
     expected = {

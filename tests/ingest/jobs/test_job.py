@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from eqsearch.engine.index import IndexAdmin, IndexOptions, current_load_settings, reencode_vectors
+from eqsearch.engine.index.mappings import DERIVED_FIELDS, STRUCTURE_FIELD
 from eqsearch.ingest.jobs import IngestJob, IngestJobConfig, IngestJobError
 from hashing_encoder import HashingEncoder
 
@@ -245,7 +246,10 @@ def test_inline_formulas_get_documents_of_their_own(es_client, index_name, paper
     assert [i for i in ids if ":i" in i] == ["2401.00001v1:i1", "2401.00001v1:i2"]
     summed = es_client.get(index=f"{index_name}-equations", id="2401.00001v1:i1")["_source"]
     assert summed["inline"] is True and summed["latex"] == "a + b = c" and summed["mathml"].startswith("<math")
-    assert summed["cited_by_count"] == 1  # paper 0 cites it: the recount reaches the inline documents too
+    # the paper's recount stays with the paper; the equation's derived fields are indexed but not in its source
+    assert "cited_by_count" not in summed and not set(DERIVED_FIELDS) & set(summed)
+    found = es_client.search(index=f"{index_name}-equations", query={"term": {STRUCTURE_FIELD: "V:a"}}, size=50)
+    assert "2401.00001v1:i1" in {hit["_id"] for hit in found["hits"]["hits"]}
     display = es_client.get(index=f"{index_name}-equations", id="2401.00001v1:0")["_source"]
     assert display["inline"] is False
     paper = es_client.get(index=f"{index_name}-papers", id="2401.00001")["_source"]

@@ -21,9 +21,19 @@ def node_states():
 
 
 def _stored(es_client, alias: str) -> dict[str, dict]:
+    """Each equation's source with its node vectors, which live in doc values only (not in the source)."""
     es_client.indices.refresh(index=alias)
-    hits = es_client.search(index=alias, size=1000, query={"match_all": {}}, source_excludes=["vector"])
-    return {hit["_id"]: hit["_source"] for hit in hits["hits"]["hits"]}
+    hits = es_client.search(
+        index=alias,
+        size=1000,
+        query={"match_all": {}},
+        source_excludes=["vector"],
+        docvalue_fields=[NODE_VECTORS_FIELD],
+    )
+    return {
+        hit["_id"]: {**hit["_source"], **{name: values[0] for name, values in hit.get("fields", {}).items()}}
+        for hit in hits["hits"]["hits"]
+    }
 
 
 def _node_vectors(stored: dict[str, dict]) -> dict[str, str | None]:
