@@ -68,7 +68,13 @@ def test_labelled_with_a_ranker_scores_the_search_engine_too(es_client, tmp_path
     out = capsys.readouterr().out
     assert f"| search engine, ranker {DEFAULT_RANKER} |" in out
     report = json.loads(figures.read_text())
-    assert set(report["figures"]) == {"model", "model_cosine", "bag_of_words", "latex_tfidf", f"search:{DEFAULT_RANKER}"}
+    assert set(report["figures"]) == {
+        "model",
+        "model_cosine",
+        "bag_of_words",
+        "latex_tfidf",
+        f"search:{DEFAULT_RANKER}",
+    }
     with pytest.raises(SystemExit):
         main(["evaluate", "labelled", str(labelled), "--ranker", "nonesuch"])
     assert "unknown ranker 'nonesuch'" in capsys.readouterr().err
