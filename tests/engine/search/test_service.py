@@ -9,121 +9,11 @@ vectors and formulas that share structure get close ones. Elasticsearch is never
 from __future__ import annotations
 
 import pytest
-from eqsearch.engine.index.admin import IndexAdmin
-from eqsearch.engine.index.bulk import bulk_index
-from eqsearch.engine.index.mappings import IndexOptions
 from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.service import EquationNotFoundError, SearchService
 from hashing_encoder import HashingEncoder
 
 pytestmark = pytest.mark.es
-
-
-PAPERS = [
-    {
-        "paper_id": "2101.00001",
-        "title": "Mass-energy equivalence in special relativity",
-        "abstract": "We revisit the rest energy of a massive body.",
-        "categories": ["physics.gen-ph"],
-        "year": 2021,
-        "citations_out": [],
-        "sections": [(1, "Rest energy", ["E = mc^2", "E^2 = (pc)^2 + (mc^2)^2"])],
-        "context": "the famous relation between energy and mass",
-    },
-    {
-        "paper_id": "1905.00002",
-        "title": "The quantum harmonic oscillator",
-        "abstract": "Ladder operators and the spectrum of the oscillator.",
-        "categories": ["quant-ph"],
-        "year": 2019,
-        "citations_out": ["2101.00001"],
-        "sections": [
-            (1, "Hamiltonian", [r"H = \frac{p^2}{2m} + \frac{1}{2} m \omega^2 x^2"]),
-            (2, "Spectrum", [r"E_n = \hbar \omega \left(n + \frac{1}{2}\right)"]),
-        ],
-        "context": "the energy levels of a particle in a quadratic potential",
-    },
-    {
-        "paper_id": "1703.00003",
-        "title": "Gaussian integrals and the normal distribution",
-        "abstract": "A short note on the Gaussian integral.",
-        "categories": ["math.PR"],
-        "year": 2017,
-        "citations_out": [],
-        "sections": [
-            (1, "The integral", [r"\int_{-\infty}^{\infty} e^{-x^2} \, dx = \sqrt{\pi}"]),
-            (2, "Density", [r"f(x) = \frac{1}{\sqrt{2\pi}} e^{-x^2/2}"]),
-        ],
-        "context": "the density of a standard normal random variable",
-    },
-    {
-        "paper_id": "2203.00004",
-        "title": "Pythagorean triples",
-        "abstract": "Integer solutions of the Pythagorean equation.",
-        "categories": ["math.NT"],
-        "year": 2022,
-        "citations_out": ["2101.00001", "1703.00003"],
-        "sections": [(1, "Triples", ["a^2 + b^2 = c^2", "x^2 + y^2 = z^2"])],
-        "context": "right triangles with integer sides",
-    },
-]
-
-
-@pytest.fixture(scope="module")
-def converter():
-    from eqsearch.engine.latex.converter import KatexConverter
-
-    with KatexConverter() as katex:
-        yield katex
-
-
-@pytest.fixture
-def corpus(es_client, index_name, converter) -> str:
-    """The four papers indexed under a fresh prefix; returns the prefix."""
-    encoder = HashingEncoder()
-    admin = IndexAdmin(es_client, index_name)
-    admin.ensure(IndexOptions(dims=encoder.dim, similarity=encoder.similarity))
-    actions = []
-    for paper in PAPERS:
-        shared = {k: paper[k] for k in ("paper_id", "title", "abstract", "categories", "year", "citations_out")}
-        number = 0
-        equations = []
-        for section, title, latexes in paper["sections"]:
-            for latex in latexes:
-                mathml = converter.convert(latex).mathml
-                assert mathml is not None, latex
-                equations.append(
-                    {
-                        **shared,
-                        "eq_id": f"{paper['paper_id']}:{number}",
-                        "paper_key": paper["paper_id"],
-                        "number": number,
-                        "latex": latex,
-                        "mathml": mathml,
-                        "section": section,
-                        "section_title": title,
-                        "context": paper["context"],
-                        "vector": encoder.encode([mathml])[0].tolist(),
-                    }
-                )
-                number += 1
-        actions += [{"_index": f"{index_name}-equations", "_id": eq["eq_id"], "_source": eq} for eq in equations]
-        outline = [{"index": s, "title": t} for s, t, _ in paper["sections"]]
-        actions.append(
-            {
-                "_index": f"{index_name}-papers",
-                "_id": paper["paper_id"],
-                "_source": {**shared, "paper_key": paper["paper_id"], "equation_count": number, "sections": outline},
-            }
-        )
-    report = bulk_index(es_client, actions, refresh="wait_for")
-    assert report.failed == 0, report.failures
-    return index_name
-
-
-@pytest.fixture
-def service(es_client, corpus, converter) -> SearchService:
-    return SearchService(es_client, HashingEncoder(), converter, index_prefix=corpus)
 
 
 def ids(results) -> list[str]:
@@ -245,90 +135,9 @@ def test_latex_error_still_returns_keyword_results(service):
     assert alone.latex_error and alone.hits == [] and alone.total == 0
 
 
-class CountingConverter:
-    """The real KaTeX converter, recording what it is asked to convert."""
-
-    def __init__(self, converter) -> None:
-        self.converter = converter
-        self.calls: list[str] = []
-
-    def convert(self, latex, environment="equation", macros=()):
-        self.calls.append(latex)
-        return self.converter.convert(latex, environment, macros)
-
-
-def test_query_formulas_are_converted_and_encoded_once_per_cache_entry(es_client, corpus, converter):
-    counting = CountingConverter(converter)
-    service = SearchService(es_client, HashingEncoder(), counting, index_prefix=corpus, formula_cache_size=1)
-    uncached = SearchService(es_client, HashingEncoder(), converter, index_prefix=corpus, formula_cache_size=0)
-    query = HybridQuery(latex="E = mc^2", keywords="relativity energy", size=2)
-    first, second = service.search(query), service.search(HybridQuery(**{**query.__dict__, "page": 2}))
-    assert counting.calls == ["E = mc^2"]  # the next page reuses the conversion and the vector
-    assert ids(first) + ids(second) == ids(uncached.search(HybridQuery(**{**query.__dict__, "size": 4})))
-    service.search(HybridQuery(latex="x^2"))  # the cache holds one formula: E = mc^2 goes
-    service.search(HybridQuery(latex="E = mc^2"))
-    assert counting.calls == ["E = mc^2", "x^2", "E = mc^2"]
-    for _ in range(2):
-        assert service.search(HybridQuery(latex=r"\frac{a}{")).latex_error
-    assert counting.calls.count(r"\frac{a}{") == 2  # failures are not kept
-
-
 def test_more_like_equation_excludes_itself(service):
     results = service.more_like_equation("2203.00004:0", size=3)
     assert "2203.00004:0" not in ids(results)
     assert ids(results)[0] == "2203.00004:1"
     with pytest.raises(EquationNotFoundError):
         service.more_like_equation("nope:0")
-
-
-def test_get_paper_with_sections_and_citations(service):
-    paper = service.get_paper("2101.00001")
-    assert paper is not None
-    assert [s["title"] for s in paper["sections"]] == ["Rest energy"]
-    assert [eq["latex"] for eq in paper["sections"][0]["equations"]] == ["E = mc^2", "E^2 = (pc)^2 + (mc^2)^2"]
-    assert {c["paper_id"] for c in paper["cited_by"]} == {"1905.00002", "2203.00004"}
-    citing = service.get_paper("2203.00004")
-    assert citing["citations_out"] == [
-        {"paper_id": "2101.00001", "indexed": True, "title": "Mass-energy equivalence in special relativity"},
-        {"paper_id": "1703.00003", "indexed": True, "title": "Gaussian integrals and the normal distribution"},
-    ]
-    assert service.get_paper("0000.00000") is None
-    equation = service.get_equation("2101.00001:0")
-    assert equation["latex"] == "E = mc^2" and "vector" not in equation
-    assert service.get_equation("nope") is None
-
-
-def test_a_query_with_variables_returns_only_the_formulas_its_pattern_matches(service):
-    results = service.search(HybridQuery(latex="?a^2 + ?b^2 = ?c^2", size=10))
-    assert ids(results) == ["2203.00004:0", "2203.00004:1"]  # E^2 = (pc)^2 + (mc^2)^2 has another shape
-    bound = [{name: b.text for name, b in hit.formula_highlight.bindings.items()} for hit in results.hits]
-    assert bound == [{"?a": "a", "?b": "b", "?c": "c"}, {"?a": "x", "?b": "y", "?c": "z"}]
-    assert all(hit.formula_highlight.kind == "pattern" and hit.formula_highlight.nodes for hit in results.hits)
-    assert results.total == 2 and not results.warnings
-    inside = service.search(HybridQuery(latex="(?x)^2 + (?y ?z^2)^2", size=10))
-    assert ids(inside) == ["2101.00001:1"]  # a sub-expression of E^2 = (pc)^2 + (mc^2)^2
-    bound = {name: b.text for name, b in inside.hits[0].formula_highlight.bindings.items()}
-    assert bound == {"?x": "pc", "?y": "m", "?z": "c"}
-    # a repeated variable binds the same thing each time: E outside, c inside, so no match
-    assert ids(service.search(HybridQuery(latex="?a^2 = (?x)^2 + (?y ?a^2)^2", size=10))) == []
-
-
-def test_a_pattern_that_matches_nothing_says_so_and_keywords_still_answer(service):
-    results = service.search(HybridQuery(latex=r"\frac{?a}{?a}", keywords="oscillator", size=10))
-    assert {hit.matched for hit in results.hits} == {"text"}
-    assert any("matches the pattern" in warning for warning in results.warnings)
-
-
-def test_a_malformed_variable_is_an_error_that_says_where(service):
-    from eqsearch.engine.model.patterns import QueryVariableError
-
-    with pytest.raises(QueryVariableError, match="character 5"):
-        service.search(HybridQuery(latex="x + ?1x"))
-
-
-def test_hits_of_a_formula_without_variables_show_the_largest_shared_sub_expression(service):
-    results = service.search(HybridQuery(latex="E = mc^2", keywords="relativity", size=4))
-    first = results.hits[0]
-    assert first.eq_id == "2101.00001:0" and first.formula_highlight.kind == "shared"
-    assert len(first.formula_highlight.nodes) == 5  # E, =, m, c, 2: all of it
-    assert not first.formula_highlight.bindings
