@@ -1,0 +1,38 @@
+"""The search's requests on a real node: the ranked lists as one ``_msearch`` of ids, scores, papers and the words'
+count; a list that fails names itself; the page fetched by id with the keywords' highlights."""
+
+from __future__ import annotations
+
+import pytest
+from eqsearch.engine.search.errors import SearchError
+from eqsearch.engine.search.query import HybridQuery
+from eqsearch.engine.search.requests import fetch_page, fetch_sources, ranked_lists
+
+pytestmark = pytest.mark.es
+
+
+def test_the_ranked_lists_bring_ids_scores_papers_and_the_words_count(es_client, service):
+    query = HybridQuery(latex="E = mc^2", keywords="energy")
+    found = ranked_lists(es_client, service.equations_alias, service.requests(query))
+    assert list(found.lists) == ["structure", "embedding", "text", "papers"]
+    knn = found.lists["embedding"]  # (this corpus is written without structural fields: its structure list is empty)
+    assert knn[0][0] == "2101.00001:0" and all(score > 0 for _, score in knn)
+    assert [score for _, score in knn] == sorted((score for _, score in knn), reverse=True)
+    assert found.paper_of["2101.00001:0"] == "2101.00001"  # combined queries read each candidate's paper
+    assert found.text_total >= len(found.lists["text"]) > 0 and found.missing_shards == 0
+    assert not found.maxsim and not found.warnings
+
+
+def test_a_failing_list_names_itself(es_client, service):
+    bad = {"query": {"range": {"year": {"gte": "not a year"}}}, "docvalue_fields": ["eq_id"]}
+    with pytest.raises(SearchError, match="the text search failed"):
+        ranked_lists(es_client, service.equations_alias, [("text", bad)])
+
+
+def test_the_page_is_fetched_by_id_with_highlights_and_sources_with_the_fields_asked(es_client, service):
+    page = fetch_page(es_client, service.equations_alias, ["2101.00001:0", "no-such-id"], "energy")
+    assert list(page) == ["2101.00001:0"]  # an id gone since the ranking is simply absent
+    assert page["2101.00001:0"]["_source"]["latex"] == "E = mc^2" and "vector" not in page["2101.00001:0"]["_source"]
+    assert page["2101.00001:0"]["highlight"]
+    sources = fetch_sources(es_client, service.equations_alias, {"ids": {"values": ["2101.00001:1"]}}, 5, ["latex"])
+    assert sources == [{"latex": "E^2 = (pc)^2 + (mc^2)^2"}]
