@@ -9,7 +9,7 @@
 # The machine has torch, onnx, onnxruntime and lxml, no eqsearch install and no network: the package is put on the
 # path from this checkout and the data carried in .encdata/ (made here: `python -m eqsearch.training.structure_prepare
 # --papers CORPUS/real-latex/papers.jsonl --benchmark $D --out .encdata --teacher-bundle engine/model/search-bundle`:
-# formulas.jsonl.gz, dev-mathml.json.gz, qrels.txt, teacher-vectors.npz, ~10 MB). onnxruntime-gpu's wheel (243 MiB)
+# formulas.jsonl.gz, dev-mathml.json.gz, qrels.txt, teacher-vectors.npz, ~15 MB). onnxruntime-gpu's wheel (243 MiB)
 # is over what a run may carry (64 MiB): a CUDA provider is measured only where the image has one.
 #   OUT=DIR [PY=python3] [TRAIN_SECONDS=240] [WORKERS=12] [EXTRA=...] bash benchmarks/student64_gpu.sh
 # About 4 minutes of training, 1 of preparation and evaluation, 1 of serving: ~7 of device time with the start.
