@@ -27,6 +27,8 @@ class WebConfig:
         neighbours: how many similar equations the equation page shows.
         katex_workers: KaTeX worker processes for the live preview and query conversion.
         model_bundle: the model bundle for formula embeddings (None: the one shipped with eqsearch).
+        onnx_provider: where the bundle's ONNX runs: ``cpu`` (the default), ``cuda`` (an error that names
+            onnxruntime-gpu where it is absent) or ``auto`` (``EQSEARCH_ONNX_PROVIDER``).
         ingest_root: when set, ingest jobs may only read paths under this folder.
         secure_cookies: send the session cookie over HTTPS only.
         math_font: the OpenType MATH font served for formulas (``make setup`` installs Debian's Latin Modern Math).
@@ -42,6 +44,7 @@ class WebConfig:
     neighbours: int = 8
     katex_workers: int = 1
     model_bundle: Path | None = None
+    onnx_provider: str = "cpu"
     ingest_root: Path | None = None
     secure_cookies: bool = False
     math_font: Path = DEFAULT_MATH_FONT
@@ -98,6 +101,7 @@ class WebConfig:
             "neighbours": number("NEIGHBOURS", 8),
             "katex_workers": number("KATEX_WORKERS", 1),
             "model_bundle": path("MODEL_BUNDLE"),
+            "onnx_provider": text("ONNX_PROVIDER") or "cpu",
             "ingest_root": path("INGEST_ROOT"),
             "math_font": path("MATH_FONT") or DEFAULT_MATH_FONT,
             "login_attempts": number("LOGIN_ATTEMPTS", 5),

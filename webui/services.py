@@ -126,7 +126,7 @@ class WebServices(IndexOperations, JobOperations):
 
             with self._lock:
                 if self._encoder is None:
-                    self._encoder = load_encoder(self.config.model_bundle)
+                    self._encoder = load_encoder(self.config.model_bundle, provider=self.config.onnx_provider)
         return self._encoder
 
     @property

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,11 @@ def _graph_encoder(bundle: str | None) -> Any:
     """The bundle's encoder, which must be a graph encoder: the evaluations featurize once for it and for the bag of
     words (None: the shipped graph network, the search bundle's ``graph`` part)."""
     from eqsearch.engine.model.bundle import default_bundle_path
-    from eqsearch.engine.model.encoder import GraphEncoder, load_encoder
+    from eqsearch.engine.model.encoder import GraphEncoder, load_encoder, onnx_provider_setting
 
-    encoder = load_encoder(bundle if bundle is not None else default_bundle_path())
+    encoder = load_encoder(
+        bundle if bundle is not None else default_bundle_path(), provider=onnx_provider_setting(os.environ)
+    )
     if not isinstance(encoder, GraphEncoder):
         raise EqsearchError(
             f"the bundle {bundle or 'shipped with eqsearch'} holds a '{encoder.kind}' encoder; these evaluations "
@@ -155,9 +158,11 @@ def _run_evaluate_labelled(args: argparse.Namespace) -> int:
                     args.parser.error(error.message)
     path = Path(args.file) if args.file else DEFAULT_LABELLED_SET
     equations = read_labelled_set(path)
-    from eqsearch.engine.model.encoder import load_encoder
+    from eqsearch.engine.model.encoder import load_encoder, onnx_provider_setting
 
-    encoder = load_encoder(args.bundle)  # any kind: a graph encoder's graphs are featurized once, for it and the bag
+    encoder = load_encoder(
+        args.bundle, provider=onnx_provider_setting(os.environ)
+    )  # any kind: a graph encoder's graphs are featurized once, for it and the bag
     with KatexConverter() as converter:
         encoded = encode_labelled_set(equations, encoder, converter)
         if rankings:

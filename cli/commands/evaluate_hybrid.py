@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ def _line(name: str, figures: dict[str, float]) -> str:
 def _run(args: argparse.Namespace) -> int:
     from eqsearch.engine.es import EsConfig, LocalNode, LocalNodeConfig, connect
     from eqsearch.engine.latex import KatexConverter
-    from eqsearch.engine.model.encoder import load_encoder
+    from eqsearch.engine.model.encoder import load_encoder, onnx_provider_setting
     from eqsearch.engine.search import SearchService
     from eqsearch.engine.search.rankers import DEFAULT_RANKER, get_ranker
     from eqsearch.evaluation.hybrid import MODES, evaluate_hybrid, read_hybrid_queries, resolve_targets
@@ -65,7 +66,7 @@ def _run(args: argparse.Namespace) -> int:
     if config.url is None:
         LocalNode(LocalNodeConfig.from_env()).start()
     client, _ = connect(config)
-    encoder = load_encoder(args.bundle)
+    encoder = load_encoder(args.bundle, provider=onnx_provider_setting(os.environ))
     with KatexConverter() as converter:
         if args.papers:
             _ingest(client, encoder, converter, args.papers, "arxiv", args.prefix, args.quiet)

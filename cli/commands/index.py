@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     create.add_argument(
         "--similarity", choices=("max_inner_product", "cosine"), help="vector similarity (default: the bundle's)"
     )
-    create.add_argument("--index-type", choices=("hnsw", "int8_hnsw"), default="hnsw", help="(hnsw)")
+    create.add_argument("--index-type", choices=VECTOR_TYPES, default="hnsw", help="the vector index type (hnsw)")
+    create.add_argument("--oversample", type=float, default=0.0, help=OVERSAMPLE_HELP)
     _node_vectors_argument(create, "equations: every ingest job stores each formula's node vectors")
     _layout_arguments(create, "of the equations index (default: one per data node, or EQSEARCH_SHARDS)")
     create.set_defaults(handler=_create, parser=create)
@@ -62,7 +64,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     migrate.add_argument("kind", choices=KINDS)
     migrate.add_argument("--batch-size", type=int, default=1000, help="documents per page and bulk request")
     migrate.add_argument("--delete-old", action="store_true", help="delete the old version after the swap")
-    migrate.add_argument("--index-type", choices=("int8_hnsw", "hnsw"), help="change the vector index type")
+    migrate.add_argument("--index-type", choices=VECTOR_TYPES, help="change the vector index type")
+    migrate.add_argument("--oversample", type=float, help=OVERSAMPLE_HELP + " (default: the current index's)")
     _layout_arguments(migrate, "of the new version (default: the current index's)")
     migrate.add_argument(
         "--context-vectors",
@@ -139,9 +142,11 @@ def _node_encoder(args: argparse.Namespace) -> object | None:
 
     if args.bundle is None:
         return load_node_encoder(None, output=args.node_output)
-    from eqsearch.engine.model.encoder import load_encoder
+    from eqsearch.engine.model.encoder import load_encoder, onnx_provider_setting
 
-    return node_encoder_for(load_encoder(args.bundle), args.node_output)  # a composite's: its graph network's
+    return node_encoder_for(
+        load_encoder(args.bundle, provider=onnx_provider_setting(os.environ)), args.node_output
+    )  # a composite's: its graph network's
 
 
 def _layout_arguments(parser: argparse.ArgumentParser, shards_help: str) -> None:
@@ -168,16 +173,16 @@ def _create(args: argparse.Namespace) -> int:
     if unknown:
         args.parser.error(f"unknown index kind {unknown[0]!r}; choose from {', '.join(KINDS)}")
     _refuse_node_vectors_elsewhere(args)
-    from eqsearch.engine.model.encoder import load_encoder
+    from eqsearch.engine.model.encoder import load_encoder, onnx_provider_setting
 
-    encoder = load_encoder(args.bundle)
+    encoder = load_encoder(args.bundle, provider=onnx_provider_setting(os.environ))
     admin = _admin()
     options = admin.default_options(
         dims=args.dims or encoder.dim, similarity=args.similarity or encoder.similarity, encoder=encoder.identity
     )
     if (options.dims, options.similarity) != (encoder.dim, encoder.similarity):
         options = replace(options, encoder=None)  # another shape than the bundle's: its vectors will not fit
-    options = replace(options, index_type=args.index_type)
+    options = replace(options, index_type=args.index_type, oversample=_oversample(args, args.index_type))
     options = _with_layout(options, args)
     node_encoder = _node_encoder(args)
     if node_encoder is not None:
@@ -268,14 +273,16 @@ def _migrate(args: argparse.Namespace) -> int:
     options = admin.options_of(args.kind)
     if options is not None and args.index_type:
         options = replace(options, index_type=args.index_type)
+    if options is not None and args.oversample is not None:
+        options = replace(options, oversample=_oversample(args, options.index_type))
     if options is not None:
         options = _with_layout(options, args)
     rewrite = None
     if args.reencode:
         from eqsearch.engine.index import reencode_vectors
-        from eqsearch.engine.model.encoder import load_encoder
+        from eqsearch.engine.model.encoder import load_encoder, onnx_provider_setting
 
-        encoder = load_encoder(args.bundle)
+        encoder = load_encoder(args.bundle, provider=onnx_provider_setting(os.environ))
         base = options or admin.default_options()
         options = replace(base, dims=encoder.dim, similarity=encoder.similarity, encoder=encoder.identity)
         rewrite = reencode_vectors(encoder)
@@ -338,3 +345,23 @@ def _delete(args: argparse.Namespace) -> int:
     _admin().delete(args.index, force=args.force)
     print(f"deleted {args.index}")
     return 0
+
+
+#: The vector index types ``index create`` and ``index migrate`` offer: float HNSW, or HNSW over a quantized copy.
+VECTOR_TYPES = ("hnsw", "int8_hnsw", "int4_hnsw", "bbq_hnsw")
+OVERSAMPLE_HELP = (
+    "with a quantized type: gather this many times k candidates, then rescore them with the float vectors "
+    "(Elasticsearch's rescore_vector; 0: its default)"
+)
+
+
+def _oversample(args: argparse.Namespace, index_type: str) -> float:
+    """The ``--oversample`` asked for, refused where it means nothing (a float index) or is out of range."""
+    from eqsearch.engine.index.mappings import QUANTIZED_TYPES
+
+    value = args.oversample or 0.0
+    if value and index_type not in QUANTIZED_TYPES:
+        args.parser.error(f"--oversample goes with a quantized --index-type ({', '.join(QUANTIZED_TYPES[:3])})")
+    if value and not 1.0 <= value <= 10.0:
+        args.parser.error(f"--oversample must lie in 1..10 (or 0 for the default), got {value}")
+    return value

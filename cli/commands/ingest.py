@@ -281,13 +281,13 @@ def _run_job(args: argparse.Namespace, converter: object, extract: object) -> in
     from eqsearch.engine.es.client import connect
     from eqsearch.engine.es.config import EsConfig
     from eqsearch.engine.index.documents import MIN_INLINE_SYMBOLS
-    from eqsearch.engine.model.encoder import load_encoder
+    from eqsearch.engine.model.encoder import load_encoder, onnx_provider_setting
     from eqsearch.ingest.jobs import IngestJob, IngestJobConfig, JobProgress
     from tqdm import tqdm
 
     config = EsConfig.from_env()
     client, _ = connect(config)
-    encoder = load_encoder(args.bundle)
+    encoder = load_encoder(args.bundle, provider=onnx_provider_setting(os.environ))
     job_config = IngestJobConfig(
         sources=tuple(args.sources),
         index_prefix=config.index_prefix,

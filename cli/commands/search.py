@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -57,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _search(args: argparse.Namespace) -> int:
     from eqsearch.engine.es.client import connect
     from eqsearch.engine.latex.converter import KatexConverter
-    from eqsearch.engine.model.encoder import load_encoder
+    from eqsearch.engine.model.encoder import load_encoder, onnx_provider_setting
     from eqsearch.engine.search.query import HybridQuery
     from eqsearch.engine.search.service import SearchService
 
@@ -82,9 +83,9 @@ def _search(args: argparse.Namespace) -> int:
         args.parser.error(str(error))
     from eqsearch.engine.es.config import EsConfig
 
+    encoder = load_encoder(args.bundle, provider=onnx_provider_setting(os.environ))  # a bad setting fails first
     config = EsConfig.from_env()
     client, _ = connect(config)
-    encoder = load_encoder(args.bundle)
     with KatexConverter() as converter:
         service = SearchService(client, encoder, converter, index_prefix=config.index_prefix)
         results = service.more_like_equation(args.like, args.size) if args.like else service.search(query)

@@ -272,6 +272,7 @@ class IndexAdmin:
             dims=int(meta.get("dims", 64)),
             similarity=str(meta.get("similarity", "max_inner_product")),
             index_type=str(meta.get("index_type", "hnsw")),
+            oversample=float(meta.get("oversample", 0.0)),
             analyzer=str(meta.get("analyzer", "standard")),
             encoder=meta.get("encoder"),
             shards=int(values.get("index.number_of_shards", 1)),

@@ -62,6 +62,8 @@ VECTOR_FIELDS = (VECTOR_FIELD, CONTEXT_VECTOR_FIELD, NODE_VECTORS_FIELD)
 #: What a search never reads back from an equation's source: the vectors and the forward index.
 SOURCE_EXCLUDED_FIELDS = (*VECTOR_FIELDS, FORWARD_INDEX_FIELD)
 DEFAULT_DIMS = 64
+#: The vector index types whose search runs over a quantized copy and may rescore with the floats.
+QUANTIZED_TYPES = ("int8_hnsw", "int4_hnsw", "bbq_hnsw", "int8_flat", "int4_flat", "bbq_flat")
 #: The width of the shipped text encoder's vectors (`engine/model/text-encoder.json`'s ``dim``).
 DEFAULT_CONTEXT_DIMS = 256
 TEXT_ANALYZERS = ("english", "standard")
@@ -77,7 +79,11 @@ class IndexOptions:
     Args:
         dims: width of the equation vectors (the encoder's ``dim``).
         similarity: ``max_inner_product`` (raw vectors) or ``cosine`` (the engine normalises first).
-        index_type: the HNSW variant, ``int8_hnsw`` or ``hnsw`` (or any other ``index_options.type``).
+        index_type: the HNSW variant, ``hnsw`` (float), ``int8_hnsw``, ``int4_hnsw`` or ``bbq_hnsw`` (quantized: the
+            graph searched over a quantized copy, the floats kept on disk), or any other ``index_options.type``.
+        oversample: with a quantized type, how many times ``k`` candidates the quantized search gathers before
+            they are rescored with the float vectors (``rescore_vector``; 0: Elasticsearch's default for the type).
+            Measured in ``benchmarks/scale.md`` ("Vectors, quantized").
         hnsw_m: HNSW graph degree.
         ef_construction: HNSW build-time candidate list.
         analyzer: text analyzer for titles, abstracts and context (``english`` where the cluster has it).
@@ -97,6 +103,7 @@ class IndexOptions:
     dims: int = DEFAULT_DIMS
     similarity: str = "max_inner_product"
     index_type: str = "hnsw"
+    oversample: float = 0.0
     hnsw_m: int = 16
     ef_construction: int = 100
     analyzer: str = "standard"
@@ -163,6 +170,7 @@ def _meta(kind: str, options: IndexOptions) -> dict[str, Any]:
         "dims": options.dims,
         "similarity": options.similarity,
         "index_type": options.index_type,
+        **({"oversample": options.oversample} if options.oversample else {}),
         **({"encoder": options.encoder} if options.encoder else {}),
         **({"context_dims": options.context_dims} if kind == "equations" else {}),
         **({"text_encoder": options.text_encoder} if options.text_encoder and kind == "equations" else {}),
@@ -214,6 +222,8 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
     }
     if options.index_type in ("flat", "int8_flat", "int4_flat", "bbq_flat"):
         vector["index_options"] = {"type": options.index_type}
+    if options.oversample and options.index_type in QUANTIZED_TYPES:
+        vector["index_options"]["rescore_vector"] = {"oversample": options.oversample}
     # the same HNSW as the formula vectors; cosine: the text encoder's vectors are unit length
     context_vector = {**vector, "dims": options.context_dims, "similarity": "cosine"}
     return {

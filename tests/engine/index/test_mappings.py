@@ -63,3 +63,18 @@ def test_strict_mappings_refuse_unknown_fields_and_wrong_widths(es_client, index
         es_client.index(index=alias, id="p:1", document={"eq_id": "p:1", "surprise": 1})
     with pytest.raises(BadRequestError):
         es_client.index(index=alias, id="p:2", document={"eq_id": "p:2", "vector": [0.1] * 32})
+
+
+def test_a_quantized_vector_type_rescores_with_the_floats_as_asked_and_records_it():
+    from eqsearch.engine.index.mappings import QUANTIZED_TYPES
+
+    plain = index_definition("equations", IndexOptions(index_type="int8_hnsw"))
+    assert "rescore_vector" not in plain["mappings"]["properties"]["vector"]["index_options"]
+    assert "oversample" not in plain["mappings"]["_meta"]
+    for kind in ("int8_hnsw", "int4_hnsw", "bbq_hnsw"):
+        assert kind in QUANTIZED_TYPES
+        chosen = index_definition("equations", IndexOptions(index_type=kind, oversample=3.0))["mappings"]
+        assert chosen["properties"]["vector"]["index_options"]["rescore_vector"] == {"oversample": 3.0}
+        assert chosen["_meta"]["oversample"] == 3.0 and chosen["_meta"]["index_type"] == kind
+    floats = index_definition("equations", IndexOptions(index_type="hnsw", oversample=3.0))["mappings"]
+    assert "rescore_vector" not in floats["properties"]["vector"]["index_options"]  # nothing to rescore from
