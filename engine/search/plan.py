@@ -3,7 +3,7 @@
 `make_plan` decides it from the query, its prepared formula, the ranking and what the cluster and the index offer
 (`Offer`): which ranked lists run and how deep, how the structural list starts (its first stage) and whether its
 rerank and BM25 run inside the node, whether MaxSim reranks the formula side and where its scores come from, and the
-warnings the user reads about what the index cannot do. The request builders (`engine.search.lists`,
+warnings the user reads about what the index cannot do. The request builders (`engine.search.query.list_requests`,
 `engine.search.structure_query`) read the plan and nothing else about the cluster; the service's later steps read
 it too, so that one search is one set of decisions. A pure function: every decision can be checked without a node.
 """

@@ -48,7 +48,7 @@ class FormulaRanking:
             ``node_states`` (512-d), or either through a fixed projection of the sidecar (``node_states@p64``).
         maxsim_symmetric: also score each candidate node's best query node, and average both directions.
         maxsim_in_node: MaxSim reranks only where the node scores it, from node vectors the index stores (eqsearch's
-            plugin on every node; `engine.search.maxsim.MaxSimStage.stores_node_vectors`); elsewhere the ranking goes
+            plugin on every node; `engine.search.plan.Offer.node_vectors`); elsewhere the ranking goes
             without it, instead of computing the candidates' node vectors in the search service (~55-75 ms of CPU
             for a new query).
         maxsim_formula_only: MaxSim reranks formula-only searches; with keywords the structure, the embedding and

@@ -106,7 +106,7 @@ def test_text_body_highlights_and_counts_up_to_the_limit():
     assert body["highlight"]["require_field_match"] is True
 
 
-def test_ranking_searches_read_doc_values_only():
+def test_the_ranked_lists_read_doc_values_only():
     for body in searches(ALL_FILTERS).values():
         assert body["stored_fields"] == "_none_" and body["docvalue_fields"] == list(RANKING_FIELDS)
         assert "_source" not in body and "highlight" not in body
