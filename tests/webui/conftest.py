@@ -17,12 +17,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from eqsearch.engine.es.config import EsConfig
 from eqsearch.webui import create_app
 from flask import Flask
 from hashing_encoder import HashingEncoder
 
 CORPUS = Path(__file__).parent / "corpus"
 ADMIN_TOKEN = "test-admin-token-0123456789"
+#: A cluster nobody answers on, and the admin's bearer header.
+DEAD = replace(EsConfig(), url="http://127.0.0.1:1")
+BEARER = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 CHROMIUM = Path(os.environ.get("EQSEARCH_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -178,3 +182,8 @@ def screenshot(page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def dead_app(**extra: object) -> Flask:
+    """The app over `DEAD`, admin on."""
+    return create_app({"ES_CONFIG": DEAD, "TESTING": True, "ADMIN_TOKEN": ADMIN_TOKEN, **extra})
