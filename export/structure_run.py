@@ -43,16 +43,12 @@ import numpy as np
 import torch
 from eqsearch.engine.model.structure_bag import StructureFeatures
 from eqsearch.training.structure_data import TermData, read_formula_file, term_data
+from eqsearch.training.structure_dev import DevSet, dev_ranking, head_queries, model_dev_ranking, teacher_dev_ranking
 from eqsearch.training.structure_distill import (
-    DevSet,
     DistillConfig,
     TrainingData,
-    dev_ranking,
     encode_terms,
-    head_queries,
-    model_dev_ranking,
     prepare,
-    teacher_dev_ranking,
     train,
     weigh_vector_parts,
 )

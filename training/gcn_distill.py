@@ -35,11 +35,11 @@ from eqsearch.training.batching import graph_tensors
 from eqsearch.training.evaluate import embed_graphs
 from eqsearch.training.loop import resolve_device
 from eqsearch.training.model import FormulaEncoder, ModelConfig
+from eqsearch.training.structure_dev import ranking_figures
 from eqsearch.training.structure_distill import (
     TrainingData,
     cosine_decay,
     distill_loss,
-    ranking_figures,
     teacher_matrix,
 )
 from eqsearch.training.structure_teacher import MinedBatches

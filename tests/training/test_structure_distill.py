@@ -328,7 +328,7 @@ def test_the_loss_can_score_rounded_candidates_and_mapped_queries() -> None:
 
 
 def test_a_query_head_learns_a_second_similarity_over_the_same_stored_vectors() -> None:
-    from eqsearch.training.structure_distill import head_queries
+    from eqsearch.training.structure_dev import head_queries
 
     features = StructureFeatures(buckets=1 << 10)
     corpus = FORMULAS * 4
