@@ -20,19 +20,7 @@ EVAL_EVERY=${EVAL_EVERY:-25}
 SEEDS=${SEEDS:-0 1 2 3}
 WORK=${WORK:-$(mktemp -d)}
 mkdir -p "$OUT" "$WORK"
-SHIM=$(mktemp -d)
-mkdir -p "$SHIM/eqsearch"
-VERSION=$("$PY" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
-echo "__version__ = \"$VERSION\"" > "$SHIM/eqsearch/__init__.py"
-for part in engine ingest evaluation training export; do ln -s "$REPO/$part" "$SHIM/eqsearch/$part"; done
-if compgen -G ".whl/*.whl" > /dev/null; then
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SHIM/site" .whl/*.whl
-  export PYTHONPATH="$SHIM:$SHIM/site"
-else
-  export PYTHONPATH="$SHIM"
-fi
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
+source "$REPO/benchmarks/device_shim.sh"
 DATA=(--formulas .encdata/formulas.jsonl.gz --dev-mathml .encdata/dev-mathml.json.gz --qrels .encdata/qrels.txt)
 # EXTRA: more options for every run (a smoke test here: EXTRA="--limit 1500" DEVICE=cpu STEPS=4 EVAL_EVERY=2)
 read -r -a EXTRA_ARGS <<< "${EXTRA:-}"

@@ -19,13 +19,7 @@ REPO=$(pwd)
 PY=${PY:-python3}
 OUT=${OUT:?set OUT}
 mkdir -p "$OUT"
-SHIM=$(mktemp -d)
-mkdir -p "$SHIM/eqsearch"
-VERSION=$("$PY" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
-echo "__version__ = \"$VERSION\"" > "$SHIM/eqsearch/__init__.py"
-for part in engine ingest evaluation training export; do ln -s "$REPO/$part" "$SHIM/eqsearch/$part"; done
-export PYTHONPATH="$SHIM" PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+source "$REPO/benchmarks/device_shim.sh"
 "$PY" -c 'import onnxruntime as o, torch as t; print("onnxruntime", o.__version__, o.get_available_providers(), "torch", t.__version__)' || true
 # shellcheck disable=SC2086
 "$PY" -m eqsearch.export.structure_run \
