@@ -18,6 +18,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from eqsearch.engine.errors import EqsearchError
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.displaycheck import NO_DISPLAYS_FOUND
 from eqsearch.ingest.errors import IngestError
@@ -80,6 +81,7 @@ def _worker_main(conn: Connection, config: ExtractConfig) -> None:
             from eqsearch.ingest.convert import open_converter
 
             converter = open_converter(config.katex_dir)
+        conn.send(_READY)  # the parent starts a document's clock only now: spawning and imports are not its time
         while True:
             task = conn.recv()
             if task is None:
@@ -93,10 +95,20 @@ def _worker_main(conn: Connection, config: ExtractConfig) -> None:
                 converter.__exit__(None, None, None)
 
 
+_READY = "ready"
+STARTUP_LIMIT_S = 300.0  # a worker that has not imported and opened its converter by then is stuck
+
+
+class WorkerStartError(EqsearchError):
+    """A worker process died or hung before it could take a document (no document's fault)."""
+
+
 @dataclass
 class _Worker:
     process: Any
     conn: Connection
+    spawned: float
+    ready: bool = False
     task: DocumentTask | None = None
     started: float = 0.0
 
@@ -127,7 +139,7 @@ class WorkerPool:
         process = self._context.Process(target=_worker_main, args=(child, self.config), daemon=True)
         process.start()
         child.close()
-        return _Worker(process, parent)
+        return _Worker(process, parent, spawned=time.monotonic())
 
     def _replace(self, worker: _Worker) -> None:
         with suppress(Exception):
@@ -137,12 +149,19 @@ class WorkerPool:
         self._workers[self._workers.index(worker)] = self._start()
 
     def map(self, tasks: Iterable[DocumentTask]) -> Iterator[Paper]:
-        """Papers for ``tasks``, in completion order; a killed or crashed worker yields a failed paper."""
+        """Papers for ``tasks``, in completion order; a killed or crashed worker yields a failed paper.
+
+        A document's time starts when a worker that has finished starting takes it, so a slow spawn (a loaded
+        machine, a cold import) is never charged to the document.
+
+        Raises:
+            WorkerStartError: a worker died or hung while starting.
+        """
         pending = iter(tasks)
         exhausted = False
         while True:
             for worker in self._workers:
-                if worker.task is None and not exhausted:
+                if worker.ready and worker.task is None and not exhausted:
                     task = next(pending, None)
                     if task is None:
                         exhausted = True
@@ -150,11 +169,19 @@ class WorkerPool:
                     worker.task, worker.started = task, time.monotonic()
                     worker.conn.send(task)
             busy = [w for w in self._workers if w.task is not None]
-            if not busy:
+            starting = [] if exhausted else [w for w in self._workers if not w.ready]
+            if not busy and not starting:
                 return
-            now = time.monotonic()
-            timeout = max(0.0, min(w.started + self.hard_limit for w in busy) - now)
-            ready = wait([w.conn for w in busy], timeout=timeout)
+            deadlines = [w.started + self.hard_limit for w in busy] + [w.spawned + STARTUP_LIMIT_S for w in starting]
+            ready = wait([w.conn for w in busy + starting], timeout=max(0.0, min(deadlines) - time.monotonic()))
+            for worker in starting:
+                if worker.conn in ready:
+                    self._take_ready(worker)
+                elif time.monotonic() - worker.spawned > STARTUP_LIMIT_S:
+                    raise WorkerStartError(
+                        f"an extraction worker did not start within {STARTUP_LIMIT_S:g} s",
+                        hint="check that Node.js and KaTeX start here, or run with --workers 0 to see the error",
+                    )
             for worker in busy:
                 assert worker.task is not None
                 if worker.conn in ready:
@@ -169,10 +196,21 @@ class WorkerPool:
                     yield paper
                 elif time.monotonic() - worker.started > self.hard_limit:
                     task = worker.task
-                    self._replace(self._workers[self._workers.index(worker)])
+                    self._replace(worker)
                     yield failed_paper(
                         task, "timeout", f"{task.source}: over the time budget of {self.config.time_budget_s:g} s"
                     )
+
+    @staticmethod
+    def _take_ready(worker: _Worker) -> None:
+        try:
+            message = worker.conn.recv()
+        except (EOFError, OSError):
+            raise WorkerStartError(
+                "an extraction worker died while starting",
+                hint="run with --workers 0 to see its error in this process",
+            ) from None
+        worker.ready = message == _READY
 
     def close(self) -> None:
         for worker in self._workers:
