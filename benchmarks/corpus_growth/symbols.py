@@ -1,0 +1,242 @@
+"""Where a formula's identifiers, numbers and top-level ``=`` sit, in its LaTeX and in its KaTeX MathML, so that a
+variant can change both texts by one mapping without running KaTeX again.
+
+The two texts are read apart and trusted only where they agree: a letter (or Greek letter, or number) may be changed
+in a formula only when it occurs as many times in the LaTeX's math positions as in the MathML's plain ``<mi>``
+(``<mn>``) elements. A user macro that hides a letter (``\\newcommand{\\x}{x_0}``), a letter in a unit or a colour
+name, a word typed in math italic (``L_{included}``: three or more single-letter ``<mi>`` side by side in the MathML)
+all break that count, and the letter is left alone. The check is by count, not by position: KaTeX keeps the source
+order of a formula's symbols except in scripts (``x^a_b`` gives ``msubsup`` with the subscript first), and a
+renaming is the same whatever the order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from eqsearch.engine.latex.scan import read_argument, skip_space
+
+#: Lowercase Greek as KaTeX writes it (a plain ``<mi>``): command name -> character.
+GREEK_LOWER = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ϵ", "varepsilon": "ε", "zeta": "ζ",
+    "eta": "η", "theta": "θ", "vartheta": "ϑ", "iota": "ι", "kappa": "κ", "varkappa": "ϰ", "lambda": "λ",
+    "mu": "μ", "nu": "ν", "xi": "ξ", "pi": "π", "varpi": "ϖ", "rho": "ρ", "varrho": "ϱ", "sigma": "σ",
+    "varsigma": "ς", "tau": "τ", "upsilon": "υ", "phi": "ϕ", "varphi": "φ", "chi": "χ", "psi": "ψ", "omega": "ω",
+}  # fmt: skip
+#: Capital Greek as KaTeX writes it (``<mi mathvariant="normal">``).
+GREEK_UPPER = {
+    "Gamma": "Γ", "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Xi": "Ξ", "Pi": "Π", "Sigma": "Σ",
+    "Upsilon": "Υ", "Phi": "Φ", "Psi": "Ψ", "Omega": "Ω",
+}  # fmt: skip
+GREEK = {**GREEK_LOWER, **GREEK_UPPER}
+GREEK_UPPER_CHARS = frozenset(GREEK_UPPER.values())
+GREEK_NAMES = {char: name for name, char in GREEK.items()}
+
+#: Commands whose next arguments are not math identifiers (text, names, fonts, labels, sizes, colours, units):
+#: command -> how many arguments to pass over. A font command's letter is another symbol (``\mathbf{x}`` is not
+#: ``x``), which KaTeX marks with ``mathvariant``, so both sides leave it.
+_ONE_ARGUMENT = """
+    text textrm textit textbf textsf texttt textup textnormal textsc emph mbox hbox fbox operatorname
+    operatornamewithlimits mathrm mathbf mathit mathsf mathtt mathcal mathbb mathfrak mathscr mathbfit boldsymbol bm
+    pmb mathop label tag ref eqref cite begin end color hspace vspace phantom hphantom vphantom url unit si ce raisebox
+    textcolor mathnormal Bbb
+"""
+_TWO_ARGUMENTS = "SI href rule colorbox fcolorbox"
+SKIPPED_ARGUMENTS = {**dict.fromkeys(_ONE_ARGUMENT.split(), 1), **dict.fromkeys(_TWO_ARGUMENTS.split(), 2)}
+#: Environments whose first argument after ``\begin{...}`` is a column specification, not math.
+COLUMN_SPEC_ENVIRONMENTS = frozenset({"array", "subarray", "tabular", "alignedat", "alignat", "alignat*", "darray"})
+
+_LATEX_TOKEN = re.compile(r"\\(?:[A-Za-z]+|.)|[A-Za-z]|\d+(?:\.\d+)?|\.\d+|\S", re.S)
+_MI = re.compile(r'<mi(?: mathvariant="normal")?>([^<])</mi>')
+_ANY_MI = re.compile(r"<mi(?: [^>]*)?>([^<]*)</mi>")
+_MN = re.compile(r"<mn>([^<]+)</mn>")
+_TAG = re.compile(r"<(/?)([A-Za-z]+)\b[^>]*?(/?)>")
+_LATIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+@dataclass(frozen=True)
+class Place:
+    """One symbol of a formula's text: what it is (a letter or Greek character, or a number's text) and where."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class LatexSymbols:
+    """The symbols of a formula's LaTeX in math positions, and its top-level ``=`` signs.
+
+    Attributes:
+        letters: Latin letters and Greek commands (as their characters), in source order.
+        numbers: digit runs (``2``, ``0.25``, ``.5``).
+        equals: offsets of the ``=`` signs outside every group, ``\\left..\\right`` pair and environment.
+        aligned: whether the formula has ``&`` or ``\\\\`` outside every group (a multi-line display).
+        commands: the control words used (without backslash).
+    """
+
+    letters: tuple[Place, ...]
+    numbers: tuple[Place, ...]
+    equals: tuple[int, ...]
+    aligned: bool
+    commands: frozenset[str]
+
+
+def _skip_command_arguments(latex: str, pos: int, count: int) -> int:
+    pos = skip_space(latex, pos)
+    if pos < len(latex) and latex[pos] == "*":
+        pos += 1
+    pos = skip_space(latex, pos)
+    if pos < len(latex) and latex[pos] == "[":
+        close = latex.find("]", pos)
+        pos = close + 1 if close > 0 else pos
+    for _ in range(count):
+        argument = read_argument(latex, pos)
+        if argument is None:
+            break
+        pos = argument[1]
+    return pos
+
+
+def latex_symbols(latex: str) -> LatexSymbols:
+    """Read the symbols of one formula's LaTeX (a display's body or an inline formula), see `LatexSymbols`."""
+    letters: list[Place] = []
+    numbers: list[Place] = []
+    equals: list[int] = []
+    commands: set[str] = set()
+    aligned = False
+    depth = 0  # braces, \left..\right and \begin..\end together
+    pos, n = 0, len(latex)
+    while pos < n:
+        m = _LATEX_TOKEN.search(latex, pos)
+        if m is None:
+            break
+        token, pos = m.group(), m.end()
+        if token.startswith("\\"):
+            name = token[1:]
+            if name.isalpha():
+                commands.add(name)
+            if name in GREEK:
+                letters.append(Place(GREEK[name], m.start(), m.end()))
+            elif name in ("left", "right"):
+                depth += 1 if name == "left" else -1
+            elif name == "\\" and depth == 0:
+                aligned = True
+            elif name in ("begin", "end"):
+                environment = read_argument(latex, pos)
+                depth += 1 if name == "begin" else -1
+                pos = _skip_command_arguments(latex, pos, 1)
+                if name == "begin" and environment and environment[0].strip() in COLUMN_SPEC_ENVIRONMENTS:
+                    pos = _skip_command_arguments(latex, pos, 1)
+            elif name in SKIPPED_ARGUMENTS:
+                pos = _skip_command_arguments(latex, pos, SKIPPED_ARGUMENTS[name])
+        elif token in _LATIN:
+            letters.append(Place(token, m.start(), m.end()))
+        elif token[0].isdigit() or (token[0] == "." and len(token) > 1):
+            numbers.append(Place(token, m.start(), m.end()))
+        elif token == "{":
+            depth += 1
+        elif token == "}":
+            depth -= 1
+        elif token == "=" and depth == 0:
+            equals.append(m.start())
+        elif token == "&" and depth == 0:
+            aligned = True
+    return LatexSymbols(tuple(letters), tuple(numbers), tuple(equals), aligned, frozenset(commands))
+
+
+@dataclass(frozen=True)
+class MathmlSymbols:
+    """The symbols of a KaTeX ``<math>`` element.
+
+    Attributes:
+        letters: single-character identifiers that a renaming may change: plain ``<mi>`` (and capital Greek's
+            ``mathvariant="normal"``), less those in a word (three or more single Latin letters side by side).
+        present: every identifier character of the formula, in any font, outside words (a new name must avoid them).
+        numbers: the ``<mn>`` elements, with their text.
+    """
+
+    letters: tuple[Place, ...]
+    present: frozenset[str]
+    numbers: tuple[Place, ...]
+
+
+def mathml_symbols(mathml: str) -> MathmlSymbols:
+    """Read the symbols of one KaTeX ``<math>`` element, see `MathmlSymbols`."""
+    found = [Place(m.group(1), m.start(1), m.end(1)) for m in _MI.finditer(mathml)]
+    in_word: set[int] = set()
+    run: list[int] = []
+    for i, place in enumerate(found):
+        plain_latin = place.text in _LATIN and mathml[place.start - 4 : place.start] == "<mi>"
+        adjacent = bool(run) and found[run[-1]].end + len("</mi><mi>") == place.start
+        if plain_latin and adjacent:
+            run.append(i)
+        else:
+            if len(run) >= 3:
+                in_word.update(run)
+            run = [i] if plain_latin else []
+    if len(run) >= 3:
+        in_word.update(run)
+    letters = []
+    for i, place in enumerate(found):
+        if i in in_word:
+            continue
+        normal = mathml[place.start - 25 : place.start].endswith('mathvariant="normal">')
+        if normal != (place.text in GREEK_UPPER_CHARS):
+            continue  # an upright Latin letter (\mathrm) or an italic capital Greek: another symbol
+        letters.append(place)
+    words = {found[i].start for i in in_word}
+    present = frozenset(
+        ch for m in _ANY_MI.finditer(mathml) if m.start(1) not in words for ch in m.group(1) if len(m.group(1)) == 1
+    )
+    numbers = tuple(Place(m.group(1), m.start(1), m.end(1)) for m in _MN.finditer(mathml))
+    return MathmlSymbols(tuple(letters), present, numbers)
+
+
+def agreeing(latex_places: tuple[Place, ...], mathml_places: tuple[Place, ...]) -> set[str]:
+    """The symbols that occur as many times in the LaTeX as in the MathML: the only ones a variant may change."""
+    left, right = Counter(p.text for p in latex_places), Counter(p.text for p in mathml_places)
+    return {text for text, count in left.items() if right.get(text) == count}
+
+
+def replace_places(text: str, places: tuple[Place, ...], new_text: dict[str, str]) -> str:
+    """``text`` with each place whose symbol is a key of ``new_text`` replaced by its value (places in order)."""
+    parts: list[str] = []
+    last = 0
+    for place in places:
+        if place.text in new_text:
+            parts.append(text[last : place.start])
+            parts.append(new_text[place.text])
+            last = place.end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def top_level_children(mathml: str) -> list[tuple[int, int]] | None:
+    """``(start, end)`` of each child of the formula's one top ``<mrow>``, or None when ``<math>`` holds anything
+    else (a table, several elements, a lone symbol)."""
+    tags = list(_TAG.finditer(mathml))
+    if len(tags) < 4 or tags[0].group(2) != "math" or tags[1].group(2) != "mrow" or tags[1].group(1):
+        return None
+    depth = 0
+    children: list[tuple[int, int]] = []
+    start = -1
+    for m in tags[2:]:
+        closing, self_closing = bool(m.group(1)), bool(m.group(3))
+        if closing:
+            depth -= 1
+            if depth == 0:
+                children.append((start, m.end()))
+            elif depth < 0:  # the top mrow closes: only </math> may follow
+                rest = mathml[m.end() :]
+                return children if rest == "</math>" else None
+        elif self_closing:
+            if depth == 0:
+                children.append((m.start(), m.end()))
+        else:
+            if depth == 0:
+                start = m.start()
+            depth += 1
+    return None
