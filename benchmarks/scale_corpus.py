@@ -82,7 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument(
         "--areas",
         type=Path,
-        help="JSON of paper id -> field for papers without arXiv metadata, e.g. benchmarks/realpapers3_counts.json "
+        nargs="+",
+        default=[],
+        help="JSON files of paper id -> field, for papers without arXiv metadata (benchmarks/realpapers3_counts.json) "
         "(default: a paper's field is its arXiv category's archive, else its kind and source name)",
     )
     generate.add_argument(
@@ -167,7 +169,7 @@ def _generate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         out=args.out,
         equations=args.equations,
         seed=args.seed,
-        areas=args.areas,
+        areas=tuple(args.areas),
         originals=not args.no_originals,
         exchange_share=args.exchange,
         constant_share=args.constants,

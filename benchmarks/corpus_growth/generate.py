@@ -46,7 +46,7 @@ class GrowthConfig:
         out: the collection to write (papers JSONL); ``OUT.stats.json`` gets the run's figures.
         equations: how many equation documents (displays and indexed inline formulas) to write.
         seed: the seed of every random choice.
-        areas: a JSON file of paper id -> field, for papers without arXiv metadata
+        areas: JSON files of paper id -> field, for papers without arXiv metadata
             (``benchmarks/realpapers*_counts.json``).
         originals: whether the real papers themselves (round 0) are part of the collection.
         exchange_share: the share of formulas whose right-hand side is exchanged (where one can be).
@@ -59,7 +59,7 @@ class GrowthConfig:
     out: Path
     equations: int
     seed: int = 0
-    areas: Path | None = None
+    areas: tuple[Path, ...] = ()
     originals: bool = True
     exchange_share: float = 0.25
     constant_share: float = 0.5
@@ -91,8 +91,11 @@ class GrowthReport:
     per_round: list[int] = field(default_factory=list)
 
 
-def check_inputs(inputs: tuple[Path, ...]) -> None:
+def check_inputs(inputs: tuple[Path, ...], areas: tuple[Path, ...] = ()) -> None:
     """Refuse a missing file, or one whose first line is not a paper of papers JSONL, naming it and what to do."""
+    for path in areas:
+        if not path.is_file():
+            raise EqsearchError(f"{path}: no such file", hint="--areas takes JSON files of paper id -> field")
     for path in inputs:
         if not path.is_file():
             raise EqsearchError(
@@ -262,7 +265,7 @@ def grow(config: GrowthConfig, progress: Callable[[int], None] | None = None) ->
     Raises:
         EqsearchError: an input is missing or not papers JSONL, or the inputs hold no formula with MathML.
     """
-    check_inputs(config.inputs)
+    check_inputs(config.inputs, config.areas)
     started = time.perf_counter()
     pools = learn_pools(list(config.inputs), load_areas(config.areas), config.seed)
     report = GrowthReport(real_papers=pools.papers, real_formulas=pools.formulas)
@@ -316,5 +319,5 @@ def grow(config: GrowthConfig, progress: Callable[[int], None] | None = None) ->
 def _config_json(config: GrowthConfig) -> dict[str, Any]:
     out = asdict(config)
     out["inputs"] = [str(p) for p in config.inputs]
-    out["out"], out["areas"] = str(config.out), None if config.areas is None else str(config.areas)
+    out["out"], out["areas"] = str(config.out), [str(p) for p in config.areas]
     return out

@@ -45,18 +45,17 @@ def field_of(record: dict[str, Any], areas: dict[str, str]) -> str:
     return f"{record.get('kind') or 'jsonl'}:{head}"
 
 
-def load_areas(path: Path | None) -> dict[str, str]:
+def load_areas(paths: tuple[Path, ...] | list[Path]) -> dict[str, str]:
     """Paper id -> area from set files that list papers with an ``area`` (``benchmarks/realpapers*_counts.json``:
-    ``{"papers": {"<id>": {"area": "math.CO", ...}}}``) or a plain ``{"<id>": "<area>"}`` object."""
-    if path is None:
-        return {}
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    papers = data.get("papers", data) if isinstance(data, dict) else {}
+    ``{"papers": {"<id>": {"area": "math.CO", ...}}}``) or plain ``{"<id>": "<area>"}`` objects; a later file wins."""
     out = {}
-    for paper_id, value in papers.items():
-        area = value.get("area") if isinstance(value, dict) else value
-        if isinstance(area, str) and area:
-            out[str(paper_id)] = area
+    for path in paths:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        papers = data.get("papers", data) if isinstance(data, dict) else {}
+        for paper_id, value in papers.items():
+            area = value.get("area") if isinstance(value, dict) else value
+            if isinstance(area, str) and area:
+                out[str(paper_id)] = area
     return out
 
 
