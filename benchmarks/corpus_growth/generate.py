@@ -30,7 +30,14 @@ from eqsearch.engine.index.documents import inline_indexable
 from eqsearch.ingest.records import FORMAT_VERSION, read_papers
 
 from corpus_growth.pools import Pools, converted_formulas, field_of, learn_pools, load_areas
-from corpus_growth.variants import exchange_right_hand_side, formula_hash, paper_notation, rank_letters, vary
+from corpus_growth.variants import (
+    exchange_fraction_part,
+    exchange_right_hand_side,
+    formula_hash,
+    paper_notation,
+    rank_letters,
+    vary,
+)
 
 #: Tries per formula before it is dropped as one the generator cannot make distinct.
 TRIES = 3
@@ -223,12 +230,11 @@ class _Grower:
         for attempt in range(TRIES if round_no else 1):
             latex, mathml = formula["latex"], formula["mathml"]
             exchanged = False
+            if round_no and rng.random() < config.exchange_share * (1 + attempt):
+                swapped = self._exchange(latex, mathml, is_inline, paper_field, macro_names, rng)
+                if swapped is not None:
+                    (latex, mathml), exchanged = swapped, True
             if round_no:
-                donors = self.pools.donors.get((paper_field, is_inline))
-                if donors and rng.random() < config.exchange_share * (1 + attempt):
-                    swapped = exchange_right_hand_side(latex, mathml, rng.choice(donors), macro_names)
-                    if swapped is not None:
-                        (latex, mathml), exchanged = swapped, True
                 if attempt:
                     notation = paper_notation(self.ranked, rng)
                 variant = vary(latex, mathml, notation, rng, config.constant_share if not attempt else 1.0)
@@ -249,6 +255,32 @@ class _Grower:
                 report.original_equations += 1
             return latex, mathml
         report.dropped_duplicates += 1
+        return None
+
+    def _exchange(
+        self,
+        latex: str,
+        mathml: str,
+        is_inline: bool,
+        paper_field: str,
+        macro_names: frozenset[str],
+        rng: random.Random,
+    ) -> tuple[str, str] | None:
+        """A right-hand side or a fraction's part from another formula of the field, whichever the formula has (a
+        coin decides when it has both)."""
+        right_sides = self.pools.donors.get((paper_field, is_inline))
+        parts = self.pools.fraction_parts.get(paper_field)
+        ways = []
+        if right_sides:
+            ways.append(lambda: exchange_right_hand_side(latex, mathml, rng.choice(right_sides), macro_names))
+        if parts:
+            ways.append(lambda: exchange_fraction_part(latex, mathml, rng.choice(parts), macro_names, rng))
+        if len(ways) == 2 and rng.random() < 0.5:
+            ways.reverse()
+        for way in ways:
+            swapped = way()
+            if swapped is not None:
+                return swapped
         return None
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from eqsearch.ingest.records import read_papers
 
 from corpus_growth.symbols import mathml_symbols
-from corpus_growth.variants import RightHandSide, right_hand_side
+from corpus_growth.variants import FractionPart, RightHandSide, fraction_parts, right_hand_side
 
 #: Statuses whose formulas have MathML and are indexed.
 CONVERTED = frozenset({"ok", "approximate"})
@@ -98,12 +98,14 @@ class Pools:
     Attributes:
         letters: how often each identifier character occurs in the real formulas' MathML.
         donors: ``(field, inline)`` -> right-hand sides to exchange.
+        fraction_parts: field -> numerators and denominators to exchange.
         sentences: field -> sentences of real contexts and abstracts.
         papers: real papers read; formulas: their formulas with MathML.
     """
 
     letters: Counter[str] = field(default_factory=Counter)
     donors: dict[tuple[str, bool], list[RightHandSide]] = field(default_factory=dict)
+    fraction_parts: dict[str, list[FractionPart]] = field(default_factory=dict)
     sentences: dict[str, list[str]] = field(default_factory=dict)
     papers: int = 0
     formulas: int = 0
@@ -114,6 +116,7 @@ def learn_pools(inputs: list[Path], areas: dict[str, str], seed: int) -> Pools:
     rng = random.Random(f"{seed}:pools")
     donors: dict[tuple[str, bool], _Reservoir] = {}
     texts: dict[str, _Reservoir] = {}
+    parts: dict[str, _Reservoir] = {}
     pools = Pools()
     for path in inputs:
         for record in read_papers(path):
@@ -134,6 +137,10 @@ def learn_pools(inputs: list[Path], areas: dict[str, str], seed: int) -> Pools:
                 rhs = right_hand_side(formula["latex"], formula["mathml"], macro_names)
                 if rhs is not None and len(rhs.latex) <= 600:
                     donors.setdefault((paper_field, inline), _Reservoir(DONORS_PER_FIELD, rng)).offer(rhs)
+                for part in fraction_parts(formula["latex"], formula["mathml"], macro_names):
+                    if len(part.latex) <= 300:
+                        parts.setdefault(paper_field, _Reservoir(DONORS_PER_FIELD, rng)).offer(part)
     pools.donors = {key: r.items for key, r in donors.items()}
     pools.sentences = {key: r.items for key, r in texts.items()}
+    pools.fraction_parts = {key: r.items for key, r in parts.items()}
     return pools

@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from eqsearch.engine.latex.scan import read_argument, skip_space
+from eqsearch.engine.latex.scan import group_end, read_argument, skip_space
 
 #: Lowercase Greek as KaTeX writes it (a plain ``<mi>``): command name -> character.
 GREEK_LOWER = {
@@ -32,6 +32,7 @@ GREEK_UPPER = {
 }  # fmt: skip
 GREEK = {**GREEK_LOWER, **GREEK_UPPER}
 GREEK_UPPER_CHARS = frozenset(GREEK_UPPER.values())
+GREEK_LOWER_CHARS = frozenset(GREEK_LOWER.values())
 GREEK_NAMES = {char: name for name, char in GREEK.items()}
 
 #: Commands whose next arguments are not math identifiers (text, names, fonts, labels, sizes, colours, units):
@@ -163,13 +164,25 @@ class MathmlSymbols:
     numbers: tuple[Place, ...]
 
 
+def _identifiers(mathml: str) -> list[Place]:
+    """The single-letter identifiers a LaTeX letter or Greek command gives: a plain ``<mi>`` holding a Latin or a
+    Greek letter, or an upright capital Greek; an upright Latin letter (``\\mathrm{d}``) is another symbol."""
+    out = []
+    for m in _MI.finditer(mathml):
+        text = m.group(1)
+        normal = m.group(0).startswith('<mi mathvariant="normal">')
+        if (normal and text in GREEK_UPPER_CHARS) or (not normal and (text in _LATIN or text in GREEK_LOWER_CHARS)):
+            out.append(Place(text, m.start(1), m.end(1)))
+    return out
+
+
 def mathml_symbols(mathml: str) -> MathmlSymbols:
     """Read the symbols of one KaTeX ``<math>`` element, see `MathmlSymbols`."""
-    found = [Place(m.group(1), m.start(1), m.end(1)) for m in _MI.finditer(mathml)]
+    found = _identifiers(mathml)
     in_word: set[int] = set()
     run: list[int] = []
     for i, place in enumerate(found):
-        plain_latin = place.text in _LATIN and mathml[place.start - 4 : place.start] == "<mi>"
+        plain_latin = place.text in _LATIN
         adjacent = bool(run) and found[run[-1]].end + len("</mi><mi>") == place.start
         if plain_latin and adjacent:
             run.append(i)
@@ -179,20 +192,13 @@ def mathml_symbols(mathml: str) -> MathmlSymbols:
             run = [i] if plain_latin else []
     if len(run) >= 3:
         in_word.update(run)
-    letters = []
-    for i, place in enumerate(found):
-        if i in in_word:
-            continue
-        normal = mathml[place.start - 25 : place.start].endswith('mathvariant="normal">')
-        if normal != (place.text in GREEK_UPPER_CHARS):
-            continue  # an upright Latin letter (\mathrm) or an italic capital Greek: another symbol
-        letters.append(place)
+    letters = tuple(place for i, place in enumerate(found) if i not in in_word)
     words = {found[i].start for i in in_word}
     present = frozenset(
         ch for m in _ANY_MI.finditer(mathml) if m.start(1) not in words for ch in m.group(1) if len(m.group(1)) == 1
     )
     numbers = tuple(Place(m.group(1), m.start(1), m.end(1)) for m in _MN.finditer(mathml))
-    return MathmlSymbols(tuple(letters), present, numbers)
+    return MathmlSymbols(letters, present, numbers)
 
 
 def agreeing(latex_places: tuple[Place, ...], mathml_places: tuple[Place, ...]) -> set[str]:
@@ -240,3 +246,55 @@ def top_level_children(mathml: str) -> list[tuple[int, int]] | None:
                 start = m.start()
             depth += 1
     return None
+
+
+_FRACTION = re.compile(r"\\[dt]?frac(?![A-Za-z])")
+
+
+def latex_fractions(latex: str) -> list[tuple[tuple[int, int], tuple[int, int]]] | None:
+    """``(numerator, denominator)`` spans (inside their braces) of each ``\\frac``, ``\\dfrac`` and ``\\tfrac`` in
+    source order; None when one of them has an argument that is not a brace group (``\\frac12``)."""
+    out = []
+    for m in _FRACTION.finditer(latex):
+        spans = []
+        pos = m.end()
+        for _ in range(2):
+            pos = skip_space(latex, pos)
+            end = group_end(latex, pos)
+            if end is None:
+                return None
+            spans.append((pos + 1, end - 1))
+            pos = end
+        out.append((spans[0], spans[1]))
+    return out
+
+
+def mathml_fractions(mathml: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """``(numerator, denominator)`` element spans of each plain ``<mfrac>`` (not a binomial's, which has a
+    ``linethickness``) in document order."""
+    fractions: list[list] = []
+    stack: list[list] = []  # [is a plain mfrac, its children, start]
+    for m in _TAG.finditer(mathml):
+        closing, self_closing = bool(m.group(1)), bool(m.group(3))
+        if closing:
+            entry = stack.pop()
+            if stack and stack[-1][0]:
+                stack[-1][1].append((entry[2], m.end()))
+        elif self_closing:
+            if stack and stack[-1][0]:
+                stack[-1][1].append((m.start(), m.end()))
+        else:
+            entry = [m.group(0) == "<mfrac>", [], m.start()]
+            if entry[0]:
+                fractions.append(entry)
+            stack.append(entry)
+    return [(entry[1][0], entry[1][1]) for entry in fractions if len(entry[1]) == 2]
+
+
+def same_symbols(latex: str, mathml: str) -> bool:
+    """Whether a piece of LaTeX and a piece of MathML hold the same letters and numbers, as many times each (the
+    letters of words and of other fonts included on both sides)."""
+    in_latex = latex_symbols(latex)
+    left = Counter(p.text for p in (*in_latex.letters, *in_latex.numbers))
+    right = Counter(p.text for p in _identifiers(mathml)) + Counter(m.group(1) for m in _MN.finditer(mathml))
+    return left == right

@@ -25,9 +25,12 @@ from corpus_growth.symbols import (
     GREEK_UPPER,
     Place,
     agreeing,
+    latex_fractions,
     latex_symbols,
+    mathml_fractions,
     mathml_symbols,
     replace_places,
+    same_symbols,
     top_level_children,
 )
 
@@ -160,6 +163,54 @@ def exchange_right_hand_side(
     new_latex = latex[: split[0] + 1] + " " + donor.latex
     new_mathml = mathml[: split[1]] + donor.mathml + "</mrow></math>"
     return new_latex, new_mathml
+
+
+#: A fraction's numerator or denominator travels the same way: its LaTeX (inside the braces), its MathML element.
+FractionPart = RightHandSide
+_NOT_TRAVELLING = frozenset({"label", "tag", "nonumber", "notag"})
+
+
+def matched_fractions(latex: str, mathml: str) -> list[tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]]:
+    """The fractions found in both texts, as ``(LaTeX spans, MathML spans)`` of their two parts: the k-th ``\\frac``
+    of the LaTeX is the k-th ``<mfrac>`` of the MathML when both have as many, and a pair is kept only when each part
+    holds the same letters and numbers on both sides (scripts can reorder fractions: ``x^{\\frac..}_{\\frac..}``)."""
+    in_latex, in_mathml = latex_fractions(latex), mathml_fractions(mathml)
+    if not in_latex or len(in_latex) != len(in_mathml):
+        return []
+    return [
+        (ls, ms)
+        for ls, ms in zip(in_latex, in_mathml, strict=True)
+        if all(same_symbols(latex[a:b], mathml[c:d]) for (a, b), (c, d) in zip(ls, ms, strict=True))
+    ]
+
+
+def fraction_parts(latex: str, mathml: str, macro_names: frozenset[str]) -> list[FractionPart]:
+    """The numerators and denominators of the formula's matched fractions that can travel (no user macro, label or
+    line break in them)."""
+    out = []
+    for spans_latex, spans_mathml in matched_fractions(latex, mathml):
+        for (a, b), (c, d) in zip(spans_latex, spans_mathml, strict=True):
+            part = latex[a:b].strip()
+            commands = latex_symbols(part).commands
+            if part and not commands & macro_names and not commands & _NOT_TRAVELLING and "\\\\" not in part:
+                out.append(FractionPart(part, mathml[c:d], commands))
+    return out
+
+
+def exchange_fraction_part(
+    latex: str, mathml: str, donor: FractionPart, macro_names: frozenset[str], rng: random.Random
+) -> tuple[str, str] | None:
+    """The formula with one part of one of its fractions (chosen by ``rng``) replaced by ``donor``; None when it has
+    no matched fraction or its paper defines a command the donor uses."""
+    if donor.commands & macro_names:
+        return None
+    fractions = matched_fractions(latex, mathml)
+    if not fractions:
+        return None
+    spans_latex, spans_mathml = rng.choice(fractions)
+    which = rng.randrange(2)
+    (a, b), (c, d) = spans_latex[which], spans_mathml[which]
+    return latex[:a] + donor.latex + latex[b:], mathml[:c] + donor.mathml + mathml[d:]
 
 
 @dataclass(frozen=True)

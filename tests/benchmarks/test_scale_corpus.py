@@ -14,8 +14,10 @@ from corpus_growth.compare import compare_collections
 from corpus_growth.generate import GrowthConfig, grow
 from corpus_growth.symbols import latex_symbols, mathml_symbols, top_level_children
 from corpus_growth.variants import (
+    exchange_fraction_part,
     exchange_right_hand_side,
     formula_hash,
+    fraction_parts,
     paper_notation,
     rank_letters,
     right_hand_side,
@@ -120,6 +122,25 @@ def test_a_right_hand_side_travels_with_its_mathml():
     assert new_latex == r"\delta A_\mu = \int d^3 x \, j^0"
     assert top_level_children(new_mathml) is not None and new_mathml.count("<mo>=</mo>") == 1
     assert exchange_right_hand_side(latex, mathml, donor, frozenset({"int"})) is None  # the paper redefines \int
+
+
+def test_a_fraction_part_travels_with_its_mathml_and_only_where_both_texts_agree():
+    latex, mathml = _formula(r"\frac{d}{dt} E(t) = -2 \int_{\Omega} |\Delta u|^2 \, dx")
+    parts = fraction_parts(*_formula(r"T_p = \frac{1}{(2\pi)^p g_s \ell_s^{p+1}}"), frozenset())
+    assert [p.latex for p in parts] == ["1", r"(2\pi)^p g_s \ell_s^{p+1}"]
+    new_latex, new_mathml = exchange_fraction_part(latex, mathml, parts[1], frozenset(), random.Random(1))
+    assert new_latex in (
+        r"\frac{(2\pi)^p g_s \ell_s^{p+1}}{dt} E(t) = -2 \int_{\Omega} |\Delta u|^2 \, dx",
+        r"\frac{d}{(2\pi)^p g_s \ell_s^{p+1}} E(t) = -2 \int_{\Omega} |\Delta u|^2 \, dx",
+    )
+    assert new_mathml.count("<mfrac>") == 1 and parts[1].mathml in new_mathml and new_mathml.endswith("</math>")
+    # scripts put the subscript's fraction first in the MathML: the parts disagree, so nothing is exchanged
+    swapped = r"x^{\frac{a}{b}}_{\frac{c}{d}}"
+    swapped_mathml = (
+        '<math xmlns="http://www.w3.org/1998/Math/MathML"><mrow><msubsup><mi>x</mi><mfrac><mi>c</mi><mi>d</mi>'
+        "</mfrac><mfrac><mi>a</mi><mi>b</mi></mfrac></msubsup></mrow></math>"
+    )
+    assert exchange_fraction_part(swapped, swapped_mathml, parts[0], frozenset(), random.Random(0)) is None
 
 
 def test_a_paper_notation_is_a_bijection_among_letters_of_like_frequency():
