@@ -1,12 +1,14 @@
 """A LaTeX document's title, authors and abstract, read the way journal classes write them.
 
 Titles come from ``\\title`` (``\\title[short]{long}``: the long one; the last one set wins, as in LaTeX) or the
-classes' own commands (ICML's ``\\icmltitle``, MDPI's ``\\Title``, INFORMS' ``\\TITLE``); abstracts from the
-``abstract`` environment or an ``\\abstract{...}`` command (JHEP, Springer). The document's user macros are expanded
-in them first, so ``\\title{\\papertitle}`` gives the title. Authors are names only: the affiliation marks, notes and
-addresses journal classes put inside ``\\author`` are dropped (MNRAS' ``$^{1}$`` and address lines, AAS'
-``\\altaffilmark``, JMLR's ``\\name``/``\\email``/``\\addr``, NeurIPS' ``\\And`` blocks, ``\\thanks``, ``\\inst``,
-ORCID links), and the rest is split on ``\\and``, commas and "and", so that a list never carries empty names.
+classes' own commands (ICML's ``\\icmltitle``, MDPI's ``\\Title``, INFORMS' ``\\TITLE``); a thesis whose class sets its
+title page from a macro of its own has none of them: then the title the PDF declares (hyperref's ``pdftitle``) or the
+document's title macro (``\\newcommand{\\thesistitle}{..}``, ``\\myTitle``, ``\\phdtitle``) is the title. Abstracts come
+from the ``abstract`` environment or an ``\\abstract{...}`` command (JHEP, Springer). The document's user macros are
+expanded in them first, so ``\\title{\\papertitle}`` gives the title. Authors are names only: the affiliation marks,
+notes and addresses journal classes put inside ``\\author`` are dropped (MNRAS' ``$^{1}$`` and address lines, AAS'
+``\\altaffilmark``, JMLR's ``\\name``/``\\email``/``\\addr``, NeurIPS' ``\\And`` blocks, ``\\thanks``, ``\\inst``, ORCID
+links), and the rest is split on ``\\and``, commas and "and", so that a list never carries empty names.
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ def read_front_matter(text: str, macros: Sequence[MacroDef] = ()) -> FrontMatter
         if found:
             title = found[-1]  # the last \title set is the one \maketitle prints
             break
+    if not title:
+        title = _declared_title(text, macros, expand)
     abstract_match = _ABSTRACT_ENV.search(text)
     raw_abstract = abstract_match.group(2) if abstract_match else None
     if raw_abstract is None or not raw_abstract.strip():
@@ -92,6 +96,30 @@ def read_front_matter(text: str, macros: Sequence[MacroDef] = ()) -> FrontMatter
         if authors:
             break
     return FrontMatter(title or None, abstract or None, list(dict.fromkeys(authors)))
+
+
+# hyperref's pdftitle={..} (in \hypersetup or the package's options); a title macro of a thesis template
+_PDFTITLE = re.compile(r"(?<![A-Za-z])pdftitle\s*=\s*")
+_TITLE_MACRO = re.compile(
+    r"\\(?:my|the|thesis|phd|project|doc|document|report|dissertation|main|full|work|t)?title", re.I
+)
+
+
+def _declared_title(text: str, macros: Sequence[MacroDef], expand: Callable[[str], str]) -> str | None:
+    """The title of a document without a title command: hyperref's ``pdftitle``, else a title macro of its own."""
+    for m in _PDFTITLE.finditer(text):
+        pos = skip_space(text, m.end())
+        arg = read_argument(text, pos) if text.startswith("{", pos) else None
+        value = arg[0] if arg is not None else re.split(r"[,}\]\n]", text[pos:], maxsplit=1)[0]
+        found = title_text(expand(value))
+        if len(found.split()) >= 2 and "\\" not in found:
+            return found
+    for macro in reversed(macros):  # the last definition wins
+        if macro.nargs == 0 and _TITLE_MACRO.fullmatch(macro.name.strip()):
+            found = title_text(expand(macro.body))
+            if len(found.split()) >= 2 and "\\" not in found:
+                return found
+    return None
 
 
 def untitled(main_file: str | None, source: str) -> str:

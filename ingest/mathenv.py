@@ -6,7 +6,9 @@ it finds: an environment nested in a display (``split`` in ``equation``, ``align
 outer body and is never extracted twice. A ``$$`` inside a ``tabular`` or a ``tikzpicture`` is an empty formula
 (TeX reads a table cell or a node's text in restricted horizontal mode, where ``$$`` opens no display), not a
 display. breqn's ``dgroup`` is a grouping, like
-``subequations``: the ``dmath`` inside it are the displays.
+``subequations``: the ``dmath`` inside it are the displays. A display written in the body of a definition made in the
+text (``\\renewcommand{\\tab}[1]{\\begin{align*}##1\\end{align*}}`` inside a macro a display macro expands) is the
+definition's, set where the macro is used, not a display where it is written.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ def scan_math(text: str, aliases: dict[str, str] | None = None) -> tuple[list[Di
     out: list[DisplayMath] = []
     inline: list[InlineMath] = []
     tables = _table_spans(text) if "$$" in text and "\\begin" in text else []
+    definitions = _definition_spans(text) if "#" in text else []
     pos = 0
     n = len(text)
     while True:
@@ -113,7 +116,10 @@ def scan_math(text: str, aliases: dict[str, str] | None = None) -> tuple[list[Di
         if m is None:
             return out, inline
         s = m.group(0)
-        if s in ("\\\\", "\\$"):
+        inside = next((end for start, end in definitions if start < m.start() < end), None)
+        if inside is not None:
+            pos = inside  # a definition's body: its math is set where the definition is used
+        elif s in ("\\\\", "\\$"):
             pos = m.end()
         elif s in ("$", "\\(") or m.group(3):
             closer = {"$": "$", "\\(": "\\)"}.get(s, "\\end{math}")
@@ -178,6 +184,24 @@ def _table_spans(text: str) -> list[tuple[int, int]]:
                 spans.append((start, m.end()))
     if depth:
         spans.append((start, len(text)))
+    return spans
+
+
+# \newcommand{\x}[1]{..}, \renewcommand*\x{..}, \def\x#1{..}, \NewDocumentCommand{\x}{m}{..}: the body's brace
+_DEFINITION = re.compile(
+    r"\\(?:(?:re|provide)?newcommand\*?\s*(?:\{\s*\\[A-Za-z@]+\s*\}|\\[A-Za-z@]+)\s*(?:\[\d\]\s*)?(?:\[[^\]]*\]\s*)?"
+    r"|[gex]?def\s*\\[A-Za-z@]+[^{]*"
+    r"|(?:New|Renew|Provide|Declare)DocumentCommand\s*(?:\{\s*\\[A-Za-z@]+\s*\}|\\[A-Za-z@]+)\s*\{[^{}]*\}\s*)(?=\{)"
+)
+
+
+def _definition_spans(text: str) -> list[tuple[int, int]]:
+    """The bodies (start, end) of the definitions made in ``text`` whose bodies take parameters (``#1``, ``##1``)."""
+    spans: list[tuple[int, int]] = []
+    for m in _DEFINITION.finditer(text):
+        end = group_end(text, m.end())
+        if end is not None and "#" in text[m.end() : end]:
+            spans.append((m.end(), end))
     return spans
 
 

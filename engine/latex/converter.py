@@ -47,7 +47,13 @@ from eqsearch.engine.latex.macros import (
 )
 from eqsearch.engine.latex.outcome import survival
 from eqsearch.engine.latex.packagenv import chemistry_in_text, inline_code
-from eqsearch.engine.latex.plaintex import change_case, resolve_ensuremath, sized_delimiters_in_text, tex_switches
+from eqsearch.engine.latex.plaintex import (
+    change_case,
+    displays_in_text_boxes,
+    resolve_ensuremath,
+    sized_delimiters_in_text,
+    tex_switches,
+)
 from eqsearch.engine.latex.preprocess import preprocess_latex
 from eqsearch.engine.latex.worker import ConversionJob, KatexWorker
 
@@ -228,7 +234,7 @@ class KatexConverter:
                 text = brace_scripted_macros(text, katex_macros)
                 text = expand_macros(text, katex_macros, max_expansions=self.config.max_expand, max_length=max_length)
                 text = inline_code(resolve_ensuremath(chemistry_in_text(change_case(text))))
-                text = sized_delimiters_in_text(katex_lengths(text))
+                text = displays_in_text_boxes(sized_delimiters_in_text(katex_lengths(text)))
                 if "\\iftrue" in text or "\\iffalse" in text:  # a document's \newif switches, once expanded
                     text = tex_switches(text)
             except MacroExpansionError as error:

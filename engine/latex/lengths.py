@@ -1,6 +1,6 @@
 """Lengths TeX reads and KaTeX refuses, written as lengths KaTeX reads: a multiple of the page's widths
-(``\\hspace{0.05\\textwidth}``, ``\\rule{.3\\linewidth}{1pt}``) and a comma as decimal mark (``\\hspace{,5cm}``,
-``\\kern 1,5mm``).
+(``\\hspace{0.05\\textwidth}``, ``\\rule{.3\\linewidth}{1pt}``), a comma as decimal mark (``\\hspace{,5cm}``,
+``\\kern 1,5mm``) and a multiple of a math spacing register (``\\mskip.3\\thinmuskip``, `register_spacing`).
 
 KaTeX knows no page, so a width relative to it is set in points as a 10pt ``article`` page has it (``\\textwidth``
 345pt); a display keeps its spacing in proportion, not to the point. TeX reads ``,`` as a decimal mark in a
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["katex_lengths"]
+__all__ = ["katex_lengths", "register_spacing"]
 
 #: Page widths in points (LaTeX's ``article`` at 10pt; ``\\columnwidth`` as a two-column journal sets it).
 PAGE_LENGTHS_PT = {
@@ -67,3 +67,19 @@ def _points(m: re.Match[str]) -> str:
     factor = (m.group("factor") or "1").replace(",", ".")
     value = float("0" + factor if factor.startswith(".") else factor) * PAGE_LENGTHS_PT[m.group("name")]
     return f"{m.group('sign')}{value:g}pt"
+
+
+# \mskip.3\thinmuskip: a multiple of a math spacing register, which KaTeX cannot read, in mu (3, 4 and 5 mu)
+_MUSKIP = re.compile(r"\\(mskip|mkern|hskip|kern)\s*(-?)\s*(\d*\.?\d*)\s*\\(thin|med|thick)muskip(?![A-Za-z@])")
+_MU = {"thin": 3, "med": 4, "thick": 5}
+
+
+def register_spacing(text: str) -> str:
+    """``\\mskip.3\\thinmuskip`` (a multiple of a spacing register) -> ``\\mskip0.9mu``: sizes KaTeX reads."""
+    return _MUSKIP.sub(_muskip, text) if "muskip" in text else text
+
+
+def _muskip(m: re.Match[str]) -> str:
+    factor = float(m.group(3)) if m.group(3) not in ("", ".") else 1.0
+    command = "mkern" if m.group(1) in ("mkern", "kern") else "mskip"
+    return f"\\{command}{m.group(2)}{factor * _MU[m.group(4)]:g}mu "

@@ -104,10 +104,12 @@ _INTERNALS = re.compile(
     r"\\[A-Za-z]*@[A-Za-z@]*|\\(?:csname|expandafter|futurelet|afterassignment|aftergroup|ifnum|ifdim|ifx|ifcase"
     r"|ifcat|ifcsname|ifdefined|noexpand|unexpanded|romannumeral|numexpr|dimexpr|ExplSyntaxOn|setbox|wd|ht|dp)(?![A-Za-z@])"
 )
-# a body the converter rewrites after expansion (a picture, an xy-pic arrow, minted's or listings' inline code)
+# a body the converter rewrites after expansion (a picture, an xy-pic arrow, minted's or listings' inline code, a
+# change of case: \abbrev{SNR} = \textsc{\MakeLowercase{#1}} inside a \DeclareMathOperator, which KaTeX lacks)
 _DRAWS = re.compile(
     r"\\begin\s*\{(?:tikzcd|tikzpicture|xy|psmatrix)\}"
-    r"|\\(?:tikz|xymatrix|mintinline|lstinline|includegraphics|tikzfig|ctikzfig|iltikzfig)(?![A-Za-z@])"
+    r"|\\(?:tikz|xymatrix|mintinline|lstinline|includegraphics|tikzfig|ctikzfig|iltikzfig"
+    r"|MakeLowercase|MakeUppercase|lowercase|uppercase)(?![A-Za-z@])"
 )
 # \ifmmode A\else B\fi in a macro body: a formula is in math mode, so A
 _IFMMODE = re.compile(r"\\ifmmode(?![A-Za-z@])(.*?)(?:\\else(?![A-Za-z@]).*?)?\\fi(?![A-Za-z@])", re.DOTALL)
@@ -118,6 +120,8 @@ _IFX = re.compile(
     re.DOTALL,
 )
 _PARAMETER = re.compile(r"#(#|[1-9])")
+# a size command written between a paired delimiter's name and its argument (physics: \abs\Big{x})
+_BARE_SIZE = re.compile(r"\s*(\\[Bb]igg?)(?![A-Za-z@])\s*(?=\{)")
 
 
 class MacroExpansionError(EqsearchError):
@@ -279,6 +283,8 @@ def _paired_delimiter(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:
     if star:
         end += 1
     size, end = (None, end) if star else read_optional(latex, end)
+    if not star and size is None and (bare := _BARE_SIZE.match(latex, end)):  # physics' \abs\bigg{x}
+        size, end = bare.group(1), bare.end()
     args, end = read_arguments(latex, end, max(1, macro.nargs))
     size = (size or "").strip()
     inner = delimsize(local_definitions(_substitute(macro.body, args)), "\\middle" if star else size)

@@ -90,6 +90,12 @@ _BRAKET = (
 
 _OUTER = "\\left|#1\\right\\rangle\\!\\left\\langle \\IfNoValueTF{#2}{#1}{#2}\\right|"
 
+# physics' \qif, \qand...: the word set between quads
+_QQ_WORDS = (
+    "if", "then", "else", "otherwise", "unless", "given", "using", "assume", "since", "let", "for", "all", "even",
+    "odd", "integer", "and", "or", "as", "in",
+)  # fmt: skip
+
 # name -> (nargs, body); spec'd entries are built below
 _SIMPLE: dict[str, tuple[int, str]] = {
     # upgreek (and MNRAS's \upi): upright Greek -> Greek
@@ -194,7 +200,7 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\mathsmaller": (1, "#1"),
     "\\mathlarger": (1, "#1"),
     "\\scaleobj": (2, "#2"),
-    "\\sideset": (3, "{}#1{#3}#2"),
+    "\\sideset": (3, "\\mathop{{}#1{#3}#2}\\limits"),  # the limits that follow go under and over the whole
     "\\qed": (0, "\\quad\\square"),
     # AASTeX's units and symbols (the class defines them; a document using it rarely does)
     "\\kms": (0, "\\mathrm{km\\,s^{-1}}"),
@@ -266,6 +272,13 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\va": (1, "\\vec{\\mathbf{#1}}"),
     "\\vu": (1, "\\hat{\\mathbf{#1}}"),
     "\\mel": (3, "\\left\\langle #1 \\middle| #2 \\middle| #3 \\right\\rangle"),
+    "\\flatfrac": (2, "#1/#2"),  # the slashed fraction of \\dv* and \\pdv*
+    "\\matrixelement": (3, "\\left\\langle #1 \\middle| #2 \\middle| #3 \\right\\rangle"),
+    "\\trace": (0, "\\operatorname{tr}"),
+    "\\Trace": (0, "\\operatorname{Tr}"),
+    "\\qc": (0, ",\\quad"),
+    "\\qcomma": (0, ",\\quad"),
+    **{f"\\q{word}": (0, f"\\quad\\text{{{word}}}\\quad") for word in _QQ_WORDS},
     "\\comm": (2, "\\left[#1, #2\\right]"),
     "\\acomm": (2, "\\left\\{#1, #2\\right\\}"),
     "\\pb": (2, "\\left\\{#1, #2\\right\\}"),
@@ -287,6 +300,8 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\qtyrange": (3, "#1\\text{--}#2\\,\\mathrm{#3}"),
     "\\numrange": (2, "#1\\text{--}#2"),
     "\\SIlist": (2, "#1\\,\\mathrm{#2}"),
+    "\\qtylist": (2, "#1\\,\\mathrm{#2}"),
+    "\\qtyproduct": (2, "#1\\,\\mathrm{#2}"),
     **{f"\\{name}": (0, symbol) for name, symbol in UNITS.items()},
 }
 
@@ -333,6 +348,22 @@ _SPEC: dict[str, tuple[str, str]] = {
     "\\ketbra": ("m g", _OUTER),
     "\\dyad": ("m g", _OUTER),
     "\\outerproduct": ("m g", _OUTER),
+    "\\op": ("m g", _OUTER),
+    # physics' matrices: \mqty(a & b \\ c & d) a pmatrix, [..] a bmatrix, |..| a vmatrix, {..} a bare matrix
+    "\\mqty": ("s x", "#2"),
+    "\\matrixquantity": ("s x", "#2"),
+    "\\smqty": ("x", "#1"),
+    # physics' text between quads: \qq{if}, \qif, \qand; \qc and \qcomma a comma and a quad
+    "\\qq": ("s m", "\\IfBooleanTF{#1}{\\text{#2}}{\\quad\\text{#2}\\quad}"),
+    # physics2's \ab(...): the delimiters sized to what they hold
+    "\\ab": ("a", "#1"),
+    # commath's derivatives: \od[2]{y}{x}, \pd{f}{x}
+    "\\od": ("o m m", "\\frac{\\mathrm{d}\\IfNoValueF{#1}{^{#1}} #2}{\\mathrm{d} #3\\IfNoValueF{#1}{^{#1}}}"),
+    "\\pd": ("o m m", "\\frac{\\partial\\IfNoValueF{#1}{^{#1}} #2}{\\partial #3\\IfNoValueF{#1}{^{#1}}}"),
+    # numprint's number, with its optional unit
+    "\\numprint": ("o m", "#2\\IfNoValueF{#1}{\\,\\mathrm{#1}}"),
+    # a paragraph box inside a display: its text
+    "\\parbox": ("o o o m m", "\\text{#5}"),
     # extarrows
     "\\xlongrightarrow": ("O{} m", "\\xrightarrow[#1]{#2}"),
     # plain TeX's \mathpalette\f{x}: \f called with the current style, which \mathchoice picks; expanded

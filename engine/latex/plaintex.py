@@ -19,6 +19,8 @@ from eqsearch.engine.latex.scan import CONTROL_SEQUENCE, read_argument, read_opt
 __all__ = [
     "box_shifts",
     "change_case",
+    "command_environments",
+    "displays_in_text_boxes",
     "resolve_ensuremath",
     "rewrite_plain_tex",
     "sized_delimiters_in_text",
@@ -382,3 +384,49 @@ def sized_delimiters_in_text(text: str) -> str:
         pos = box[1]
     out.append(text[pos:])
     return "".join(out)
+
+
+_DISPLAY_IN_BOX = re.compile(
+    r"\A\s*\\begin\s*\{(aligned|gathered|alignedat|array|matrix|pmatrix|bmatrix|cases|split)\}", re.DOTALL
+)
+
+
+_SIZED_IN_DOLLARS = re.compile(r"\$\s*(\\[Bb]igg?[lrm]?(?![A-Za-z@])\s*(?:\\[A-Za-z]+|\\.|[^\s\\{}$#]))\s*\$")
+
+
+def displays_in_text_boxes(text: str) -> str:
+    """A text box holding a display and nothing else (``\\resizebox{\\textwidth}{!}{\\begin{minipage}{..}
+    \\begin{align*}..}``: the box's text, a minipage of one display, is that display): the display, out of the box,
+    which KaTeX reads only in math. Run after macro expansion, which puts the box's content in ``\\text``."""
+    if "\\begin" not in text or not _TEXT_BOX.search(text):
+        return text
+    out: list[str] = []
+    pos = 0
+    for m in _TEXT_BOX.finditer(text):
+        if m.start() < pos:
+            continue
+        box = read_argument(text, m.end())
+        inner = None if box is None else _DISPLAY_IN_BOX.match(box[0])
+        if box is None or inner is None:
+            continue
+        closing = re.search(r"\\end\s*\{" + inner.group(1) + r"\}\s*\Z", box[0])
+        if closing is None or box[0].count("\\begin") != box[0].count("\\end"):
+            continue
+        # the box's text is in text mode, where a sized delimiter was written $\bigg\lbrace$: in math, without $
+        out += [text[pos : m.start()], "{", _SIZED_IN_DOLLARS.sub(r"\1", box[0]), "}"]
+        pos = box[1]
+    out.append(text[pos:])
+    return "".join(out)
+
+
+# a command used as an environment, as LaTeX allows (\begin{x} runs \x): \begin{mathcal}O\end{mathcal} is \mathcal O
+_COMMAND_ENVIRONMENT = re.compile(
+    r"\\(begin|end)\s*\{(mathcal|mathbf|mathrm|mathit|mathsf|mathtt|mathfrak|mathbb|mathscr|boldsymbol|bm|bf|it|rm|sf"
+    r"|tt|em|displaystyle|textstyle|scriptstyle|scriptscriptstyle)\}"
+)
+
+
+def command_environments(text: str) -> str:
+    """A font or style command used as an environment, as LaTeX allows (``\\begin{x}`` runs ``\\x``, ``\\end{x}``
+    nothing): ``\\begin{mathcal}O\\end{mathcal}`` -> ``{\\mathcal O}``, which KaTeX reads."""
+    return _COMMAND_ENVIRONMENT.sub(lambda m: f"{{\\{m.group(2)} " if m.group(1) == "begin" else "}", text)

@@ -29,8 +29,15 @@ from collections.abc import Callable
 from eqsearch.engine.latex.arrays import rewrite_array_specs, rewrite_tabulars
 from eqsearch.engine.latex.brackets import rewrite_brackets
 from eqsearch.engine.latex.colors import color_rule
+from eqsearch.engine.latex.lengths import register_spacing
 from eqsearch.engine.latex.packagenv import rewrite_nicematrix, rewrite_young_tableaux
-from eqsearch.engine.latex.plaintex import box_shifts, overlays, rewrite_plain_tex, stagger_indices
+from eqsearch.engine.latex.plaintex import (
+    box_shifts,
+    command_environments,
+    overlays,
+    rewrite_plain_tex,
+    stagger_indices,
+)
 from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
 from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optional
 from eqsearch.engine.latex.texrules import (
@@ -193,6 +200,9 @@ _RULES: dict[str, _Rule] = {
     "displaybreak": _drop_star_optional,
     "noindent": _drop,
     "centering": _drop,
+    "phantomsection": _drop,  # hyperref's anchor, written inside a display
+    "NiceMatrixOptions": _drop_arguments(1),  # nicematrix's settings
+    "cline": _drop_arguments(1),  # a partial rule under some columns of an array: KaTeX draws none
     "raggedright": _drop,  # paragraph alignment (array's >{\raggedright\arraybackslash}p{4cm} column code)
     "raggedleft": _drop,
     "RaggedRight": _drop,
@@ -278,7 +288,10 @@ _RULES: dict[str, _Rule] = {
     "colorbox": color_rule(1),
     "fcolorbox": color_rule(2),
     # siunitx's abbreviations (\m, \GeV) inside a unit argument
-    **{command: unit_rule(command) for command in ("SI", "si", "unit", "SIrange", "qtyrange", "SIlist")},
+    **{
+        command: unit_rule(command)
+        for command in ("SI", "si", "unit", "SIrange", "qtyrange", "SIlist", "qty", "qtylist", "qtyproduct")
+    },
     "multicolumn": _multicolumn,
     # breqn
     "hiderel": _unwrap_into(""),
@@ -309,6 +322,8 @@ def clean_latex(latex: str) -> str:
     """
     if "%" in latex:
         latex = _COMMENT.sub(r"\1", latex)
+    if "\\begin" in latex:
+        latex = command_environments(latex)
     if "\\" not in latex or not _RULE_PATTERN.search(latex):
         return latex
     out: list[str] = []
@@ -438,28 +453,14 @@ def _minipages(text: str) -> str:
     return _MINIPAGE.sub(rows, text)
 
 
-# \mskip.3\thinmuskip: a multiple of a math spacing register, which KaTeX cannot read, in mu (3, 4 and 5 mu)
-_MUSKIP = re.compile(r"\\(mskip|mkern|hskip|kern)\s*(-?)\s*(\d*\.?\d*)\s*\\(thin|med|thick)muskip(?![A-Za-z@])")
-_MU = {"thin": 3, "med": 4, "thick": 5}
-
-
 # \begin{center} or \begin{small} inside a display: layout of the text around, which KaTeX does not have
 _LAYOUT_ENVIRONMENT = re.compile(
-    r"\\(?:begin|end)\s*\{(?:center|flushleft|flushright|tiny|scriptsize|footnotesize|small|normalsize|large|Large)\}"
+    r"\\(?:begin|end)\s*\{(?:center|flushleft|flushright|tiny|scriptsize|footnotesize|small|normalsize|large|Large"
+    r"|centering|raggedright|raggedleft)\}"
 )
+
 # \begin{array}[t]{l}: the vertical position of an inner array, which KaTeX does not take
 _ARRAY_POSITION = re.compile(r"\\begin\s*\{(array|aligned|gathered|alignedat|tabular)\}\s*\[[tbc]\]")
-
-
-def register_spacing(text: str) -> str:
-    """``\\mskip.3\\thinmuskip`` (a multiple of a spacing register) -> ``\\mskip0.9mu``: sizes KaTeX reads."""
-    return _MUSKIP.sub(_muskip, text) if "muskip" in text else text
-
-
-def _muskip(m: re.Match[str]) -> str:
-    factor = float(m.group(3)) if m.group(3) not in ("", ".") else 1.0
-    command = "mkern" if m.group(1) in ("mkern", "kern") else "mskip"
-    return f"\\{command}{m.group(2)}{factor * _MU[m.group(4)]:g}mu "
 
 
 def preprocess_latex(body: str, environment: str = "equation") -> str:

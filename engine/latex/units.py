@@ -4,7 +4,10 @@
 ``\\squared``) as macros KaTeX can take. The abbreviations (``\\m``, ``\\s``, ``\\kg``, ``\\GeV``, ``\\um``) exist only
 inside a unit argument: as global macros they would give a meaning to a name a paper leaves undefined elsewhere. So
 `unit_rule`, a rule of `engine.latex.preprocess.clean_latex`, writes them out as their letters in the unit argument
-of ``\\SI``, ``\\si``, ``\\unit``, ``\\SIrange``, ``\\SIlist`` and ``\\qtyrange``.
+of ``\\SI``, ``\\si``, ``\\unit``, ``\\SIrange``, ``\\SIlist`` and ``\\qtyrange``, and of siunitx 3's
+``\\qty{441}{\\nm}`` (two brace groups: physics' ``\\qty(x)`` and ``\\qty{x}`` are left alone), its options dropped. The
+unit names siunitx defines only there (``\\deci\\bel``, ``\\siemens``, ``\\hecto\\Pa``, ``\\day``) and its power
+``\\tothe{2}`` are written out there too.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from eqsearch.engine.latex.scan import read_argument, read_optional
+from eqsearch.engine.latex.scan import read_argument, read_optional, skip_space
 
-__all__ = ["ABBREVIATIONS", "unit_rule"]
+__all__ = ["ABBREVIATIONS", "LOCAL_NAMES", "unit_rule"]
 
 _PREFIXES = {"f": "f", "p": "p", "n": "n", "u": "\\mu ", "m": "m", "c": "c", "d": "d", "k": "k", "M": "M", "G": "G"}
 _PREFIXED: dict[str, tuple[str, str]] = {
@@ -33,7 +36,7 @@ _PREFIXED: dict[str, tuple[str, str]] = {
     "W": ("u", "m", "k", "M", "G"),
     "J": ("u", "m", "k"),
     "eV": ("m", "k", "M", "G"),
-    "F": ("f", "p"),
+    "F": ("f", "p", "n", "u", "m"),
 }
 #: abbreviation (without the backslash) -> what it prints, in the unit argument's upright letters
 ABBREVIATIONS: dict[str, str] = {
@@ -52,9 +55,60 @@ ABBREVIATIONS: dict[str, str] = {
     "hL": "hL",
     "pm": "pm",  # picometre: \pm means it only in a unit argument
 }
-_ABBREVIATION = re.compile(r"\\(" + "|".join(sorted(ABBREVIATIONS, key=len, reverse=True)) + r")(?![A-Za-z@])\s*")
+#: unit and prefix names siunitx defines only inside a unit argument, beside the global ones of
+#: `engine.latex.packagesymbols.UNITS` (``\\day`` or ``\\bit`` elsewhere in a formula is the document's own)
+LOCAL_NAMES: dict[str, str] = {
+    "siemens": "S",
+    "coulomb": "C",
+    "farad": "F",
+    "henry": "H",
+    "weber": "Wb",
+    "becquerel": "Bq",
+    "gray": "Gy",
+    "sievert": "Sv",
+    "lumen": "lm",
+    "lux": "lx",
+    "candela": "cd",
+    "radian": "rad",
+    "steradian": "sr",
+    "minute": "min",
+    "day": "d",
+    "bit": "bit",
+    "byte": "B",
+    "decibel": "dB",
+    "bel": "B",
+    "deci": "d",
+    "hecto": "h",
+    "deca": "da",
+    "tera": "T",
+    "peta": "P",
+    "pico": "p",
+    "femto": "f",
+    "atto": "a",
+    "astronomicalunit": "au",
+    "dalton": "Da",
+    "hectare": "ha",
+    "tonne": "t",
+}
+_WRITTEN = {**LOCAL_NAMES, **ABBREVIATIONS}
+_ABBREVIATION = re.compile(r"\\(" + "|".join(sorted(_WRITTEN, key=len, reverse=True)) + r")(?![A-Za-z@])\s*")
+_TOTHE = re.compile(r"\\tothe(?![A-Za-z@])\s*")
 #: the command -> how many mandatory arguments come before the unit argument
-_UNIT_ARGUMENT = {"SI": 1, "si": 0, "unit": 0, "SIrange": 2, "qtyrange": 2, "SIlist": 1}
+_UNIT_ARGUMENT = {
+    "SI": 1,
+    "si": 0,
+    "unit": 0,
+    "SIrange": 2,
+    "qtyrange": 2,
+    "SIlist": 1,
+    "qty": 1,
+    "qtylist": 1,
+    "qtyproduct": 1,
+}
+#: siunitx 3's commands whose name physics (or a document) may use otherwise: read only with both brace groups, the
+#: option dropped (``\\qty[per-mode = symbol]{6.7}{\\uA\\per\\A}``; the table's ``\\qty`` reads two groups as a
+#: quantity)
+_QUANTITY = frozenset({"qty"})
 
 
 def unit_rule(command: str) -> Callable[[str, int], tuple[str, int]]:
@@ -67,12 +121,16 @@ def unit_rule(command: str) -> Callable[[str, int], tuple[str, int]]:
         option, pos = read_optional(text, end)
         args: list[str] = []
         for _ in range(before + 1):
+            if command in _QUANTITY and not text.startswith("{", skip_space(text, pos)):
+                return f"\\{command}", end  # physics' \qty(x), \qty[x], \qty|x|, \qty{x}
             arg = read_argument(text, pos)
             if arg is None:
                 return f"\\{command}", end
             args.append(arg[0])
             pos = arg[1]
-        args[-1] = _ABBREVIATION.sub(_written_out, args[-1])
+        args[-1] = _TOTHE.sub("^", _ABBREVIATION.sub(_written_out, args[-1]))
+        if command in _QUANTITY:
+            option = None
         return f"\\{command}" + ("" if option is None else f"[{option}]") + "".join(f"{{{a}}}" for a in args), pos
 
     return rule
@@ -80,4 +138,4 @@ def unit_rule(command: str) -> Callable[[str, int], tuple[str, int]]:
 
 def _written_out(m: re.Match[str]) -> str:
     # units side by side get siunitx's thin space (\m\s is metre second, not millisecond)
-    return ("\\," if m.string[: m.start()].strip() else "") + ABBREVIATIONS[m.group(1)]
+    return ("\\," if m.string[: m.start()].strip() else "") + _WRITTEN[m.group(1)]

@@ -27,7 +27,7 @@ _GROUP = r"\{(?:[^{}]|\{[^{}]*\})*\}"
 _TOKEN = r"(?:\\[A-Za-z@]+|\S)"
 _SPEC_TOKEN = re.compile(
     rf"[+!>=]*\s*(?:([DRrd])\s*({_TOKEN})\s*({_TOKEN})\s*(?:{_GROUP})?"
-    rf"|([OGu])\s*({_GROUP}|{_TOKEN})|(t)\s*({_TOKEN})|(E)\s*(?:{_GROUP})\s*(?:{_GROUP})?|([mosgvbela]))"
+    rf"|([OGu])\s*({_GROUP}|{_TOKEN})|(t)\s*({_TOKEN})|(E)\s*(?:{_GROUP})\s*(?:{_GROUP})?|([mosgvbelax]))"
 )
 #: The value an absent optional argument gets (xparse's ``-NoValue-`` marker), and the values of a star.
 NO_VALUE = "-NoValue-"
@@ -42,7 +42,8 @@ def parse_argument_spec(spec: str) -> list[tuple[str, str]]:
     /``d()``/``D(){x}`` -> ``("r","()")`` (absent: ``-NoValue-``); ``u{\\stop}`` -> ``("u","\\stop")``; ``g`` (an
     optional brace group) stays; ``v``, ``b``, ``e``, ``l`` -> ``m``; ``E`` embellishments are not read. ``a`` is
     eqsearch's own (physics' ``\\qty``): an argument in ``()``, ``[]``, ``{}`` or ``||``, given back sized with
-    ``\\left``/``\\right`` (two brace groups are siunitx's ``\\qty{3}{m}``). Unknown characters count as ``m``.
+    ``\\left``/``\\right`` (two brace groups are siunitx's ``\\qty{3}{m}``); ``x`` too (physics' ``\\mqty``): the
+    argument's rows as a matrix with those delimiters (``(..)`` a ``pmatrix``). Unknown characters count as ``m``.
     """
     out: list[tuple[str, str]] = []
     pos = 0
@@ -97,6 +98,9 @@ def read_spec_arguments(spec: list[tuple[str, str]], latex: str, end: int) -> tu
             end = end if arg is None else arg[1]
         elif kind == "a":
             value, end = _sized_argument(latex, end)
+            args.append(value)
+        elif kind == "x":
+            value, end = _matrix_argument(latex, end)
             args.append(value)
         elif kind == "u":
             stop = latex.find(detail, end)
@@ -158,6 +162,29 @@ def _sized_argument(latex: str, end: int) -> tuple[str, int]:
             depth -= 1
         i += 1
     return NO_VALUE, end
+
+
+_MATRICES = {"(": "pmatrix", "[": "bmatrix", "|": "vmatrix", "{": "matrix"}
+
+
+def _matrix_argument(latex: str, end: int) -> tuple[str, int]:
+    """physics' ``\\mqty`` argument: ``(a & b \\\\ c & d)`` -> ``\\begin{pmatrix}a & b \\\\ c & d\\end{pmatrix}``,
+    ``[..]`` a ``bmatrix``, ``|..|`` a ``vmatrix``, ``{..}`` a ``matrix``; nothing -> ``-NoValue-``."""
+    pos = skip_space(latex, end)
+    if pos >= len(latex) or latex[pos] not in _MATRICES:
+        return NO_VALUE, end
+    environment = _MATRICES[latex[pos]]
+    if latex[pos] == "{":
+        arg = read_argument(latex, pos)
+        if arg is None:
+            return NO_VALUE, end
+        rows, end = arg
+    else:
+        sized, end = _sized_argument(latex, pos)
+        if sized == NO_VALUE:
+            return NO_VALUE, pos
+        rows = sized[len("\\left") + 1 : -len("\\right") - 1]
+    return f"\\begin{{{environment}}}{rows}\\end{{{environment}}}", end
 
 
 _CONDITIONAL = re.compile(r"\\If(Boolean|NoValue|Value)(TF|T|F)(?![A-Za-z@])")

@@ -5,6 +5,7 @@ title. The front matter below is written for these tests in the shape of each cl
 from __future__ import annotations
 
 import pytest
+from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.engine.latex.scan import strip_comments
 from eqsearch.ingest.config import ExtractConfig
 from eqsearch.ingest.extract import extract_latex_paper
@@ -195,3 +196,19 @@ def test_a_paper_without_a_title_gets_a_placeholder_never_an_empty_string():
     assert titled.title == "Homotopy Type Theory and $\\infty$-Groupoids"
     assert titled.authors == ["Carol White", "Dan Black"]
     assert titled.documents[0].title == titled.title
+
+
+def test_a_thesis_without_a_title_command_has_the_title_its_pdf_or_its_title_macro_declares():
+    """Thesis templates set the title page from a macro of their own: hyperref's ``pdftitle`` (in ``\\hypersetup``
+    or the package's options), else the document's title macro, is the title; a file name is not."""
+    plain = MacroDef("\\myPlainTitle", "Modeling the Interfacial Properties\\xspace", 0)
+    assert read_front_matter("\\hypersetup{pdftitle={\\myPlainTitle}, pdfauthor=X}", [plain]).title == (
+        "Modeling the Interfacial Properties"
+    )
+    assert read_front_matter("\\usepackage[pdftitle=A Title Here,colorlinks]{hyperref}").title == "A Title Here"
+    macros = [MacroDef("\\phdtitle", "Modelling of Reservoir Computing", 0), MacroDef("\\TITLE", "00_title", 0)]
+    assert read_front_matter("\\hypersetup{pdftitle={\\thesistitle}}", macros).title == (
+        "Modelling of Reservoir Computing"
+    )
+    assert read_front_matter("text", [MacroDef("\\TITLE", "00_title", 0)]).title is None
+    assert read_front_matter("\\title{Set}", macros).title == "Set"

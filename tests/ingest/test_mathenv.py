@@ -87,3 +87,13 @@ def test_dollar_pairs_in_tikz_node_texts_are_empty_formulas_not_displays():
     )
     displays, _ = scan_math(body)
     assert [d.body for d in displays] == ["a = b", "c"]
+
+
+def test_a_display_written_in_a_definitions_body_is_not_a_display():
+    """A thesis's grammar macro redefines a helper inside its body (``\\renewcommand{\\tab}[1]{\\begin{align*}##1
+    \\end{align*}}``): set where the macro is used, not where the definition is written."""
+    text = (
+        "\\NewDocumentCommand{\\cg}{mm}{ \\renewcommand{\\tab}[1]{\\begin{align*}##1\\end{align*}} \\tab{#2} }"
+        " and \\begin{equation} x \\end{equation} \\def\\f#1{\\[#1\\]} \\newcommand{\\g}[1]{$$#1$$} \\[ y \\]"
+    )
+    assert [(d.environment, d.body) for d in find_displays(text)] == [("equation", " x "), ("\\[", " y ")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from eqsearch.engine.latex.packages import PACKAGE_MACROS
 from eqsearch.engine.latex.xparse import parse_argument_spec
 
-_ARGUMENT = {"m": "{x}", "g": "{y}", "a": "(x)", "o": "", "O": "", "s": "", "t": "", "r": "", "u": ""}
+_ARGUMENT = {"m": "{x}", "g": "{y}", "a": "(x)", "x": "(x & y)", "o": "", "O": "", "s": "", "t": "", "r": "", "u": ""}
 
 
 def use(name: str) -> str:
