@@ -19,6 +19,7 @@ read but the files named.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -181,6 +182,8 @@ def _generate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     def progress(written: int) -> None:
         bar.update(written - bar.n)
 
+    # a terminated run unwinds like an interrupted one: the partial file is removed, OUT never half-written
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if not args.quiet:
         print("learning fields, letters and samples from the inputs (one pass)...", file=sys.stderr)
     try:

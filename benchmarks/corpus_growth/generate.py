@@ -31,16 +31,20 @@ from eqsearch.ingest.records import FORMAT_VERSION, read_papers
 
 from corpus_growth.pools import Pools, converted_formulas, field_of, learn_pools, load_areas
 from corpus_growth.variants import (
+    RANK_WINDOW,
     exchange_fraction_part,
     exchange_right_hand_side,
     formula_hash,
     paper_notation,
     rank_letters,
     vary,
+    window_for_round,
 )
 
 #: Tries per formula before it is dropped as one the generator cannot make distinct.
 TRIES = 3
+#: Notations kept for the formulas that must try again (windows twice as wide: a second chance must differ more).
+SPARE_NOTATIONS = 64
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[$])")
 
 
@@ -132,6 +136,9 @@ class _Grower:
         self.config, self.pools, self.report = config, pools, report
         self.ranked = rank_letters(pools.letters)
         self.seen: set[int] = set()
+        # the notations a formula tries when its paper's made a duplicate: made once (seeded), drawn from after
+        spare = random.Random(f"{config.seed}:spare notations")
+        self.spare_notations = [paper_notation(self.ranked, spare, 2 * RANK_WINDOW) for _ in range(SPARE_NOTATIONS)]
         self.areas = load_areas(config.areas)
 
     def paper(self, record: dict[str, Any], round_no: int, position: int, budget: int) -> dict[str, Any] | None:
@@ -140,7 +147,7 @@ class _Grower:
         paper_field = field_of(record, self.areas)
         pool = self.pools.sentences.get(paper_field, [])
         macro_names = frozenset(str(m.get("name", "")).lstrip("\\") for m in record.get("macros") or [])
-        notation = paper_notation(self.ranked, rng) if round_no else {}
+        notation = paper_notation(self.ranked, rng, window_for_round(round_no)) if round_no else {}
         if round_no:
             paper_id, version = f"g{round_no}/{record['id']}", None
             key = paper_id
@@ -236,13 +243,14 @@ class _Grower:
                     (latex, mathml), exchanged = swapped, True
             if round_no:
                 if attempt:
-                    notation = paper_notation(self.ranked, rng)
+                    notation = rng.choice(self.spare_notations)
                 variant = vary(latex, mathml, notation, rng, config.constant_share if not attempt else 1.0)
                 latex, mathml = variant.latex, variant.mathml
             digest = formula_hash(mathml)
             if digest in self.seen:
                 continue
-            if is_inline and not inline_indexable(latex):
+            # renaming and new constants keep the symbols' count; an exchange may not
+            if is_inline and (exchanged or not round_no) and not inline_indexable(latex):
                 report.dropped_not_indexable += 1
                 return None
             self.seen.add(digest)

@@ -12,6 +12,7 @@ renaming is the same whatever the order.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -101,6 +102,7 @@ def _skip_command_arguments(latex: str, pos: int, count: int) -> int:
     return pos
 
 
+@functools.lru_cache(maxsize=4096)
 def latex_symbols(latex: str) -> LatexSymbols:
     """Read the symbols of one formula's LaTeX (a display's body or an inline formula), see `LatexSymbols`."""
     letters: list[Place] = []
@@ -176,6 +178,7 @@ def _identifiers(mathml: str) -> list[Place]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def mathml_symbols(mathml: str) -> MathmlSymbols:
     """Read the symbols of one KaTeX ``<math>`` element, see `MathmlSymbols`."""
     found = _identifiers(mathml)

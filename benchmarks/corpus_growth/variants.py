@@ -4,7 +4,8 @@ formula's of the same field, each change made to the LaTeX and to the KaTeX Math
 Renaming follows a paper's notation (`Notation`): one mapping per generated paper, so that a letter is renamed alike
 in all of the paper's formulas, as an author writing in other letters would. A letter is only swapped with letters of
 about the same frequency in the real formulas (a window of the letters ranked by frequency), so that the
-collection's term frequencies keep their shape: a rare letter does not become common. Latin stays Latin, lowercase
+collection's term frequencies keep their shape: a rare letter does not become common (4 letters wide, one wider every
+8 rounds, since a formula of one letter has only as many names as its window). Latin stays Latin, lowercase
 stays lowercase, Greek stays Greek; ``d``, ``e``, ``i``, ``l``, ``o``, ``I``, ``O`` and ``π`` are never renamed or
 made (differentials, constants, look-alikes). A renaming that would make two symbols of a formula one is undone
 for the letters involved.
@@ -41,18 +42,29 @@ LETTER_KINDS = (
     tuple(GREEK_LOWER[n] for n in GREEK_LOWER if not n.startswith("var") and n != "pi"),
     tuple(GREEK_UPPER[n] for n in GREEK_UPPER if n != "Pi"),
 )
-#: Letters are swapped within windows of this many neighbours in frequency rank.
+#: Letters are swapped within windows of this many neighbours in frequency rank (in the first rounds; see
+#: `window_for_round`).
 RANK_WINDOW = 4
+#: Every this many rounds the windows grow by one letter: a formula with one letter has only as many names as its
+#: window, so later rounds need wider ones to stay distinct (at round 32, 8 letters).
+ROUNDS_PER_WIDER_WINDOW = 8
+
+
+def window_for_round(round_no: int) -> int:
+    """The rank window of a round's notations: `RANK_WINDOW`, one letter wider every `ROUNDS_PER_WIDER_WINDOW`."""
+    return RANK_WINDOW + max(round_no - 1, 0) // ROUNDS_PER_WIDER_WINDOW
+
+
 #: Numbers a variant never changes: the structure of a formula hangs on them.
 KEPT_NUMBERS = frozenset({"0", "1"})
-_ATTRIBUTES = re.compile(r"<(/?[A-Za-z]+)[^>]*>")
+_ATTRIBUTE = re.compile(r'\s+[A-Za-z:-]+="[^"]*"')
 _EQUALS = "<mo>=</mo>"
 
 
 def formula_hash(mathml: str) -> int:
     """The identity of a formula for distinctness: a 64-bit hash of its MathML without attributes (fences, sizes and
     spacing attributes do not make another formula)."""
-    normalised = _ATTRIBUTES.sub(r"<\1>", mathml)
+    normalised = _ATTRIBUTE.sub("", mathml)
     return int.from_bytes(hashlib.blake2b(normalised.encode("utf-8"), digest_size=8).digest(), "big")
 
 
@@ -62,13 +74,15 @@ def rank_letters(counts: Mapping[str, int]) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(sorted(kind, key=lambda ch: (-counts.get(ch, 0), kind.index(ch)))) for kind in LETTER_KINDS)
 
 
-def paper_notation(ranked: tuple[tuple[str, ...], ...], rng: random.Random) -> dict[str, str]:
-    """A paper's renaming: each letter to another of about its frequency (a shuffle within windows of `RANK_WINDOW`
-    neighbours in rank, the windows shifted at random), a bijection on every letter kind."""
+def paper_notation(
+    ranked: tuple[tuple[str, ...], ...], rng: random.Random, window_size: int = RANK_WINDOW
+) -> dict[str, str]:
+    """A paper's renaming: each letter to another of about its frequency (a shuffle within windows of
+    ``window_size`` neighbours in rank, the windows shifted at random), a bijection on every letter kind."""
     mapping: dict[str, str] = {}
     for kind in ranked:
-        shift = rng.randrange(RANK_WINDOW)
-        cuts = [0, *range(shift or RANK_WINDOW, len(kind), RANK_WINDOW), len(kind)]
+        shift = rng.randrange(window_size)
+        cuts = [0, *range(shift or window_size, len(kind), window_size), len(kind)]
         for start, end in itertools.pairwise(cuts):
             window = list(kind[start:end])
             shuffled = window[:]
