@@ -162,7 +162,7 @@ def _generate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("--equations must be at least 1")
     if args.out.resolve() in {path.resolve() for path in args.inputs}:
         parser.error("--out must not be one of the inputs")
-    from corpus_growth.generate import GrowthConfig, grow
+    from corpus_growth.generate import GrowthConfig, check_inputs, grow
     from tqdm import tqdm
 
     config = GrowthConfig(
@@ -177,19 +177,23 @@ def _generate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         context_share=args.contexts,
         max_rounds=args.max_rounds,
     )
-    bar = tqdm(total=args.equations, unit="eq", unit_scale=True, disable=args.quiet, file=sys.stderr)
+    check_inputs(config.inputs, config.areas)  # before any output: a bad input is the only line printed
+    bars: list[tqdm] = []
 
     def progress(written: int) -> None:
-        bar.update(written - bar.n)
+        if not bars:  # made after the first pass, so that the pass's line stands alone
+            bars.append(tqdm(total=args.equations, unit="eq", unit_scale=True, disable=args.quiet, file=sys.stderr))
+        bars[0].update(written - bars[0].n)
 
     # a terminated run unwinds like an interrupted one: the partial file is removed, OUT never half-written
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if not args.quiet:
-        print("learning fields, letters and samples from the inputs (one pass)...", file=sys.stderr)
+        print("learning fields, letters and samples from the inputs (one pass over them)...", file=sys.stderr)
     try:
         report = grow(config, progress)
     finally:
-        bar.close()
+        for bar in bars:
+            bar.close()
     print(
         f"{report.equations:,} equations ({report.displays:,} displays, {report.inline:,} inline) in "
         f"{report.papers:,} papers, {report.rounds} rounds, {report.seconds:.1f} s ({report.equations_per_s:,.0f} "
