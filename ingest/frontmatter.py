@@ -100,13 +100,17 @@ def read_front_matter(text: str, macros: Sequence[MacroDef] = ()) -> FrontMatter
 
 # hyperref's pdftitle={..} (in \hypersetup or the package's options); a title macro of a thesis template
 _PDFTITLE = re.compile(r"(?<![A-Za-z])pdftitle\s*=\s*")
+# a class's title command of keys (\puttitle{title=.., name=..}); a title page
+_KEYED_TITLE = re.compile(r"\\[A-Za-z]*title\*?\s*\{", re.I)
+_TITLE_PAGE = re.compile(r"\\begin\s*\{titlepage\}(.*?)\\end\s*\{titlepage\}", re.DOTALL)
 _TITLE_MACRO = re.compile(
     r"\\(?:my|the|thesis|phd|project|doc|document|report|dissertation|main|full|work|t)?title", re.I
 )
 
 
 def _declared_title(text: str, macros: Sequence[MacroDef], expand: Callable[[str], str]) -> str | None:
-    """The title of a document without a title command: hyperref's ``pdftitle``, else a title macro of its own."""
+    """The title of a document without a title command: hyperref's ``pdftitle``, a class's title command of keys
+    (``\\puttitle{title=.., name=..}``), a title macro of its own, else the largest words of its title page."""
     for m in _PDFTITLE.finditer(text):
         pos = skip_space(text, m.end())
         arg = read_argument(text, pos) if text.startswith("{", pos) else None
@@ -114,10 +118,45 @@ def _declared_title(text: str, macros: Sequence[MacroDef], expand: Callable[[str
         found = title_text(expand(value))
         if len(found.split()) >= 2 and "\\" not in found:
             return found
+    for m in _KEYED_TITLE.finditer(text):
+        arg = read_argument(text, m.end() - 1)
+        key = None if arg is None else re.search(r"(?:\A|,)\s*title\s*=\s*", arg[0])
+        if key is not None:
+            found = title_text(expand(_keyval(arg[0], key.end())))
+            if len(found.split()) >= 2:
+                return found
     for macro in reversed(macros):  # the last definition wins
         if macro.nargs == 0 and _TITLE_MACRO.fullmatch(macro.name.strip()):
             found = title_text(expand(macro.body))
             if len(found.split()) >= 2 and "\\" not in found:
+                return found
+    page = _TITLE_PAGE.search(text)
+    return None if page is None else _largest_words(page.group(1), expand)
+
+
+def _keyval(text: str, pos: int) -> str:
+    """The value of a key=value pair starting at ``pos``: a brace group, or the text up to the next comma."""
+    if text.startswith("{", pos):
+        arg = read_argument(text, pos)
+        if arg is not None:
+            return arg[0]
+    depth, end = 0, pos
+    while end < len(text) and not (text[end] == "," and depth == 0):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        end += 1
+    return text[pos:end]
+
+
+def _largest_words(page: str, expand: Callable[[str], str]) -> str | None:
+    """The words a title page sets in its largest size (``{\\Huge\\textbf{..}}``), three of them at least."""
+    for size in ("Huge", "huge", "LARGE", "Large"):
+        for m in re.finditer(
+            r"\\" + size + r"(?![A-Za-z@])\s*(?:\\(?:textbf|textsc|bfseries|sffamily)(?![A-Za-z@])\s*)*", page
+        ):
+            arg = read_argument(page, m.end()) if page.startswith("{", m.end()) else None
+            words = arg[0] if arg is not None else re.split(r"\n\s*\n|\}|\\(?:vspace|vfill|par)\b", page[m.end() :])[0]
+            found = title_text(expand(words))
+            if len(found.split()) >= 3 and "\\" not in found:
                 return found
     return None
 

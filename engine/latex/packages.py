@@ -357,9 +357,6 @@ _SPEC: dict[str, tuple[str, str]] = {
     "\\qq": ("s m", "\\IfBooleanTF{#1}{\\text{#2}}{\\quad\\text{#2}\\quad}"),
     # physics2's \ab(...): the delimiters sized to what they hold
     "\\ab": ("a", "#1"),
-    # commath's derivatives: \od[2]{y}{x}, \pd{f}{x}
-    "\\od": ("o m m", "\\frac{\\mathrm{d}\\IfNoValueF{#1}{^{#1}} #2}{\\mathrm{d} #3\\IfNoValueF{#1}{^{#1}}}"),
-    "\\pd": ("o m m", "\\frac{\\partial\\IfNoValueF{#1}{^{#1}} #2}{\\partial #3\\IfNoValueF{#1}{^{#1}}}"),
     # numprint's number, with its optional unit
     "\\numprint": ("o m", "#2\\IfNoValueF{#1}{\\,\\mathrm{#1}}"),
     # a paragraph box inside a display: its text

@@ -212,3 +212,21 @@ def test_a_thesis_without_a_title_command_has_the_title_its_pdf_or_its_title_mac
     )
     assert read_front_matter("text", [MacroDef("\\TITLE", "00_title", 0)]).title is None
     assert read_front_matter("\\title{Set}", macros).title == "Set"
+
+
+def test_a_title_set_by_a_class_command_of_keys_or_by_the_title_page():
+    """A class's ``\\puttitle{title=.., name=..}``; else the title page's largest words (``{\\Huge\\textbf{..}}``),
+    three of them at least, never the author's name set smaller."""
+    keyed = "\\puttitle{\n title=Domain Decomposition and Differentiable Physics,\n name=Gerardo Cicalese,\n}"
+    assert read_front_matter(keyed).title == "Domain Decomposition and Differentiable Physics"
+    page = (
+        "\\begin{titlepage}\\noindent{\\Large Adrien \\sc{Cassagne}}\n"
+        "\\noindent{\\Huge\\textbf{Optimization and Parallelization Methods}}\\end{titlepage}"
+    )
+    assert read_front_matter(page).title == "Optimization and Parallelization Methods"
+    loose = "\\begin{titlepage}\\Huge\n\\textbf{Modern Software Approaches}\n\n\\Large\\textbf{S. K.}\\end{titlepage}"
+    assert read_front_matter(loose).title == "Modern Software Approaches"
+    assert (
+        read_front_matter("\\printbibliography[title={Bibliography}] \\begin{titlepage}\\Huge A\\end{titlepage}").title
+        is None
+    )
