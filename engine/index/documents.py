@@ -21,6 +21,7 @@ from eqsearch.engine.index.mappings import (
     CONTEXT_VECTOR_FIELD,
     FORWARD_INDEX_FIELD,
     NODE_VECTORS_FIELD,
+    PAPER_ONLY_FIELDS,
     SIZE_FIELD,
     SPANS_FIELD,
     STRUCTURE_FIELD,
@@ -177,7 +178,7 @@ def paper_year(paper: PaperRecord) -> int | None:
 
 
 def paper_fields(paper: PaperRecord, job_id: str) -> dict[str, Any]:
-    """The paper fields shared by the paper document and each of its equation documents.
+    """The paper's fields: all of them on the paper document, those not in `PAPER_ONLY_FIELDS` on each equation.
 
     Args:
         paper: the extracted paper.
@@ -233,6 +234,7 @@ def paper_documents(
         The paper document and the equation documents.
     """
     shared = paper_fields(paper, job_id)
+    own = {k: v for k, v in shared.items() if k not in PAPER_ONLY_FIELDS}  # what each equation carries of its paper
     equations = [eq for section in paper.sections for eq in section.equations]
     titles = {section.index: section.title for section in paper.sections}
     formulas = indexed_inline(paper) if inline else []
@@ -259,7 +261,7 @@ def paper_documents(
     equation_documents = []
     for eq in equations:
         document = {
-            **shared,
+            **own,
             "eq_id": equation_id(shared["paper_key"], eq.number),
             "number": eq.number,
             "inline": False,
@@ -277,7 +279,7 @@ def paper_documents(
         equation_documents.append(with_vector(document, vectors.get(eq.number)))
     for section, formula in formulas:
         document = {
-            **shared,
+            **own,
             "eq_id": inline_id(shared["paper_key"], formula.number),
             "number": formula.number,
             "inline": True,

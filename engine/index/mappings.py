@@ -19,7 +19,7 @@ IndexKind = Literal["equations", "papers", "jobs"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("equations", "papers", "jobs")
 
 #: Bump when a definition below changes; recorded in each index's ``_meta`` so `describe` can say it is stale.
-MAPPING_VERSIONS: dict[str, int] = {"equations": 8, "papers": 2, "jobs": 1}
+MAPPING_VERSIONS: dict[str, int] = {"equations": 9, "papers": 2, "jobs": 1}
 
 VECTOR_FIELD = "vector"
 #: The formula's structural terms (`engine.model.structure`): BM25 over them is the structural channel.
@@ -53,6 +53,13 @@ NODE_VECTORS_MAPPING: dict[str, Any] = {"type": "binary", "doc_values": True}
 #: (Elasticsearch rebuilds an updated document from its source): the ingest job rewrites whole documents.
 DERIVED_FIELDS = (STRUCTURE_FIELD, SPANS_FIELD, FORWARD_INDEX_FIELD, NODE_VECTORS_FIELD)
 DERIVED_OUT_OF_SOURCE_SINCE = 8
+#: The paper's fields that live in the papers index alone (mapping version 9): read for the page by paper id
+#: (`engine.search.requests.fetch_papers`) and searched there by the words' paper list, never once per equation
+#: (the abstract alone was ~1.4 KB of raw text an equation; ``docs/decisions/lean-equations-index.md``). An equation
+#: keeps what its own ranking, filters and writers need: ``paper_id``, ``paper_key``, ``categories``, ``year``,
+#: ``source_version``, ``job_id``, ``indexed_at``.
+PAPER_ONLY_FIELDS = ("title", "abstract", "authors", "citations_out", "cited_by_count", "source")
+PAPER_FIELDS_OUT_OF_EQUATIONS_SINCE = 9
 
 
 #: The text encoder's vector of the words around the formula (`engine.model.text`): kNN on it is the context channel.
@@ -206,7 +213,8 @@ def _paper_fields(analyzer: str) -> dict[str, Any]:
 
 
 def equations_definition(options: IndexOptions) -> dict[str, Any]:
-    """Settings and mappings of the equations index: one document per equation, with its paper's fields.
+    """Settings and mappings of the equations index: one document per equation, with the fields of its paper that
+    filter it (`PAPER_ONLY_FIELDS` are the papers index's alone).
 
     Document ids are ``<paper key>:<equation number>`` (paper key = paper id + ``v<source version>`` when known),
     and ``<paper key>:i<number>`` for an inline formula (``inline: true``), so re-indexing a paper overwrites its
@@ -254,7 +262,7 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
                 VECTOR_FIELD: vector,
                 CONTEXT_VECTOR_FIELD: context_vector,
                 **({NODE_VECTORS_FIELD: NODE_VECTORS_MAPPING} if options.node_vectors else {}),
-                **_paper_fields(analyzer),
+                **{k: v for k, v in _paper_fields(analyzer).items() if k not in PAPER_ONLY_FIELDS},
             },
         },
     }

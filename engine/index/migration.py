@@ -7,9 +7,10 @@ refuses the writes of those that looked just before the lock was taken (`is_writ
 again). The lock and the record of how each kind's last migration ended (`MigrationOutcome`) live in
 `migration_records`; this module runs the migration and cleans up after one that did not swap. `reencode_vectors` is
 the rewrite that re-embeds the equations with a new model on their way across. Every migration of the equations
-index also makes each equation's structural fields anew (the code's tokenizer), its context vector (the pinned
-text encoder) and its node vectors for the MaxSim rerank (the bundle's node-states sidecar) when asked or when the
-index holds them already, so that moving to a new mapping is all it takes to get them.
+index also leaves out the paper's own fields (the papers index holds them), makes each equation's structural fields
+anew (the code's tokenizer), its context vector (the pinned text encoder) and its node vectors for the MaxSim rerank
+(the bundle's node-states sidecar) when asked or when the index holds them already, so that moving to a new mapping
+is all it takes to get them.
 
 The functions take the deployment's `IndexAdmin` first; `IndexAdmin.migrate` and its siblings delegate here.
 """
@@ -31,7 +32,7 @@ from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.index.bulk import bulk_index, bulk_loading_settings, current_load_settings
 from eqsearch.engine.index.documents import with_context_vectors, with_node_vectors, with_structure, with_vector
 from eqsearch.engine.index.errors import IndexOperationError, MigrationError
-from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, IndexOptions
+from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, PAPER_ONLY_FIELDS, IndexOptions
 from eqsearch.engine.index.migration_records import (
     MigrationLock,
     drop_lock,
@@ -107,7 +108,8 @@ def _restructured(
     before)."""
 
     def rewritten(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        bodies = [with_structure(body) for body in bodies]
+        # the paper's own fields of an earlier mapping go: the papers index holds them (mapping version 9)
+        bodies = [with_structure({k: v for k, v in body.items() if k not in PAPER_ONLY_FIELDS}) for body in bodies]
         if text_encoder is not None:
             bodies = with_context_vectors(bodies, text_encoder)
         if node_encoder is not None:

@@ -8,6 +8,9 @@ A hybrid query has two *sides*, each blended from its ranked lists first (`blend
 the ``structure`` list (BM25 on the structural terms, reranked) and the ``embedding`` list (kNN on the formula
 vectors), the ``words`` side from the ``text`` list (BM25 on the words) and the ``context`` list (kNN of the
 keywords' embedding on the context vectors). A list is a ranking Elasticsearch returned; a side is what fusion weighs.
+The papers list ranks papers, not equations (the words in their titles and abstracts): its evidence reaches every
+candidate equation of a paper, and a paper none of whose equations is a candidate stands in the fusion under a
+placeholder (`paper_placeholder`) until the page names one of its equations.
 """
 
 from __future__ import annotations
@@ -150,6 +153,82 @@ def _by_top(ranking: Ranking) -> dict[str, float]:
     return {doc_id: max(score, 0.0) / top for doc_id, score in ranking}
 
 
+#: The start of a placeholder's id: no document id holds a NUL.
+_PLACEHOLDER = "\x00paper:"
+
+
+def paper_placeholder(paper_id: str) -> str:
+    """The id under which a paper found by its words alone, none of its equations a candidate, is fused."""
+    return _PLACEHOLDER + paper_id
+
+
+def placeholder_paper(doc_id: str) -> str | None:
+    """The paper a placeholder stands for; None for an equation's id."""
+    return doc_id[len(_PLACEHOLDER) :] if doc_id.startswith(_PLACEHOLDER) else None
+
+
+def paper_evidence(
+    papers: Ranking, paper_contexts: Ranking, paper_of: Mapping[str, str], lists: Mapping[str, Ranking]
+) -> tuple[list[tuple[str, float]], dict[str, str]]:
+    """The papers ranked by the words anywhere in them, and the candidates that stand for them.
+
+    A paper's score is the larger of its own fields' (``papers``: its title and abstract, the papers index's) and its
+    best equation's own fields' (``paper_contexts``: a context or a section title, one equation per paper), as one
+    BM25 query over all those fields ranked the papers when each equation held a copy of its paper's fields
+    (`engine.index.mappings.PAPER_ONLY_FIELDS`). Each paper is a candidate through its best-worded equation; a paper
+    found by its title and abstract alone, none of whose equations is in ``lists``, through a placeholder
+    (`paper_placeholder`): a page named only by its title still shows.
+
+    Args:
+        papers: ``(paper_id, score)`` by the papers' title and abstract.
+        paper_contexts: ``(eq_id, score)``, each paper's best equation by its own fields.
+        paper_of: eq_id -> paper_id of the candidates (``paper_contexts``' included).
+        lists: the ranked lists of equations (a paper with a candidate there needs no placeholder).
+
+    Returns:
+        The papers, best first, and representative id -> paper_id, in that order.
+    """
+    best = dict(papers)
+    named: dict[str, str] = {}
+    for doc_id, score in paper_contexts:
+        paper = paper_of.get(doc_id)
+        if paper is None or paper in named:
+            continue
+        named[paper] = doc_id
+        best[paper] = max(score, best.get(paper, score))
+    ranking = sorted(best.items(), key=lambda item: (-item[1], item[0]))
+    covered = {paper_of[doc_id] for ranking_ in lists.values() for doc_id, _ in ranking_ if doc_id in paper_of}
+    representatives = {}
+    for paper, _ in ranking:
+        if paper in named:
+            representatives[named[paper]] = paper
+        elif paper not in covered:
+            representatives[paper_placeholder(paper)] = paper
+    return ranking, representatives
+
+
+def words_evidence(
+    candidates: Sequence[str], text: Ranking, papers: Ranking, paper_of: Mapping[str, str], paper_share: float
+) -> dict[str, float]:
+    """Each candidate's words evidence: ``paper_share`` of its paper's (the papers list's score over the best
+    paper's) plus the rest of its own fields' (the text list's score over the best equation's)."""
+    t, p = _by_top(text), _by_top(papers)
+    return {
+        doc_id: paper_share * p.get(paper_of.get(doc_id, ""), 0.0) + (1.0 - paper_share) * t.get(doc_id, 0.0)
+        for doc_id in candidates
+    }
+
+
+def words_side(
+    text: Ranking, papers: Ranking, paper_of: Mapping[str, str], representatives: Sequence[str], paper_share: float
+) -> Ranking:
+    """The words side as one ranking (what reciprocal rank and linear fusion take): the text list's equations and
+    the papers' representatives (`paper_evidence`), by `words_evidence`."""
+    candidates = list(dict.fromkeys([*(doc_id for doc_id, _ in text), *representatives]))
+    evidence = words_evidence(candidates, text, papers, paper_of, paper_share)
+    return sorted(evidence.items(), key=lambda item: (-item[1], item[0]))
+
+
 def is_inline(eq_id: str) -> bool:
     """Whether an equation id names an inline formula of the running text (``<paper key>:i<number>``,
     `engine.index.documents.inline_id`) rather than a display (``<paper key>:<number>``)."""
@@ -164,49 +243,52 @@ def evidence_fusion(
     *,
     weight: float,
     paper_share: float,
+    representatives: Sequence[str] = (),
     inline_factor: float = INLINE_FACTOR,
 ) -> list[Fused]:
     """Each kind of evidence where it belongs: the formula judges the equation, the words its paper and its place.
 
     An equation's score is ``weight x formula + (1 - weight) x words``, where ``formula`` is its formula side's
     score over the side's best (an exact match of the query is 1, a weak one far less, whatever the words) and
-    ``words`` blends the words' BM25 of its paper (``papers``: one hit per paper, its best equation on all the
-    text fields, over the best paper's; a ``paper_share`` of it) with the words' BM25 of the equation's own fields
-    (its context and section title, over the best equation's). The candidates are the formula side's, the text
-    list's and each of the words' papers' best equation (a page named only by its title still shows).
-    So the words lift the formula candidates of the right paper, and among a paper's equations the one the formula
-    matches best stays first: siblings that share the page's words but not the formula no longer outrank it. When
-    both sides search, an inline formula's formula evidence is multiplied by ``inline_factor``, so that a fragment
-    of a display, matching the formula as well as the display does, no longer outranks it.
+    ``words`` its `words_evidence`: the words' BM25 of its paper (``papers``: the papers ranked by their title and
+    abstract, over the best paper's; a ``paper_share`` of it) blended with the words' BM25 of the equation's own
+    fields (its context and section title, over the best equation's). The candidates are the formula side's, the
+    text list's and the papers' representatives (`paper_evidence`: each paper's best-worded equation, or a
+    placeholder). So the words lift the formula candidates of the right paper, and among a paper's
+    equations the one the formula matches best stays first: siblings that share the page's words but not the formula
+    no longer outrank it. When both sides search, an inline formula's formula evidence is multiplied by
+    ``inline_factor``, so that a fragment of a display, matching the formula as well as the display does, no longer
+    outranks it.
 
     Args:
         formula: the formula side, ranked (empty: keywords only).
-        text: the equations ranked by the words' BM25 (empty: formula only).
-        papers: the papers ranked by the words, as their best equation's ``(eq_id, score)``, one per paper.
-        paper_of: eq_id -> paper_id of every candidate.
+        text: the equations ranked by the words' BM25 in their own fields (empty: formula only).
+        papers: the papers ranked by the words, ``(paper_id, score)`` (`paper_evidence`).
+        paper_of: eq_id -> paper_id of every candidate, and placeholder -> paper_id of the placeholders.
         weight: the formula's share (`HybridQuery.formula_weight`).
         paper_share: the paper's share of the words' evidence, in [0, 1].
         inline_factor: what an inline formula's formula evidence is multiplied by when the formula and the words are
             both searched (`is_inline`; 1: no change); a search without both sides ranks the same whatever it is.
+        representatives: the ids that stand for the words' papers (`paper_evidence`).
 
     Returns:
-        The fused equations, best first; ``scores`` holds their raw scores in the formula side (``formula``), the
-        words' list of the equations' own fields (``words``) and their paper's (``paper``).
+        The fused equations and placeholders, best first; ``scores`` holds their raw scores in the formula side
+        (``formula``), the words' list of the equations' own fields (``words``) and their paper's (``paper``).
     """
-    by_paper = [(paper_of.get(eq_id, ""), score) for eq_id, score in papers]
-    f, t, p = _by_top(formula), _by_top(text), _by_top(by_paper)
-    raw = {"formula": dict(formula), "words": dict(text)}
-    paper_raw = dict(by_paper)
-    ranks = {name: {doc: rank for rank, doc in enumerate(values, 1)} for name, values in raw.items()}
     if not 0.0 <= inline_factor <= 1.0:
         raise ValueError(f"inline_factor must be in [0, 1], got {inline_factor}")
+    f = _by_top(formula)
+    raw = {"formula": dict(formula), "words": dict(text)}
+    paper_raw = dict(papers)
+    ranks = {name: {doc: rank for rank, doc in enumerate(values, 1)} for name, values in raw.items()}
     inline_factor = inline_factor if formula and (text or papers) else 1.0
+    candidates = list(dict.fromkeys([*f, *(doc_id for doc_id, _ in text), *representatives]))
+    words = words_evidence(candidates, text, papers, paper_of, paper_share)
     fused = []
-    for doc_id in dict.fromkeys([*f, *t, *(eq_id for eq_id, _ in papers)]):
+    for doc_id in candidates:
         paper = paper_of.get(doc_id, "")
-        words = paper_share * p.get(paper, 0.0) + (1.0 - paper_share) * t.get(doc_id, 0.0)
         formula_part = f.get(doc_id, 0.0) * (inline_factor if is_inline(doc_id) else 1.0)
-        score = weight * formula_part + (1.0 - weight) * words
+        score = weight * formula_part + (1.0 - weight) * words[doc_id]
         scores = {name: float(values[doc_id]) for name, values in raw.items() if doc_id in values}
         if paper in paper_raw:
             scores["paper"] = float(paper_raw[paper])

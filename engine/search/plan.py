@@ -153,13 +153,12 @@ class QueryPlan:
     Args:
         depth: how many candidates each list contributes to fusion.
         past_depth: the page asked for starts past them (it comes back empty, with a warning).
-        lists: the ranked lists to run, in order: ``structure``, ``embedding``, ``text``, ``papers``, ``context``.
+        lists: the ranked lists to run, in order: ``structure``, ``embedding``, ``text``, ``paper_contexts``,
+            ``context``, ``papers``.
         structure: the structural list's request (None: no structural list).
         maxsim: the MaxSim rerank (None: none).
         num_candidates_factor: the kNN lists' ``num_candidates`` per hit.
         formula_fields: the doc values the formula lists return per hit (``paper_id`` only when the fusion reads it).
-        words_own_fields: the ``text`` list searches the equations' own fields (the evidence fusion) rather than every
-            text field.
         words_displays_only: the words alone rank display equations (a query without a formula side that did not ask
             for inline formulas).
         warnings: what the user reads about this search (an approximate conversion, a page past the depth, what
@@ -173,7 +172,6 @@ class QueryPlan:
     maxsim: MaxSimPlan | None = None
     num_candidates_factor: int = 6
     formula_fields: tuple[str, ...] = RANKING_FIELDS
-    words_own_fields: bool = True
     words_displays_only: bool = False
     warnings: tuple[str, ...] = ()
 
@@ -236,8 +234,9 @@ def make_plan(
             ("structure", structure is not None),
             ("embedding", embedding),
             ("text", words and ranking.context < 1),
-            ("papers", words and query.fusion == "evidence"),
+            ("paper_contexts", words),
             ("context", context),
+            ("papers", words),
         )
         if runs
     ]
@@ -249,7 +248,6 @@ def make_plan(
         maxsim=maxsim,
         num_candidates_factor=settings.num_candidates_factor,
         formula_fields=RANKING_FIELDS if needs_papers(query) else RANKING_FIELDS[:1],
-        words_own_fields=query.fusion == "evidence",
         words_displays_only=not (query.has_formula and formula_side) and query.inline == "include",
         warnings=tuple(warnings),
     )

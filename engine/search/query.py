@@ -2,9 +2,9 @@
 
 A query's filters (categories, years, one paper, inline formulas or not) become pre-filters inside the kNN query and
 filters of the BM25 query alike, so both ranked lists cover the same equations. The ranking searches return scores
-and two doc values only (`ranking_only`); the page's equations are then fetched by id with highlights
-(`page_body`). These are free functions of their arguments, so what is sent can be checked without a node
-(`SearchService` sends them).
+and two doc values only (`ranking_only`); the page's equations are then fetched by id with highlights (`page_body`),
+and their papers' fields from the papers index (`papers_page_body`). These are free functions of their arguments, so
+what is sent can be checked without a node (`SearchService` sends them).
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ __all__ = [
     "INLINE_CHOICES",
     "MAX_PAGE_SIZE",
     "MAX_RESULT_WINDOW",
+    "PAPER_HIGHLIGHT_FIELDS",
+    "PAPER_LIST_FIELDS",
+    "PAPER_PAGE_FIELDS",
+    "PAPER_TEXT_FIELDS",
     "RANKING_FIELDS",
     "SOURCE_EXCLUDES",
     "TEXT_COUNT_LIMIT",
@@ -43,10 +47,15 @@ __all__ = [
     "needs_papers",
     "num_candidates",
     "page_body",
+    "paper_contexts_body",
+    "paper_filters",
     "paper_text_body",
+    "papers_page_body",
     "query_filters",
     "ranking_only",
+    "representatives_body",
     "text_body",
+    "words_filters",
 ]
 
 Fusion = Literal["evidence", "rrf", "linear"]
@@ -58,13 +67,15 @@ INLINE_CHOICES: tuple[InlineChoice, ...] = ("include", "exclude", "only")
 
 MAX_PAGE_SIZE = 100
 MAX_RESULT_WINDOW = 1000
-#: BM25 fields and their boosts: a word in a title says more about the paper than one in an equation's context.
-TEXT_FIELDS = ("title^2", "abstract", "section_title^1.5", "context")
-HIGHLIGHT_FIELDS = ("title", "abstract", "section_title", "context")
-#: The evidence fusion asks the words of one equation in its own fields only (its context, its section's title): the
-#: title and abstract are every sibling's, so they rank the papers (`paper_text_body`), and of siblings that share
-#: the page's words the one whose own context holds them comes first.
-_OWN_FIELDS = ("section_title^1.5", "context")
+#: The words of an equation, BM25 fields and boosts: its context, and its section's title (a word there says more).
+TEXT_FIELDS = ("section_title^1.5", "context")
+HIGHLIGHT_FIELDS = ("section_title", "context")
+#: The words of a paper, searched in the papers index (`paper_text_body`): its title counts twice its abstract.
+#: Every equation of a paper shares them, so they rank the papers, not the equations (`fusion.evidence_fusion`).
+PAPER_TEXT_FIELDS = ("title^2", "abstract")
+PAPER_HIGHLIGHT_FIELDS = ("title", "abstract")
+#: What the page shows of each of its papers, joined by paper id (`papers_page_body`).
+PAPER_PAGE_FIELDS = ("title", "authors", "year", "categories", "abstract")
 #: BM25 hits counted exactly for `SearchResults.total`: no page past the result window can be asked for, so a count
 #: beyond it tells nothing, and while hits must be counted Lucene cannot skip the ones that cannot reach the top k.
 #: (No measurable effect on the replicated benchmark corpus, whose ~185 copies of each text tie at the top score so
@@ -74,6 +85,8 @@ TEXT_COUNT_LIMIT = MAX_RESULT_WINDOW
 SOURCE_EXCLUDES = list(SOURCE_EXCLUDED_FIELDS)
 #: The doc values a ranking search returns per hit (``eq_id`` equals ``_id`` for every writer).
 RANKING_FIELDS = ("eq_id", "paper_id")
+#: What the papers list returns per hit (a paper document's ``_id`` is its ``paper_id``).
+PAPER_LIST_FIELDS = ("paper_id",)
 
 
 @dataclass(frozen=True)
@@ -160,7 +173,17 @@ def candidate_window(query: HybridQuery, *, candidate_depth: int) -> tuple[int, 
 
 
 def query_filters(query: HybridQuery) -> list[dict[str, Any]]:
-    """The query's filters as Elasticsearch filter clauses (empty when it has none)."""
+    """The query's filters as Elasticsearch filter clauses of the equations index (empty when it has none)."""
+    filters = paper_filters(query)
+    if query.inline == "only":
+        filters.append({"term": {"inline": True}})
+    elif query.inline == "exclude":
+        filters.append({"bool": {"must_not": [{"term": {"inline": True}}]}})
+    return filters
+
+
+def paper_filters(query: HybridQuery) -> list[dict[str, Any]]:
+    """The query's filters that concern a paper (categories, years, one paper), as filter clauses of either index."""
     filters: list[dict[str, Any]] = []
     if query.categories:
         filters.append({"terms": {"categories": list(query.categories)}})
@@ -173,11 +196,13 @@ def query_filters(query: HybridQuery) -> list[dict[str, Any]]:
         filters.append({"range": {"year": bounds}})
     if query.paper_id:
         filters.append({"term": {"paper_id": query.paper_id}})
-    if query.inline == "only":
-        filters.append({"term": {"inline": True}})
-    elif query.inline == "exclude":
-        filters.append({"bool": {"must_not": [{"term": {"inline": True}}]}})
     return filters
+
+
+def words_filters(query: HybridQuery, plan: QueryPlan) -> list[dict[str, Any]]:
+    """The filters of the words' lists of equations: the query's, and displays only where the plan says so."""
+    filters = query_filters(query)
+    return [*filters, _DISPLAYS_ONLY] if plan.words_displays_only else filters
 
 
 def num_candidates(k: int, factor: int) -> int:
@@ -223,28 +248,22 @@ def knn_body(
     return {"query": {"knn": knn}, "size": k, "_source": {"excludes": SOURCE_EXCLUDES}, "track_total_hits": False}
 
 
-def _text_match(keywords: str) -> dict[str, Any]:
-    return {"multi_match": {"query": keywords, "fields": list(TEXT_FIELDS), "type": "best_fields"}}
+def _text_match(keywords: str, fields: Sequence[str] = TEXT_FIELDS) -> dict[str, Any]:
+    return {"multi_match": {"query": keywords, "fields": list(fields), "type": "best_fields"}}
 
 
-def _equation_text_match(keywords: str) -> dict[str, Any]:
-    """The words in an equation's own fields."""
-    return {"multi_match": {"query": keywords, "fields": list(_OWN_FIELDS), "type": "best_fields"}}
-
-
-def _highlight() -> dict[str, Any]:
+def _highlight(fields: Sequence[str] = HIGHLIGHT_FIELDS) -> dict[str, Any]:
     return {
-        "fields": {name: {"number_of_fragments": 2, "fragment_size": 150} for name in HIGHLIGHT_FIELDS},
+        "fields": {name: {"number_of_fragments": 2, "fragment_size": 150} for name in fields},
         "require_field_match": True,
     }
 
 
-def text_body(keywords: str, size: int, filters: list[dict[str, Any]], *, own: bool = False) -> dict[str, Any]:
-    """A BM25 search of the words over `TEXT_FIELDS` with `filters`, highlighted, counting up to `TEXT_COUNT_LIMIT`
-    hits; with ``own``, in the equation's own fields only (its context and section title)."""
-    match = _equation_text_match(keywords) if own else _text_match(keywords)
+def text_body(keywords: str, size: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
+    """A BM25 search of the words in the equations' own fields (`TEXT_FIELDS`) with `filters`, highlighted,
+    counting up to `TEXT_COUNT_LIMIT` hits."""
     return {
-        "query": {"bool": {"must": [match], "filter": filters}},
+        "query": {"bool": {"must": [_text_match(keywords)], "filter": filters}},
         "size": size,
         "_source": {"excludes": SOURCE_EXCLUDES},
         "highlight": _highlight(),
@@ -253,13 +272,42 @@ def text_body(keywords: str, size: int, filters: list[dict[str, Any]], *, own: b
 
 
 def paper_text_body(keywords: str, size: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
-    """The words' BM25 ranked by paper: the text search collapsed on ``paper_id``, so each paper comes once, with
-    its best equation's score (no scripts: the minimal distribution has none to sum a paper's scores)."""
+    """The words' BM25 over the papers' own fields (`PAPER_TEXT_FIELDS`), a search of the papers index with the
+    query's paper filters (`paper_filters`): the papers ranked by their title and abstract."""
+    return {
+        "query": {"bool": {"must": [_text_match(keywords, PAPER_TEXT_FIELDS)], "filter": filters}},
+        "size": size,
+        "track_total_hits": False,
+    }
+
+
+def paper_contexts_body(keywords: str, size: int, filters: list[dict[str, Any]]) -> dict[str, Any]:
+    """The papers ranked by the words in their equations' own fields (`TEXT_FIELDS`): the text search collapsed on
+    ``paper_id``, each paper once with its best equation (no scripts: the minimal distribution has none to sum a
+    paper's scores)."""
     return {
         "query": {"bool": {"must": [_text_match(keywords)], "filter": filters}},
         "size": size,
         "collapse": {"field": "paper_id"},
-        "_source": {"excludes": SOURCE_EXCLUDES},
+        "track_total_hits": False,
+    }
+
+
+def representatives_body(
+    paper_ids: Sequence[str], keywords: str | None, filters: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """One equation for each of ``paper_ids`` that the query's ``filters`` keep: the one whose own fields match the
+    words best, else the paper's first (a paper found by its title and abstract alone shows with it)."""
+    query: dict[str, Any] = {"bool": {"filter": [*filters, {"terms": {"paper_id": list(paper_ids)}}]}}
+    if keywords:
+        query["bool"]["should"] = [_text_match(keywords)]
+    return {
+        "query": query,
+        "size": len(paper_ids),
+        "collapse": {"field": "paper_id"},
+        "sort": [{"_score": "desc"}, {"number": "asc"}],
+        "stored_fields": "_none_",
+        "docvalue_fields": list(RANKING_FIELDS),
         "track_total_hits": False,
     }
 
@@ -306,11 +354,12 @@ class ListInputs:
 def list_requests(query: HybridQuery, plan: QueryPlan, inputs: ListInputs) -> list[tuple[str, dict[str, Any]]]:
     """The request body of each ranked list the plan runs, as ``(name, body)``, made `ranking_only`: ``structure``
     (BM25 over structural terms, reranked), ``embedding`` (kNN on the formula vectors), ``text`` (BM25 over the
-    words), ``papers`` (the same, one hit per paper, for the evidence fusion) and ``context`` (kNN of the keywords'
-    embedding on the equations' context vectors). Where the plan's MaxSim scores come with the lists, the formula
-    lists carry the plugin's search extension and its window rescore."""
+    words of the equations), ``paper_contexts`` (the same, one hit per paper), ``context`` (kNN of the keywords'
+    embedding on the equations' context vectors) and ``papers`` (BM25 over the words of the papers, a search of the
+    papers index, last). Where the plan's MaxSim
+    scores come with the lists, the formula lists carry the plugin's search extension and its window rescore."""
     filters = query_filters(query)
-    words_filters = [*filters, _DISPLAYS_ONLY] if plan.words_displays_only else filters
+    words = words_filters(query, plan)
     factor = plan.num_candidates_factor
     bodies: dict[str, dict[str, Any]] = {}
     if "structure" in plan.lists and plan.structure is not None and inputs.structure is not None:
@@ -319,12 +368,12 @@ def list_requests(query: HybridQuery, plan: QueryPlan, inputs: ListInputs) -> li
         bodies["embedding"] = knn_body(inputs.vector, plan.depth, filters, num_candidates_factor=factor)
     keywords = query.keywords or ""
     if "text" in plan.lists:
-        bodies["text"] = text_body(keywords, plan.depth, words_filters, own=plan.words_own_fields)
-    if "papers" in plan.lists:
-        bodies["papers"] = paper_text_body(keywords, plan.depth, words_filters)
+        bodies["text"] = text_body(keywords, plan.depth, words)
+    if "paper_contexts" in plan.lists:
+        bodies["paper_contexts"] = paper_contexts_body(keywords, plan.depth, words)
     if "context" in plan.lists and inputs.context_vector is not None:
         bodies["context"] = knn_body(
-            inputs.context_vector, plan.depth, words_filters, num_candidates_factor=factor, field=CONTEXT_VECTOR_FIELD
+            inputs.context_vector, plan.depth, words, num_candidates_factor=factor, field=CONTEXT_VECTOR_FIELD
         )
     searches = []
     for name, body in bodies.items():
@@ -332,6 +381,10 @@ def list_requests(query: HybridQuery, plan: QueryPlan, inputs: ListInputs) -> li
         if name in FORMULA_LISTS and plan.maxsim is not None and plan.maxsim.in_lists:
             _bring_maxsim(light, plan.maxsim, inputs.query_nodes)
         searches.append((name, light))
+    if "papers" in plan.lists:  # the papers index's, after the equations' lists
+        searches.append(
+            ("papers", ranking_only(paper_text_body(keywords, plan.depth, paper_filters(query)), PAPER_LIST_FIELDS))
+        )
     return searches
 
 
@@ -363,4 +416,21 @@ def page_body(eq_ids: Sequence[str], keywords: str | None) -> dict[str, Any]:
     }
     if keywords:
         body["highlight"] = {**_highlight(), "highlight_query": _text_match(keywords)}
+    return body
+
+
+def papers_page_body(paper_ids: Sequence[str], keywords: str | None) -> dict[str, Any]:
+    """The search that fetches the page's papers by id (`PAPER_PAGE_FIELDS`) and, with keywords, highlights of the
+    words in their titles and abstracts."""
+    body: dict[str, Any] = {
+        "query": {"ids": {"values": list(paper_ids)}},
+        "size": len(paper_ids),
+        "_source": {"includes": list(PAPER_PAGE_FIELDS)},
+        "track_total_hits": False,
+    }
+    if keywords:
+        body["highlight"] = {
+            **_highlight(PAPER_HIGHLIGHT_FIELDS),
+            "highlight_query": _text_match(keywords, PAPER_TEXT_FIELDS),
+        }
     return body

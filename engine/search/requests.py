@@ -1,9 +1,10 @@
 """The search's requests to Elasticsearch: functions of a client, an index and a body (`engine.search.query`).
 
-`ranked_lists` sends every ranked list of a query as one ``_msearch`` that returns ranked ids only, `fetch_page`
-the page's equations with highlights, `fetch_sources` a few fields of given equations (what the pattern filter and
-the MaxSim rerank read of their candidates). Only what the client reads comes back (``filter_path``): less for the
-node to serialise and for the client to parse.
+`ranked_lists` sends every ranked list of a query as one ``_msearch`` that returns ranked ids only (the papers list
+to the papers index, the others to the equations index), `representatives` one equation for each paper found by its
+words alone, `fetch_page` the page's equations with highlights, `fetch_papers` their papers' fields, `fetch_sources`
+a few fields of given equations (what the pattern filter and the MaxSim rerank read of their candidates). Only what
+the client reads comes back (``filter_path``): less for the node to serialise and for the client to parse.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import Any
 from elasticsearch import Elasticsearch
 from eqsearch.engine.search.errors import call, list_failed
 from eqsearch.engine.search.plugin import MAXSIM_HIT_FIELD
-from eqsearch.engine.search.query import page_body
+from eqsearch.engine.search.query import page_body, papers_page_body, representatives_body
 
-__all__ = ["RankedLists", "fetch_page", "fetch_sources", "ranked_lists"]
+__all__ = ["RankedLists", "fetch_page", "fetch_papers", "fetch_sources", "ranked_lists", "representatives"]
 
 _RANKING_RESPONSE_FIELDS = [
     "responses.status",  # keeps every response in the array: a filtered-out empty one would shift the others
@@ -37,6 +38,9 @@ class RankedLists:
 
     Args:
         lists: list name (``structure``, ``embedding``, ``text``, ``context``) -> ranked ``(eq_id, score)``.
+        papers: the papers list: ranked ``(paper_id, score)`` (the words in the papers' titles and abstracts; the
+            service then ranks them by the words anywhere in them, `engine.search.fusion.paper_evidence`).
+        representatives: the candidates that stand for those papers (an equation, or a placeholder).
         paper_of: eq_id -> paper_id of every candidate whose list fetched it (a formula-only search that does not
             group by paper fetches none for its formula lists: `engine.search.query.needs_papers`).
         text_total: how many equations the words matched (the text list's hit count, counted up to
@@ -52,6 +56,8 @@ class RankedLists:
     """
 
     lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    papers: list[tuple[str, float]] = field(default_factory=list)
+    representatives: list[str] = field(default_factory=list)
     paper_of: dict[str, str] = field(default_factory=dict)
     text_total: int = 0
     missing_shards: int = 0
@@ -60,15 +66,20 @@ class RankedLists:
     warnings: list[str] = field(default_factory=list)
 
 
-def ranked_lists(client: Elasticsearch, index: str, searches: Sequence[tuple[str, dict[str, Any]]]) -> RankedLists:
-    """Runs the ranking searches (``(list name, body)``, bodies made `ranking_only`) as one ``_msearch``.
+def ranked_lists(
+    client: Elasticsearch, index: str, searches: Sequence[tuple[str, dict[str, Any]]], papers_index: str = ""
+) -> RankedLists:
+    """Runs the ranking searches (``(list name, body)``, bodies made `ranking_only`) as one ``_msearch``: the
+    ``papers`` list in ``papers_index``, the others in ``index``.
 
     Raises:
         SearchError: a search failed (with its shards' reasons), or Elasticsearch refused or did not answer.
     """
     lines: list[dict[str, Any]] = []
-    for _, body in searches:
-        lines.extend([{"index": index}, body])
+    for name, body in searches:
+        # a deployment without its papers index (one half-made by hand) still ranks by its equations
+        header = {"index": papers_index, "ignore_unavailable": True} if name == "papers" else {"index": index}
+        lines.extend([header, body])
     responses = call(client.msearch, searches=lines, filter_path=_RANKING_RESPONSE_FIELDS)
     found = RankedLists()
     for (name, _), response in zip(searches, responses["responses"], strict=True):
@@ -76,6 +87,11 @@ def ranked_lists(client: Elasticsearch, index: str, searches: Sequence[tuple[str
             raise list_failed(name, response["error"])
         found.missing_shards += int((response.get("_shards") or {}).get("failed") or 0)
         hits = response.get("hits") or {}
+        if name == "papers":
+            found.papers = [
+                (hit["fields"]["paper_id"][0], float(hit["_score"] or 0.0)) for hit in hits.get("hits") or ()
+            ]
+            continue
         ranking = []
         for hit in hits.get("hits") or ():
             fields = hit["fields"]
@@ -99,6 +115,39 @@ def fetch_page(client: Elasticsearch, index: str, eq_ids: Sequence[str], keyword
     response = call(client.search, index=index, body=page_body(eq_ids, keywords), filter_path=_PAGE_RESPONSE_FIELDS)
     hits = (response.get("hits") or {}).get("hits") or []
     return {hit["_source"]["eq_id"]: hit for hit in hits}
+
+
+def representatives(
+    client: Elasticsearch, index: str, paper_ids: Sequence[str], keywords: str | None, filters: list[dict[str, Any]]
+) -> dict[str, str]:
+    """paper_id -> one of its equations that ``filters`` keep (`engine.search.query.representatives_body`), in one
+    request; a paper with none is absent."""
+    if not paper_ids:
+        return {}
+    body = representatives_body(paper_ids, keywords, filters)
+    response = call(client.search, index=index, body=body, filter_path=["hits.hits.fields"])
+    out = {}
+    for hit in (response.get("hits") or {}).get("hits") or ():
+        fields = hit["fields"]
+        out[fields["paper_id"][0]] = fields["eq_id"][0]
+    return out
+
+
+def fetch_papers(
+    client: Elasticsearch, index: str, paper_ids: Sequence[str], keywords: str | None
+) -> dict[str, dict[str, Any]]:
+    """The page's papers (`engine.search.query.PAPER_PAGE_FIELDS`) and, with keywords, the highlights of their
+    titles and abstracts, in one request; by paper id (a paper deleted since is absent)."""
+    if not paper_ids:
+        return {}
+    response = call(
+        client.search,
+        index=index,
+        body=papers_page_body(sorted(set(paper_ids)), keywords),
+        filter_path=_PAGE_RESPONSE_FIELDS,
+        ignore_unavailable=True,  # no papers index: the hits show their paper ids
+    )
+    return {hit["_id"]: hit for hit in (response.get("hits") or {}).get("hits") or ()}
 
 
 def fetch_sources(

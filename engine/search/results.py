@@ -1,8 +1,9 @@
 """What a search returns: equation hits with their paper's fields, paper groups, and one page of results.
 
-Hits are built from a fused candidate (`engine.search.fusion.Fused`: which ranked lists found it, with what score)
-and the equation's stored document; every hit says what matched it (the formula, the text, or both). `select_page`
-cuts a page out of the fused ranking, per equation or per paper. Plain data and pure functions: no client.
+Hits are built from a fused candidate (`engine.search.fusion.Fused`: which ranked lists found it, with what score),
+the equation's stored document and its paper's (title, authors, abstract: the papers index's alone); every hit says
+what matched it (the formula, the text, or both). `select_page` cuts a page out of the fused ranking, per equation
+or per paper. Plain data and pure functions: no client.
 """
 
 from __future__ import annotations
@@ -133,20 +134,27 @@ class SearchResults:
     analyzer: str = "standard"
 
 
-def equation_hit(item: Fused, raw: Mapping[str, Any], channels: Sequence[str] = ()) -> EquationHit:
-    """A hit from a fused candidate and its search hit (``_id``, ``_source``, ``highlight``).
+def equation_hit(
+    item: Fused, raw: Mapping[str, Any], channels: Sequence[str] = (), paper: Mapping[str, Any] | None = None
+) -> EquationHit:
+    """A hit from a fused candidate, its search hit (``_id``, ``_source``, ``highlight``) and its paper's.
 
     Args:
         item: the fused candidate; the lists it was found in say what matched it.
         raw: the equation's hit as the page fetch returned it.
         channels: the channels that found it (default: derived from the fused lists, ``embedding`` for a formula).
+        paper: its paper's hit from the papers index (title, authors, year, categories, abstract and the highlights
+            of the words there; None: a paper not found, the hit shows its id).
     """
     source = raw.get("_source") or {}
+    paper_source = (paper or {}).get("_source") or {}
+    highlights = {k: list(v) for k, v in ((paper or {}).get("highlight") or {}).items()}
+    highlights.update({k: list(v) for k, v in (raw.get("highlight") or {}).items()})
     named = set(item.scores)  # the sides it was found by: the formula, the words (its own or its paper's), both
     if "paper" in named:
         named.add("words")
     matched: Matched = "both" if {"formula", "words"} <= named else ("formula" if "formula" in named else "text")
-    abstract = source.get("abstract") or ""
+    abstract = paper_source.get("abstract") or ""
     if len(abstract) > ABSTRACT_SNIPPET:
         abstract = abstract[:ABSTRACT_SNIPPET].rsplit(" ", 1)[0] + " ..."
     return EquationHit(
@@ -158,9 +166,9 @@ def equation_hit(item: Fused, raw: Mapping[str, Any], channels: Sequence[str] = 
         context=source.get("context") or "",
         score=item.score,
         matched=matched,
-        highlights={k: list(v) for k, v in (raw.get("highlight") or {}).items()},
-        title=source.get("title") or "",
-        authors=tuple(source.get("authors") or ()),
+        highlights=highlights,
+        title=paper_source.get("title") or "",
+        authors=tuple(paper_source.get("authors") or ()),
         year=source.get("year"),
         categories=tuple(source.get("categories") or ()),
         abstract=abstract,

@@ -38,17 +38,26 @@ from eqsearch.engine.index.mappings import (
 )
 from eqsearch.engine.model.patterns import read_query_variables
 from eqsearch.engine.search.errors import EquationNotFoundError, SearchError, call
-from eqsearch.engine.search.fusion import Fused, blend_sides, evidence_fusion, linear_fusion, reciprocal_rank_fusion
+from eqsearch.engine.search.fusion import (
+    Fused,
+    blend_sides,
+    evidence_fusion,
+    linear_fusion,
+    paper_evidence,
+    placeholder_paper,
+    reciprocal_rank_fusion,
+    words_side,
+)
 from eqsearch.engine.search.highlight import formula_highlight
 from eqsearch.engine.search.index_meta import META_SECONDS, IndexMeta
 from eqsearch.engine.search.maxsim import MaxSimStage, scored_by_node
 from eqsearch.engine.search.pattern_filter import pattern_matches
 from eqsearch.engine.search.plan import Offer, PlanSettings, QueryPlan, make_plan
 from eqsearch.engine.search.plugin import PluginUse
-from eqsearch.engine.search.query import FORMULA_LISTS, HybridQuery, ListInputs, knn_body, list_requests
+from eqsearch.engine.search.query import FORMULA_LISTS, HybridQuery, ListInputs, knn_body, list_requests, words_filters
 from eqsearch.engine.search.query_formula import QueryFormula, QueryFormulas, weigh_parts
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, FormulaRanking, get_ranker
-from eqsearch.engine.search.requests import RankedLists, fetch_page, ranked_lists
+from eqsearch.engine.search.requests import RankedLists, fetch_page, fetch_papers, ranked_lists, representatives
 from eqsearch.engine.search.results import EquationHit, PaperGroup, SearchResults, equation_hit, group_hits, select_page
 from eqsearch.engine.search.termstats import TermStatistics, rarest_terms
 from eqsearch.engine.search.views import equation_view, paper_view
@@ -61,15 +70,9 @@ if TYPE_CHECKING:
 
 __all__ = ["META_SECONDS", "EquationNotFoundError", "SearchError", "SearchService"]
 
-#: The channel each ranked list stands for, as hits report it (a paper's best equation for the words, from the
-#: ``papers`` list, was found by the words' BM25 as the ``text`` list's are).
-CHANNEL_OF_LIST = {
-    "structure": "structure",
-    "embedding": "embedding",
-    "text": "text",
-    "papers": "text",
-    "context": "context",
-}
+#: The channel each ranked list of equations stands for, as hits report it (an equation that stands for a paper
+#: found by its words alone reports ``text``, from its fused scores).
+CHANNEL_OF_LIST = {"structure": "structure", "embedding": "embedding", "text": "text", "context": "context"}
 
 
 class SearchService:
@@ -194,7 +197,7 @@ class SearchService:
             return self._results([], [], 0, query, formula, list(plan.warnings), began)
         fused = self._fuse(query, self._sides(found, formula, plan), found)
         page_items, total = select_page(fused, found.paper_of, query, found.text_total)
-        hits = self._page_hits(page_items, query, formula, channels_of(found.lists))
+        hits = self._page_hits(page_items, query, formula, plan, channels_of(found.lists))
         groups = group_hits(hits) if query.group_by_paper else []
         return self._results(hits, groups, total, query, formula, found.warnings, began)
 
@@ -251,14 +254,14 @@ class SearchService:
             return plan, None
         warnings = list(plan.warnings)
         try:
-            found = ranked_lists(self.client, self.equations_alias, searches)
+            found = ranked_lists(self.client, self.equations_alias, searches, self.papers_alias)
         except SearchError as error:
             if not self.plugin.refused(error):
                 raise
             warnings.append(self.plugin.support.note)
             plan = self._plan(query, formula)
             searches = list_requests(query, plan, self._list_inputs(query, formula, plan))
-            found = ranked_lists(self.client, self.equations_alias, searches)
+            found = ranked_lists(self.client, self.equations_alias, searches, self.papers_alias)
         if plan.maxsim is not None and plan.maxsim.in_lists:  # which hits the node scored, before the pattern filter
             found.maxsim_scored = scored_by_node(found.lists, found.maxsim, plan.maxsim.list_window)
         if found.missing_shards:
@@ -273,6 +276,11 @@ class SearchService:
                     f"no formula among the {self.pattern_candidates} nearest candidates matches the pattern "
                     f"{query.latex}; try fewer symbols around the variables"
                 )
+        if "papers" in plan.lists:
+            contexts = found.lists.pop("paper_contexts", [])
+            found.papers, representatives = paper_evidence(found.papers, contexts, found.paper_of, found.lists)
+            found.paper_of.update(representatives)
+            found.representatives = list(representatives)
         found.warnings = warnings
         return plan, found
 
@@ -312,14 +320,20 @@ class SearchService:
         """The two sides fused, weighted by the query's balance: by the evidence fusion (the words' paper-level and
         equation-level evidence re-weighing the formula's candidates), reciprocal rank fusion or a linear blend."""
         w = query.formula_weight
+        paper_share = self.paper_share if sides.get("formula") else self.words_paper_share
         if query.fusion == "evidence":
             return evidence_fusion(
                 sides.get("formula", []),
                 sides.get("words", []),
-                found.lists.get("papers", []),
+                found.papers,
                 found.paper_of,
                 weight=w if sides.get("formula") else 0.0,
-                paper_share=self.paper_share if sides.get("formula") else self.words_paper_share,
+                paper_share=paper_share,
+                representatives=found.representatives,
+            )
+        if found.papers:  # the words side as the evidence fusion weighs it: its papers' words and its own
+            sides["words"] = list(
+                words_side(sides.get("words", []), found.papers, found.paper_of, found.representatives, paper_share)
             )
         if query.fusion == "rrf":
             return reciprocal_rank_fusion(sides, k=self.rrf_k, weights={"formula": 2 * w, "words": 2 * (1 - w)})
@@ -330,24 +344,48 @@ class SearchService:
         page_items: list[Fused],
         query: HybridQuery,
         formula: QueryFormula | None,
+        plan: QueryPlan,
         channels: dict[str, tuple[str, ...]],
     ) -> list[EquationHit]:
-        """The page's equations fetched (with highlights of the keywords) and, for a formula query, marked with
-        what of each formula matched it."""
-        documents = fetch_page(
+        """The page's equations fetched (with highlights of the keywords), each with its paper's fields, and, for a
+        formula query, marked with what of each formula matched it. A paper found by its words alone shows with
+        one of its equations (`engine.search.requests.representatives`)."""
+        keywords = query.keywords if query.has_keywords else None
+        page_items = self._named(page_items, query, plan, keywords)
+        documents = fetch_page(self.client, self.equations_alias, [item.doc_id for item in page_items], keywords)
+        papers = fetch_papers(
             self.client,
-            self.equations_alias,
-            [item.doc_id for item in page_items],
-            query.keywords if query.has_keywords else None,
+            self.papers_alias,
+            [str(document["_source"].get("paper_id") or "") for document in documents.values()],
+            keywords,
         )
-        hits = [
-            equation_hit(item, documents[item.doc_id], channels.get(item.doc_id, ()))
-            for item in page_items
-            if item.doc_id in documents  # deleted between the two requests: dropped, not an error
-        ]
+        hits = []
+        for item in page_items:
+            document = documents.get(item.doc_id)
+            if document is None:  # deleted between the two requests: dropped, not an error
+                continue
+            paper = papers.get(str(document["_source"].get("paper_id") or ""))
+            hits.append(equation_hit(item, document, channels.get(item.doc_id, ()), paper))
         if formula is not None and query.highlight:
             hits = [replace(hit, formula_highlight=formula_highlight(formula, hit.mathml)) for hit in hits]
         return hits
+
+    def _named(self, page_items: list[Fused], query: HybridQuery, plan: QueryPlan, keywords: str | None) -> list[Fused]:
+        """The page's items, each placeholder replaced by an equation of its paper that the query's filters keep (a
+        paper without one is left out)."""
+        wanted = [paper for item in page_items if (paper := placeholder_paper(item.doc_id)) is not None]
+        if not wanted:
+            return page_items
+        filters = words_filters(query, plan)
+        named = representatives(self.client, self.equations_alias, wanted, keywords, filters)
+        out = []
+        for item in page_items:
+            paper = placeholder_paper(item.doc_id)
+            if paper is None:
+                out.append(item)
+            elif paper in named:
+                out.append(replace(item, doc_id=named[paper]))
+        return out
 
     def _rare_terms(self, formula: QueryFormula, window: int) -> list[str] | None:
         """The query's rarest structural terms, which the ``rare-terms`` first stage matches
@@ -413,15 +451,23 @@ class SearchService:
             exclude=[eq_id],
         )
         hits_raw = call(self.client.search, index=self.equations_alias, body=body)["hits"]["hits"]
+        papers = fetch_papers(
+            self.client, self.papers_alias, [str(raw["_source"].get("paper_id") or "") for raw in hits_raw], None
+        )
         hits = [
-            equation_hit(Fused(raw["_id"], score, {"formula": score}, {"formula": rank}), raw, ("embedding",))
+            equation_hit(
+                Fused(raw["_id"], score, {"formula": score}, {"formula": rank}),
+                raw,
+                ("embedding",),
+                papers.get(str(raw["_source"].get("paper_id") or "")),
+            )
             for rank, (raw, score) in enumerate(((raw, float(raw["_score"] or 0.0)) for raw in hits_raw), start=1)
         ]
         return self._results(hits, [], len(hits), query, None, [], began)
 
     def get_equation(self, eq_id: str) -> dict[str, Any] | None:
         """The stored equation document (vectors excluded), or None when absent."""
-        return equation_view(self.client, self.equations_alias, eq_id)
+        return equation_view(self.client, self.equations_alias, self.papers_alias, eq_id)
 
     def get_paper(self, paper_id: str) -> dict[str, Any] | None:
         """A paper with its equations by section and its citations (`engine.search.views.paper_view`)."""

@@ -1,12 +1,14 @@
 """Stored documents as the pages show them: one equation, and a paper with its equations and citations.
 
-Reads only (no ranking): the paper view lists its display equations by section in document order (inline
+Reads only (no ranking): the equation view joins its paper's title and authors (the papers index holds them), the
+paper view lists its display equations by section in document order (inline
 formulas, thousands in a long paper, are counted by the paper page, not listed), the papers it cites (saying which
 are indexed) and the indexed papers that cite it.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from elasticsearch import Elasticsearch, NotFoundError
@@ -16,13 +18,23 @@ from eqsearch.engine.search.query import SOURCE_EXCLUDES
 __all__ = ["equation_view", "paper_view"]
 
 
-def equation_view(client: Elasticsearch, equations: str, eq_id: str) -> dict[str, Any] | None:
-    """The stored equation document (vectors excluded), or None when absent."""
+#: What the equation view shows of its paper beside the equation's own fields.
+EQUATION_PAPER_FIELDS = ("title", "authors", "source")
+
+
+def equation_view(client: Elasticsearch, equations: str, papers: str, eq_id: str) -> dict[str, Any] | None:
+    """The stored equation document (vectors excluded) with its paper's `EQUATION_PAPER_FIELDS` (empty when the
+    paper is gone), or None when absent."""
     try:
-        response = client.get(index=equations, id=eq_id, source_excludes=SOURCE_EXCLUDES)
+        equation = dict(client.get(index=equations, id=eq_id, source_excludes=SOURCE_EXCLUDES)["_source"])
     except NotFoundError:
         return None
-    return response["_source"]
+    paper: dict[str, Any] = {}
+    if equation.get("paper_id"):
+        with contextlib.suppress(NotFoundError):
+            found = client.get(index=papers, id=equation["paper_id"], source_includes=EQUATION_PAPER_FIELDS)
+            paper = dict(found["_source"])
+    return {**{name: paper.get(name) for name in EQUATION_PAPER_FIELDS}, **equation}
 
 
 def paper_view(client: Elasticsearch, papers: str, equations: str, paper_id: str) -> dict[str, Any] | None:

@@ -75,6 +75,8 @@ SHARED = {
     "source": "papers.jsonl:1",
     "job_id": "job-1",
 }
+#: What each equation carries of its paper: the fields that filter it, never its title, abstract or citations.
+OWN = {k: v for k, v in SHARED.items() if k not in ("title", "abstract", "authors", "citations_out", "source")}
 
 
 def test_ids_are_the_paper_key_and_the_equation_number():
@@ -111,7 +113,7 @@ def test_the_paper_and_equation_documents_of_a_paper():
     assert list(paper_document) == [*SHARED, *paper_fields_in_order, "sections"]
     converted, refused = equation_documents
     assert converted == {
-        **SHARED,
+        **OWN,
         "eq_id": "2401.00001v2:0",
         "number": 0,
         "inline": False,
@@ -134,9 +136,9 @@ def test_the_paper_and_equation_documents_of_a_paper():
     equation_fields = ["eq_id", "number", "inline", "latex", "mathml", "environment", "status", "reason", "section"]
     equation_fields += ["section_title", "context", STRUCTURE_FIELD, SPANS_FIELD, SIZE_FIELD, FORWARD_INDEX_FIELD]
     equation_fields += ["indexed_at"]
-    assert list(converted) == [*SHARED, *equation_fields, VECTOR_FIELD]
+    assert list(converted) == [*OWN, *equation_fields, VECTOR_FIELD]
     assert refused == {
-        **SHARED,
+        **OWN,
         "eq_id": "2401.00001v2:1",
         "number": 1,
         "inline": False,
@@ -155,7 +157,7 @@ def test_the_paper_and_equation_documents_of_a_paper():
         FORWARD_INDEX_FIELD: forward_index_value(["S:frac", "N:1", "S:frac|N:1|num", "S:frac|N:*|num"]),
         "indexed_at": "2026-01-02T03:04:05.678+00:00",
     }  # no vector: found by its structure and text only
-    assert list(refused) == [*SHARED, *equation_fields]
+    assert list(refused) == [*OWN, *equation_fields]
 
 
 def test_with_structure_makes_the_structural_fields_anew_from_the_stored_formula():
@@ -254,7 +256,7 @@ def test_inline_formulas_get_documents_of_their_own_marked_inline():
     ]
     summed = documents[2]
     assert summed == {
-        **SHARED,
+        **OWN,
         "eq_id": "2401.00001v2:i1",
         "number": 1,
         "inline": True,

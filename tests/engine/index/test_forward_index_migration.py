@@ -1,7 +1,8 @@
 """On a real node: an equations index of an older mapping version is stale, and ``migrate`` makes every equation's
 derived fields anew from its stored formula: the forward index an index of version 6 lacks (the terms the structural
 field holds, counted), as the earlier bumps filled sizes (5) and long spans (6), and, from version 8, with the derived
-fields indexed and in doc values but no longer in the documents' sources (an index of version 7 holds them there).
+fields indexed and in doc values but no longer in the documents' sources (an index of version 7 holds them there),
+and, from version 9, without the paper's own fields (title, abstract, authors, citations: the papers index's).
 The search side's use of the forward index is tested in ``tests/es_plugin/``."""
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 import pytest
 from eqsearch.engine.index import FORWARD_INDEX_FIELD, STRUCTURE_FIELD, IndexAdmin, IndexOptions, bulk_index
 from eqsearch.engine.index.documents import structure_fields
-from eqsearch.engine.index.mappings import DERIVED_FIELDS, MAPPING_VERSIONS, index_definition
+from eqsearch.engine.index.mappings import DERIVED_FIELDS, MAPPING_VERSIONS, PAPER_ONLY_FIELDS, index_definition
+
+#: An equation's copy of its paper's fields, as mapping versions up to 8 held them.
+PAPER = {"title": "On sums", "abstract": "Sums of squares.", "authors": ["A. Author"], "citations_out": ["p9"]}
 
 FORMULAS = {
     "p0:0": ("x^2 + x^2", "<math><msup><mi>x</mi><mn>2</mn></msup><mo>+</mo><msup><mi>x</mi><mn>2</mn></msup></math>"),
@@ -22,7 +26,10 @@ def _old_index(es_client, admin: IndexAdmin, index_name: str, version: int) -> s
     """An equations index as mapping ``version`` made it, holding `FORMULAS` (version 7: with their derived fields in
     their sources; version 6: without a forward index)."""
     old = index_definition("equations", IndexOptions())
-    old["mappings"].pop("_source")
+    papers = index_definition("papers", IndexOptions())["mappings"]["properties"]
+    old["mappings"]["properties"].update({name: papers[name] for name in PAPER_ONLY_FIELDS})
+    if version < 8:
+        old["mappings"].pop("_source")
     old["mappings"]["_meta"]["mapping_version"] = version
     if version < 7:
         old["mappings"]["properties"].pop(FORWARD_INDEX_FIELD)
@@ -30,7 +37,7 @@ def _old_index(es_client, admin: IndexAdmin, index_name: str, version: int) -> s
     es_client.indices.create(index=source, **old, aliases={admin.alias("equations"): {"is_write_index": True}})
     actions = []
     for eq_id, (latex, mathml) in FORMULAS.items():
-        body = {"eq_id": eq_id, "latex": latex, "mathml": mathml}
+        body = {"eq_id": eq_id, "paper_id": eq_id.split(":")[0], "latex": latex, "mathml": mathml, **PAPER}
         if version >= 7:
             body.update(structure_fields(mathml, latex))
         actions.append({"_index": source, "_id": eq_id, "_source": body})
@@ -38,26 +45,27 @@ def _old_index(es_client, admin: IndexAdmin, index_name: str, version: int) -> s
     return source
 
 
-@pytest.mark.parametrize("version", [6, 7])
+@pytest.mark.parametrize("version", [6, 7, 8])
 def test_migrating_an_older_index_makes_every_derived_field_and_keeps_them_out_of_the_sources(
     es_client, index_name, version
 ):
     admin = IndexAdmin(es_client, index_name)
     source = _old_index(es_client, admin, index_name, version)
-    if version == 7:  # before: the derived fields were most of each stored source
+    if version == 7:  # before version 8: the derived fields were most of each stored source
         stored = es_client.get(index=source, id="p0:0")["_source"]
         assert set(DERIVED_FIELDS) - {"node_vectors"} <= set(stored)
     assert admin.describe("equations")["stale"]
     report = admin.migrate("equations")
     assert (report.copied, report.target_count) == (3, 3)
     described = admin.describe("equations")
-    assert not described["stale"] and described["mapping_version"] == MAPPING_VERSIONS["equations"] == 8
+    assert not described["stale"] and described["mapping_version"] == MAPPING_VERSIONS["equations"] == 9
     alias = admin.alias("equations")
     hits = es_client.search(index=alias, size=10, docvalue_fields=[FORWARD_INDEX_FIELD])["hits"]["hits"]
     assert len(hits) == 3
     for hit in hits:
         body = hit["_source"]
         assert not set(DERIVED_FIELDS) & set(body) and body["latex"] == FORMULAS[hit["_id"]][0]
+        assert not set(PAPER_ONLY_FIELDS) & set(body) and body["paper_id"] == hit["_id"].split(":")[0]
         made = structure_fields(body.get("mathml"), body["latex"])
         assert hit["fields"][FORWARD_INDEX_FIELD] == [made[FORWARD_INDEX_FIELD]]  # made anew from the formula
     with_field = {"query": {"exists": {"field": FORWARD_INDEX_FIELD}}}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from eqsearch.engine.index.admin import IndexAdmin
 from eqsearch.engine.index.bulk import bulk_index
-from eqsearch.engine.index.mappings import IndexOptions
+from eqsearch.engine.index.mappings import PAPER_ONLY_FIELDS, IndexOptions
 from eqsearch.engine.search.service import SearchService
 from hashing_encoder import HashingEncoder
 
@@ -85,7 +85,7 @@ def corpus(es_client, index_name, converter) -> str:
                 assert mathml is not None, latex
                 equations.append(
                     {
-                        **shared,
+                        **{k: v for k, v in shared.items() if k not in PAPER_ONLY_FIELDS},
                         "eq_id": f"{paper['paper_id']}:{number}",
                         "paper_key": paper["paper_id"],
                         "number": number,

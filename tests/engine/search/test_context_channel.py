@@ -44,7 +44,6 @@ def _documents(mathml_of) -> list[dict[str, Any]]:
             "mathml": mathml_of(latex),
             "section_title": section,
             "context": context,
-            "title": "",
         }
         for eq_id, latex, section, context in EQUATIONS
     ]
@@ -74,7 +73,7 @@ def test_the_context_list_is_asked_for_only_with_keywords_and_a_context_weight()
     ranking = get_ranker(CONTEXT_RANKER)
     vector = load_text_encoder().encode(["bell curve"])[0]
     found = requests_for(HybridQuery(keywords="bell curve"), ranking, context_vector=vector, depth=50)
-    assert list(found) == ["text", "papers", "context"]
+    assert list(found) == ["text", "paper_contexts", "context", "papers"]
     default = get_ranker(DEFAULT_RANKER)
     assert default.context == 0  # the default stays keyword BM25 only (docs/decisions/context-channel.md)
     assert found["context"]["query"]["knn"]["field"] == CONTEXT_VECTOR_FIELD

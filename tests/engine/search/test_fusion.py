@@ -10,7 +10,11 @@ from eqsearch.engine.search.fusion import (
     is_inline,
     linear_fusion,
     min_max,
+    paper_evidence,
+    paper_placeholder,
+    placeholder_paper,
     reciprocal_rank_fusion,
+    words_side,
 )
 
 FORMULA = [("a", 0.9), ("b", 0.8), ("c", 0.7)]
@@ -100,7 +104,7 @@ def test_evidence_fusion_lets_the_formula_judge_the_equation_and_the_words_its_p
     # a weak part of the formula; p2:1 the exact formula on an unrelated page; p3:1 has the words and no formula.
     formula = [("p1:1", 10.0), ("p2:1", 10.0), ("p1:2", 3.0)]
     text = [("p1:2", 5.0), ("p3:1", 5.0), ("p1:1", 4.0)]
-    papers = [("p1:2", 6.0), ("p3:1", 5.0)]  # each paper's best equation on all the words' fields
+    papers = [("p1", 6.0), ("p3", 5.0)]  # the papers by the words in their titles and abstracts
     paper_of = {"p1:1": "p1", "p1:2": "p1", "p2:1": "p2", "p3:1": "p3"}
     fused = evidence_fusion(formula, text, papers, paper_of, weight=0.5, paper_share=0.5)
     assert ids(fused) == ["p1:1", "p1:2", "p2:1", "p3:1"]
@@ -113,6 +117,31 @@ def test_evidence_fusion_lets_the_formula_judge_the_equation_and_the_words_its_p
     words = evidence_fusion([], text, papers, paper_of, weight=0.0, paper_share=0.5)
     assert ids(words) == ["p1:2", "p3:1", "p1:1"]  # 0.5 x paper + 0.5 x own words: 1.0, 0.917, 0.9
     assert evidence_fusion([], [], [], {}, weight=0.5, paper_share=0.5) == []
+
+
+def test_papers_rank_by_their_words_anywhere_and_each_stands_as_its_best_worded_equation_or_a_placeholder():
+    formula = [("p1:1", 10.0)]
+    text = [("p1:1", 2.0)]
+    papers = [("p2", 8.0), ("p1", 4.0), ("p3", 2.0)]  # by title and abstract
+    contexts = [("p4:2", 9.0), ("p1:1", 2.0)]  # by each paper's best equation's context
+    paper_of = {"p1:1": "p1", "p4:2": "p4"}
+    ranking, representatives = paper_evidence(papers, contexts, paper_of, {"structure": formula, "text": text})
+    assert ranking == [("p4", 9.0), ("p2", 8.0), ("p1", 4.0), ("p3", 2.0)]  # the larger of the two, per paper
+    # p4 and p1 stand as their best-worded equations; p2 and p3, found by their title alone, as placeholders
+    assert representatives == {"p4:2": "p4", paper_placeholder("p2"): "p2", "p1:1": "p1", paper_placeholder("p3"): "p3"}
+    assert placeholder_paper(paper_placeholder("a:b")) == "a:b" and placeholder_paper("p1:1") is None
+    paper_of |= representatives
+    fused = evidence_fusion(
+        formula, text, ranking, paper_of, weight=0.3, paper_share=0.5, representatives=list(representatives)
+    )
+    by_id = {placeholder_paper(item.doc_id) or item.doc_id: item for item in fused}
+    assert [placeholder_paper(item.doc_id) or item.doc_id for item in fused] == ["p1:1", "p4:2", "p2", "p3"]
+    assert by_id["p2"].score == pytest.approx(0.7 * 0.5 * 8 / 9) and by_id["p2"].scores == {"paper": 8.0}
+    assert by_id["p1:1"].score == pytest.approx(0.3 + 0.7 * (0.5 * 4 / 9 + 0.5 * 1.0))
+    # the same words evidence ranks the words side of the other fusions
+    side = dict(words_side(text, ranking, paper_of, list(representatives), 0.5))
+    assert side["p1:1"] == pytest.approx(0.5 * 4 / 9 + 0.5) and side["p4:2"] == pytest.approx(0.5)
+    assert side[paper_placeholder("p3")] == pytest.approx(0.5 * 2 / 9)
 
 
 def test_evidence_fusion_of_lists_without_positive_scores_stays_defined():
@@ -130,7 +159,7 @@ def test_evidence_fusion_inline_factor_weighs_an_inline_formulas_formula_evidenc
     # p1:i5 an inline formula of the same page found by the words only
     formula = [("p1:i4", 10.0), ("p1:2", 8.0), ("p2:1", 5.0)]
     text = [("p1:2", 6.0), ("p1:i5", 6.0), ("p1:i4", 3.0)]
-    papers = [("p1:2", 6.0)]
+    papers = [("p1", 6.0)]
     paper_of = {"p1:i4": "p1", "p1:i5": "p1", "p1:2": "p1", "p2:1": "p2"}
     plain = evidence_fusion(formula, text, papers, paper_of, weight=0.5, paper_share=0.75, inline_factor=1.0)
     assert ids(plain) == ["p1:i4", "p1:2", "p1:i5", "p2:1"]  # 0.5 + 0.5 x (0.75 + 0.25 x 0.5) = 0.9375 > 0.9

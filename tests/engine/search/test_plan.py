@@ -23,15 +23,20 @@ def test_the_default_plans_the_structure_and_embedding_lists_and_the_words_with_
     assert formula_only.lists == ("structure", "embedding") and formula_only.depth == 100
     assert formula_only.formula_fields == RANKING_FIELDS[:1]  # no paper read: nothing fuses by paper
     both = planned(HybridQuery(latex="x", keywords="energy"), DEFAULT_RANKER, structure=STRUCTURE, vector=VECTOR)
-    assert both.lists == ("structure", "embedding", "text", "papers") and both.formula_fields == RANKING_FIELDS
+    assert (
+        both.lists == ("structure", "embedding", "text", "paper_contexts", "papers")
+        and both.formula_fields == RANKING_FIELDS
+    )
     assert not both.words_displays_only
     words = planned(HybridQuery(keywords="energy", fusion="rrf"), DEFAULT_RANKER)
-    assert words.lists == ("text",) and words.words_displays_only and not words.words_own_fields
+    assert (
+        words.lists == ("text", "paper_contexts", "papers") and words.words_displays_only
+    )  # every fusion weighs the papers' words
     assert planned(HybridQuery(keywords="energy", inline="only")).words_displays_only is False
     formula_side_off = planned(
         HybridQuery(latex="x", keywords="e", formula_weight=0.0), DEFAULT_RANKER, structure=STRUCTURE, vector=VECTOR
     )
-    assert formula_side_off.lists == ("text", "papers")
+    assert formula_side_off.lists == ("text", "paper_contexts", "papers")
 
 
 def test_the_first_stage_and_the_node_follow_what_the_cluster_offers():
@@ -68,7 +73,7 @@ def test_an_older_index_or_another_encoder_is_planned_around_with_a_warning():
     assert plan.lists == ("structure",) and plan.warnings == ("re-embed it",)
     context = Offer(text_encoder_mismatch="migrate the context")
     plan = planned(HybridQuery(keywords="bell"), "structure+embedding+rerank+context", offer=context, context=True)
-    assert plan.lists == ("text", "papers") and plan.warnings == ("migrate the context",)
+    assert plan.lists == ("text", "paper_contexts", "papers") and plan.warnings == ("migrate the context",)
 
 
 def test_a_page_past_the_depth_is_planned_empty_with_a_warning():

@@ -11,6 +11,8 @@ from eqsearch.engine.index.mappings import VECTOR_FIELD
 from eqsearch.engine.search.query import (
     MAX_PAGE_SIZE,
     MAX_RESULT_WINDOW,
+    PAPER_LIST_FIELDS,
+    PAPER_PAGE_FIELDS,
     RANKING_FIELDS,
     SOURCE_EXCLUDES,
     TEXT_COUNT_LIMIT,
@@ -21,8 +23,11 @@ from eqsearch.engine.search.query import (
     needs_papers,
     num_candidates,
     page_body,
+    paper_filters,
+    papers_page_body,
     query_filters,
     ranking_only,
+    representatives_body,
     text_body,
 )
 from search_plans import requests_for
@@ -65,13 +70,15 @@ def test_filters_are_knn_pre_filters_and_bm25_filters():
     assert "post_filter" not in bodies["embedding"]
     text = bodies["text"]["query"]["bool"]
     assert text["filter"] == filters
-    # the evidence fusion asks the words of the equation itself; the paper's words come by paper
+    # the equations' lists ask the words of the equation itself; the paper's words are the papers index's
     own = {"multi_match": {"query": "energy", "fields": ["section_title^1.5", "context"], "type": "best_fields"}}
-    assert text["must"] == [own]
-    whole = {"multi_match": {"query": "energy", "fields": list(TEXT_FIELDS), "type": "best_fields"}}
-    assert bodies["papers"]["query"]["bool"] == {"must": [whole], "filter": filters}
-    rrf = searches(replace(ALL_FILTERS, fusion="rrf"))["text"]["query"]["bool"]
-    assert rrf == {"must": [whole], "filter": filters}
+    assert text["must"] == [own] and list(TEXT_FIELDS) == own["multi_match"]["fields"]
+    title = {"multi_match": {"query": "energy", "fields": ["title^2", "abstract"], "type": "best_fields"}}
+    # the papers index has no inline flag: its filters are the paper's (categories, years, one paper)
+    assert bodies["papers"]["query"]["bool"] == {"must": [title], "filter": paper_filters(ALL_FILTERS)}
+    assert paper_filters(HybridQuery(inline="exclude")) == [] and query_filters(HybridQuery(inline="exclude"))
+    rrf = searches(replace(ALL_FILTERS, fusion="rrf"))
+    assert rrf["text"]["query"]["bool"] == {"must": [own], "filter": filters} and "papers" in rrf
 
 
 def test_knn_body_without_filters_has_no_filter():
@@ -102,13 +109,14 @@ def test_text_body_highlights_and_counts_up_to_the_limit():
     body = text_body("harmonic oscillator", 20, [])
     assert body["size"] == 20 and body["track_total_hits"] == TEXT_COUNT_LIMIT
     assert body["query"]["bool"]["filter"] == []
-    assert set(body["highlight"]["fields"]) == {"title", "abstract", "section_title", "context"}
+    assert set(body["highlight"]["fields"]) == {"section_title", "context"}
     assert body["highlight"]["require_field_match"] is True
 
 
 def test_the_ranked_lists_read_doc_values_only():
-    for body in searches(ALL_FILTERS).values():
-        assert body["stored_fields"] == "_none_" and body["docvalue_fields"] == list(RANKING_FIELDS)
+    for name, body in searches(ALL_FILTERS).items():
+        fields = list(PAPER_LIST_FIELDS if name == "papers" else RANKING_FIELDS)
+        assert body["stored_fields"] == "_none_" and body["docvalue_fields"] == fields
         assert "_source" not in body and "highlight" not in body
     original = text_body("energy", 5, [])
     light = ranking_only(original)
@@ -118,7 +126,7 @@ def test_the_ranked_lists_read_doc_values_only():
 
 def test_formula_only_keyword_only_and_weights_choose_the_lists():
     assert set(searches(HybridQuery(latex="x^2"))) == {"embedding"}
-    words = {"text", "papers"}  # the words' equations, and their papers for the evidence fusion
+    words = {"text", "paper_contexts", "papers"}  # the words' equations, and their papers
     assert set(searches(HybridQuery(keywords="energy"), vector=None)) == words
     assert set(searches(HybridQuery(latex="x^2", keywords="energy"))) == {"embedding", *words}
     # a formula that did not convert (no vector) leaves the keywords alone
@@ -156,14 +164,35 @@ def test_candidate_window_is_the_depth_whatever_the_page(query: HybridQuery, pas
 def test_words_alone_rank_display_equations_and_papers_come_once():
     bodies = searches(HybridQuery(keywords="energy"), vector=None, window=40)
     inline_out = {"bool": {"must_not": [{"term": {"inline": True}}]}}
-    assert set(bodies) == {"text", "papers"}
+    assert set(bodies) == {"text", "paper_contexts", "papers"}
+    assert inline_out in bodies["paper_contexts"]["query"]["bool"]["filter"]
+    assert bodies["paper_contexts"]["collapse"] == {"field": "paper_id"} and bodies["paper_contexts"]["size"] == 40
     assert inline_out in bodies["text"]["query"]["bool"]["filter"]
-    assert bodies["papers"]["collapse"] == {"field": "paper_id"} and bodies["papers"]["size"] == 40
+    assert bodies["papers"]["size"] == 40 and bodies["papers"]["query"]["bool"]["filter"] == []
     asked = searches(HybridQuery(keywords="energy", inline="only"), vector=None, window=40)
     assert inline_out not in asked["text"]["query"]["bool"]["filter"]
     with_formula = searches(HybridQuery(latex="x^2", keywords="energy"), window=40)
     assert inline_out not in with_formula["text"]["query"]["bool"]["filter"]  # a formula may match an inline one
-    assert "papers" not in searches(HybridQuery(keywords="energy", fusion="rrf"), window=40)
+
+
+def test_a_paper_found_by_its_words_shows_with_its_best_worded_or_first_equation_that_the_filters_keep():
+    inline_out = {"bool": {"must_not": [{"term": {"inline": True}}]}}
+    body = representatives_body(["p1", "p2"], "energy", [inline_out])
+    assert body["query"]["bool"]["filter"] == [inline_out, {"terms": {"paper_id": ["p1", "p2"]}}]
+    assert body["query"]["bool"]["should"] == text_body("energy", 1, [])["query"]["bool"]["must"]
+    assert body["collapse"] == {"field": "paper_id"} and body["size"] == 2
+    assert body["sort"] == [{"_score": "desc"}, {"number": "asc"}]
+    assert body["docvalue_fields"] == list(RANKING_FIELDS) and body["stored_fields"] == "_none_"
+    assert "should" not in representatives_body(["p1"], None, [])["query"]["bool"]
+
+
+def test_the_page_joins_its_papers_fields_and_highlights_the_words_in_them():
+    plain = papers_page_body(["p1", "p2"], None)
+    assert plain["query"] == {"ids": {"values": ["p1", "p2"]}} and plain["size"] == 2 and "highlight" not in plain
+    assert plain["_source"] == {"includes": list(PAPER_PAGE_FIELDS)}
+    highlighted = papers_page_body(["p1"], "energy")
+    assert set(highlighted["highlight"]["fields"]) == {"title", "abstract"}
+    assert highlighted["highlight"]["highlight_query"]["multi_match"]["fields"] == ["title^2", "abstract"]
 
 
 def test_page_body_fetches_by_id_with_highlights_of_the_keywords():
@@ -238,5 +267,7 @@ def test_formula_lists_fetch_papers_only_where_the_fusion_reads_them():
         assert found["embedding"]["docvalue_fields"] == fields
         assert needs_papers(query) is (fields == list(RANKING_FIELDS))
         assert all(
-            body["docvalue_fields"] == list(RANKING_FIELDS) for name, body in found.items() if name != "embedding"
+            body["docvalue_fields"] == list(PAPER_LIST_FIELDS if name == "papers" else RANKING_FIELDS)
+            for name, body in found.items()
+            if name != "embedding"
         )

@@ -6,15 +6,16 @@ from __future__ import annotations
 import pytest
 from eqsearch.engine.search.errors import SearchError
 from eqsearch.engine.search.query import HybridQuery
-from eqsearch.engine.search.requests import fetch_page, fetch_sources, ranked_lists
+from eqsearch.engine.search.requests import fetch_page, fetch_papers, fetch_sources, ranked_lists, representatives
 
 pytestmark = pytest.mark.es
 
 
 def test_the_ranked_lists_bring_ids_scores_papers_and_the_words_count(es_client, service):
     query = HybridQuery(latex="E = mc^2", keywords="energy")
-    found = ranked_lists(es_client, service.equations_alias, service.requests(query))
-    assert list(found.lists) == ["structure", "embedding", "text", "papers"]
+    found = ranked_lists(es_client, service.equations_alias, service.requests(query), service.papers_alias)
+    assert list(found.lists) == ["structure", "embedding", "text", "paper_contexts"]
+    assert found.papers[0][0] == "2101.00001" and found.papers[0][1] > 0  # the papers index's: by title and abstract
     knn = found.lists["embedding"]  # (this corpus is written without structural fields: its structure list is empty)
     assert knn[0][0] == "2101.00001:0" and all(score > 0 for _, score in knn)
     assert [score for _, score in knn] == sorted((score for _, score in knn), reverse=True)
@@ -36,3 +37,20 @@ def test_the_page_is_fetched_by_id_with_highlights_and_sources_with_the_fields_a
     assert page["2101.00001:0"]["highlight"]
     sources = fetch_sources(es_client, service.equations_alias, {"ids": {"values": ["2101.00001:1"]}}, 5, ["latex"])
     assert sources == [{"latex": "E^2 = (pc)^2 + (mc^2)^2"}]
+
+
+def test_a_paper_found_by_its_words_alone_is_named_by_an_equation_the_filters_keep(es_client, service):
+    named = representatives(es_client, service.equations_alias, ["1905.00002", "2203.00004", "nope"], "spectrum", [])
+    assert named == {"1905.00002": "1905.00002:1", "2203.00004": "2203.00004:0"}  # its words' section, else its first
+    inline_only = [{"term": {"inline": True}}]
+    assert representatives(es_client, service.equations_alias, ["1905.00002"], None, inline_only) == {}
+    assert representatives(es_client, service.equations_alias, [], "x", []) == {}
+
+
+def test_the_pages_papers_come_by_id_with_highlights_of_the_words(es_client, service):
+    papers = fetch_papers(es_client, service.papers_alias, ["1905.00002", "1905.00002", "gone"], "oscillator")
+    assert list(papers) == ["1905.00002"]
+    assert papers["1905.00002"]["_source"]["title"] == "The quantum harmonic oscillator"
+    assert "sections" not in papers["1905.00002"]["_source"]
+    assert any("<em>oscillator</em>" in f for f in papers["1905.00002"]["highlight"]["title"])
+    assert fetch_papers(es_client, "eqsearch-no-such-index-papers", ["1905.00002"], None) == {}

@@ -15,21 +15,29 @@ def raw(eq_id: str, paper_id: str, **source) -> dict:
     return {"_id": eq_id, "_source": {"eq_id": eq_id, "paper_id": paper_id, **source}}
 
 
+def paper(paper_id: str, **source) -> dict:
+    return {"_id": paper_id, "_source": source}
+
+
 def test_a_hit_says_what_matched_it_and_carries_its_papers_fields():
-    document = raw("p1:0", "p1", latex="x^2", title="T", authors=["A", "B"], year=2020, categories=["math.PR"])
-    document["highlight"] = {"title": ["<em>T</em>"]}
-    both = equation_hit(fused("p1:0", 0.5, "formula", "words"), document)
+    document = raw("p1:0", "p1", latex="x^2", year=2020, categories=["math.PR"], context="c")
+    document["highlight"] = {"context": ["<em>c</em>"]}
+    its_paper = paper("p1", title="T", authors=["A", "B"], abstract="An abstract.")
+    its_paper["highlight"] = {"title": ["<em>T</em>"]}
+    both = equation_hit(fused("p1:0", 0.5, "formula", "words"), document, (), its_paper)
     assert both.matched == "both" and both.formula_score == 0.5 and both.text_score == 0.5
-    assert both.authors == ("A", "B") and both.categories == ("math.PR",) and both.year == 2020
-    assert both.highlights == {"title": ["<em>T</em>"]} and both.mathml is None and both.context == ""
+    assert both.title == "T" and both.authors == ("A", "B") and both.abstract == "An abstract."
+    assert both.categories == ("math.PR",) and both.year == 2020  # the equation's own (it is filtered by them)
+    assert both.highlights == {"title": ["<em>T</em>"], "context": ["<em>c</em>"]} and both.mathml is None
     assert equation_hit(fused("p1:0", 0.5, "formula"), document).matched == "formula"
     text = equation_hit(fused("p1:0", 0.5, "words"), document)
     assert text.matched == "text" and text.formula_score is None
+    assert text.title == "" and text.authors == ()  # its paper not found: the hit shows its id
 
 
 def test_a_long_abstract_is_cut_at_a_word_boundary():
     words = "word " * 100
-    hit = equation_hit(fused("p1:0", 1.0, "words"), raw("p1:0", "p1", abstract=words))
+    hit = equation_hit(fused("p1:0", 1.0, "words"), raw("p1:0", "p1"), (), paper("p1", abstract=words))
     assert hit.abstract.endswith(" ...") and len(hit.abstract) <= ABSTRACT_SNIPPET + 4
     assert not hit.abstract[: -len(" ...")].endswith(" ")
 
@@ -55,7 +63,10 @@ def test_select_page_grouped_slices_papers_in_order_of_their_best_equation():
 
 def test_group_hits_keeps_the_order_of_each_papers_best_hit():
     hits = [
-        equation_hit(item, raw(item.doc_id, PAPER_OF[item.doc_id], title=PAPER_OF[item.doc_id])) for item in RANKING
+        equation_hit(
+            item, raw(item.doc_id, PAPER_OF[item.doc_id]), (), paper(PAPER_OF[item.doc_id], title=PAPER_OF[item.doc_id])
+        )
+        for item in RANKING
     ]
     groups = group_hits(hits)
     assert [group.paper_id for group in groups] == ["p1", "p2", "p3"]
