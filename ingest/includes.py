@@ -1,5 +1,7 @@
 """The top-level documents of a source (main text first, then a supplement or appendix compiled on its own), and the
-text each makes with ``\\input``/``\\include``/``\\subfile``/``\\import`` and user commands that wrap them."""
+text each makes with ``\\input``/``\\include``/``\\subfile``/``\\import`` and user commands that wrap them; a file name
+or folder written with a text macro of the main file (``\\def\\PATH{.}``, ``\\import{\\PATH/ch1/}{ch1}``) is read with
+it written out."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from eqsearch.engine.latex.scan import (
 )
 from eqsearch.ingest.errors import DocumentTooLargeError, NoMainFileError, TimeBudgetError
 from eqsearch.ingest.files import SourceFiles, decode_text, is_tex_name, normalize_member
-from eqsearch.ingest.inputwrappers import InputWrapper, input_wrappers
+from eqsearch.ingest.inputwrappers import InputWrapper, expand_text_macros, input_wrappers, text_macros
 from eqsearch.ingest.records import Issue
 from eqsearch.ingest.toplevel import IncludeGraph, candidates, include_pattern, input_use, is_input_name, tex_facts
 
@@ -198,6 +200,8 @@ def _expand(
     pattern = include_pattern(wrappers)
     by_name = {w.name: w for w in wrappers}
     has_class = [False]  # whether the text read so far holds the document's \documentclass
+    # the main file's text macros (\def\PATH{.}), for a file name or folder written with one (\import{\PATH/ch1/}{ch1})
+    names: list[dict[str, str]] = []
 
     def expand(name: str, base: str, stack: tuple[str, ...], is_child: bool) -> str:
         if deadline is not None and time.monotonic() > deadline:
@@ -229,12 +233,15 @@ def _expand(
                 has_class[0] = True
             parts.append(text[pos : m.start()])
             pos = m.end()
+            folder = (m.group("dir") or "").strip() if command not in ("input", "include", "subfile") else ""
+            if "\\" in target or "\\" in folder:
+                if not names:
+                    names.append(text_macros([decode_text(raw_main)[0] or "", text]))
+                target, folder = expand_text_macros(target, names[0]), expand_text_macros(folder, names[0])
             if command in ("import", "inputfrom", "includefrom"):
-                child_base = (
-                    normalize_member(posixpath.join(posixpath.dirname(main_file), m.group("dir").strip())) or ""
-                )
+                child_base = normalize_member(posixpath.join(posixpath.dirname(main_file), folder)) or ""
             elif command in ("subimport", "subinputfrom", "subincludefrom"):
-                child_base = normalize_member(posixpath.join(base, m.group("dir").strip())) or ""
+                child_base = normalize_member(posixpath.join(base, folder)) or ""
             else:
                 child_base = base
             found = _resolve(files, child_base, target, posixpath.dirname(name))

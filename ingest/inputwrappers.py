@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from eqsearch.engine.latex.scan import read_argument
 
-__all__ = ["InputWrapper", "input_wrappers", "wrapper_target"]
+__all__ = ["InputWrapper", "expand_text_macros", "input_wrappers", "text_macros", "wrapper_target"]
 
 # \newcommand{\x}[2], \renewcommand*\x[1], \def\x#1#2 (the body follows)
 _DEFINITION = re.compile(
@@ -53,7 +53,7 @@ def input_wrappers(texts: Iterable[str]) -> tuple[InputWrapper, ...]:
     wrapper; names are kept in the order met, the first definition of each.
     """
     texts = list(texts)
-    text_macros = _text_macros(texts)
+    names = text_macros(texts)
     definitions: dict[str, tuple[int, str]] = {}
     for text in texts:
         for m in _DEFINITION.finditer(text):
@@ -66,7 +66,7 @@ def input_wrappers(texts: Iterable[str]) -> tuple[InputWrapper, ...]:
     for _ in range(3):  # a wrapper calling a wrapper calling \include: a chain of three at most
         for name, (count, body) in definitions.items():
             if name not in found:
-                target = _body_target(body, found, text_macros)
+                target = _body_target(body, found, names)
                 if target is not None:
                     found[name] = InputWrapper(name, count, target)
     return tuple(found.values())
@@ -79,11 +79,11 @@ def wrapper_target(wrapper: InputWrapper, arguments: list[str]) -> str:
     )
 
 
-def _body_target(body: str, known: dict[str, InputWrapper], text_macros: dict[str, str]) -> str | None:
+def _body_target(body: str, known: dict[str, InputWrapper], names: dict[str, str]) -> str | None:
     for m in _INPUT.finditer(body):
         argument = read_argument(body, m.end() - 1)
         if argument is not None and "#" in argument[0]:
-            return _expand_text_macros(argument[0], text_macros)
+            return expand_text_macros(argument[0], names)
     for m in _CONTROL_WORD.finditer(body):
         wrapper = known.get(m.group(1))
         if wrapper is None:
@@ -103,7 +103,7 @@ def _body_target(body: str, known: dict[str, InputWrapper], text_macros: dict[st
     return None
 
 
-def _text_macros(texts: list[str]) -> dict[str, str]:
+def text_macros(texts: list[str]) -> dict[str, str]:
     """Parameterless macros whose body is plain text (``\\def\\chaptersdir{chapters}``), for names in a target."""
     macros: dict[str, str] = {}
     for text in texts:
@@ -115,5 +115,6 @@ def _text_macros(texts: list[str]) -> dict[str, str]:
     return macros
 
 
-def _expand_text_macros(target: str, text_macros: dict[str, str]) -> str:
-    return _CONTROL_WORD.sub(lambda m: text_macros.get(m.group(1), m.group()), target).replace("{}", "")
+def expand_text_macros(target: str, names: dict[str, str]) -> str:
+    """``target`` with the text macros of ``names`` (name -> text) written out (``\\PATH/ch1`` -> ``./ch1``)."""
+    return _CONTROL_WORD.sub(lambda m: names.get(m.group(1), m.group()), target).replace("{}", "")

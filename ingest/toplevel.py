@@ -22,9 +22,10 @@ __all__ = ["IncludeGraph", "TexFacts", "candidates", "include_pattern", "input_u
 
 _DOCUMENTCLASS = re.compile(r"\\document(?:class|style)\b\s*(?:\[[^\]]*\])?\s*\{\s*([^{}\s]*)\s*\}?")
 _BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
-# \include{{./Sections/intro}}: a second pair of braces around the name, which LaTeX reads through
+# \include{{./Sections/intro}}: a second pair of braces around the name, which LaTeX reads through (only a pair: in
+# \frac{\input{norm.tex}}{x} the brace after the name closes the fraction's numerator)
 _INCLUDE_SOURCE = (
-    r"\\(?P<cmd>input|include|subfile|subfileinclude)\s*\{\{?(?P<file>[^{}]*)\}?\}"
+    r"\\(?P<cmd>input|include|subfile|subfileinclude)\s*\{(?P<twice>\{)?(?P<file>[^{}]*)(?(twice)\})\}"
     r"|\\input\s+(?P<bare>[^\s{}\\%]+)"
     r"|\\(?P<icmd>import|subimport|inputfrom|subinputfrom|includefrom|subincludefrom)\*?\s*"
     r"\{(?P<dir>[^{}]*)\}\s*\{(?P<ifile>[^{}]*)\}"

@@ -53,6 +53,7 @@ from eqsearch.engine.latex.plaintex import (
     resolve_ensuremath,
     sized_delimiters_in_text,
     tex_switches,
+    units_in_text,
 )
 from eqsearch.engine.latex.preprocess import preprocess_latex
 from eqsearch.engine.latex.worker import ConversionJob, KatexWorker
@@ -230,11 +231,11 @@ class KatexConverter:
                 )
                 continue
             try:
-                text = preprocess_latex(latex, environment or "equation")
+                text = units_in_text(preprocess_latex(latex, environment or "equation"))  # before \qty's expansion
                 text = brace_scripted_macros(text, katex_macros)
                 text = expand_macros(text, katex_macros, max_expansions=self.config.max_expand, max_length=max_length)
                 text = inline_code(resolve_ensuremath(chemistry_in_text(change_case(text))))
-                text = displays_in_text_boxes(sized_delimiters_in_text(katex_lengths(text)))
+                text = displays_in_text_boxes(units_in_text(sized_delimiters_in_text(katex_lengths(text))))
                 if "\\iftrue" in text or "\\iffalse" in text:  # a document's \newif switches, once expanded
                     text = tex_switches(text)
             except MacroExpansionError as error:

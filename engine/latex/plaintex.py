@@ -25,6 +25,7 @@ __all__ = [
     "rewrite_plain_tex",
     "sized_delimiters_in_text",
     "stagger_indices",
+    "units_in_text",
 ]
 
 _ROOT = re.compile(r"\\root(?![A-Za-z@])(.*?)\\of(?![A-Za-z@])\s*", re.DOTALL)
@@ -430,3 +431,50 @@ def command_environments(text: str) -> str:
     """A font or style command used as an environment, as LaTeX allows (``\\begin{x}`` runs ``\\x``, ``\\end{x}``
     nothing): ``\\begin{mathcal}O\\end{mathcal}`` -> ``{\\mathcal O}``, which KaTeX reads."""
     return _COMMAND_ENVIRONMENT.sub(lambda m: f"{{\\{m.group(2)} " if m.group(1) == "begin" else "}", text)
+
+
+# siunitx's commands, which set math in text as in math: the mandatory arguments each reads
+_UNIT_COMMANDS = {"SI": 2, "si": 1, "qty": 2, "unit": 1, "num": 1, "ang": 1, "SIrange": 3, "qtyrange": 3}
+_UNIT_IN_TEXT = re.compile(r"\\(" + "|".join(_UNIT_COMMANDS) + r")(?![A-Za-z@])")
+
+
+def units_in_text(text: str) -> str:
+    """siunitx's quantities in a text box (``\\intertext{.. a field of \\SI{4.5}{\\degree} ..}``): siunitx sets them
+    in text as in math, KaTeX's stand-ins (``#1\\,\\mathrm{#2}``) only in math, so they are put in ``$..$`` there.
+    Run after macro expansion, which puts a macro's body in the text box."""
+    if not _UNIT_IN_TEXT.search(text) or not _TEXT_BOX.search(text):
+        return text
+    out: list[str] = []
+    pos = 0
+    for m in _TEXT_BOX.finditer(text):
+        if m.start() < pos:
+            continue
+        box = read_argument(text, m.end())
+        if box is None:
+            continue
+        parts = box[0].split("$")
+        for i in range(0, len(parts), 2):  # the text-mode stretches, between the box's own $..$
+            parts[i] = _units_in_math(units_in_text(parts[i]))
+        out += [text[pos : m.end()], "{" + "$".join(parts) + "}"]
+        pos = box[1]
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _units_in_math(text: str) -> str:
+    out: list[str] = []
+    pos = 0
+    for m in _UNIT_IN_TEXT.finditer(text):
+        if m.start() < pos:
+            continue
+        end = read_optional(text, m.end())[1]
+        for _ in range(_UNIT_COMMANDS[m.group(1)]):
+            arg = read_argument(text, end) if text.startswith("{", skip_space(text, end)) else None
+            if arg is None:
+                break  # not siunitx's (physics' \qty(x)): left as it is
+            end = arg[1]
+        else:
+            out += [text[pos : m.start()], "$", text[m.start() : end], "$"]
+            pos = end
+    out.append(text[pos:])
+    return "".join(out)

@@ -217,3 +217,22 @@ def test_a_tikz_drawing_over_the_length_limit_is_a_diagram():
     assert (picture.status, picture.reason) == ("diagram", "diagram") and "tikzpicture" in picture.message
     assert len(picture.latex) < len(drawing) and picture.length > 20_000
     assert (formula.status, formula.reason) == ("failed", "equation_too_long")
+
+
+def test_chapters_imported_from_a_folder_named_by_a_text_macro():
+    """A thesis sets ``\\def\\PATH{.}`` and imports each chapter as ``\\import{\\PATH/01_intro/}{01_intro}``: the
+    folder and file are read with the macro written out."""
+    main = (
+        b"\\documentclass{book}\\usepackage{import}\\def \\PATH {.}\\def\\CHAPONE{01_intro}\\begin{document}"
+        b"\\import{\\PATH/01_intro/}{01_intro}\\import{\\PATH/02_theory/}{02_theory}\\end{document}"
+    )
+    files = MemoryFiles(
+        {
+            "thesis.tex": main,
+            "01_intro/01_intro.tex": b"\\chapter{Intro} \\begin{equation} a \\end{equation}",
+            "02_theory/02_theory.tex": b"\\chapter{Theory} \\input{part} \\[ b \\]",
+            "02_theory/part.tex": b"\\[ c \\]",
+        }
+    )
+    paper = extract_latex_paper(files, paper_id="x", source="x", kind="latex", config=ExtractConfig(convert=False))
+    assert [eq.latex.strip() for eq in paper.equations()] == ["a", "c", "b"]

@@ -10,7 +10,7 @@ from eqsearch.ingest.extract import extract_latex_paper
 from eqsearch.ingest.files import MemoryFiles
 from eqsearch.ingest.includes import find_documents
 from eqsearch.ingest.sources import discover, load_paper
-from eqsearch.ingest.toplevel import IncludeGraph, tex_facts
+from eqsearch.ingest.toplevel import IncludeGraph, include_pattern, tex_facts
 from source_archives import tar_bytes
 
 # The case of the issue: the main file inputs a file holding \documentclass (and \begin{document}); every display
@@ -143,3 +143,11 @@ def test_an_input_named_inside_a_second_pair_of_braces_is_followed():
     assert find_documents(files) == ["thesis_main.tex"]
     paper = extract_latex_paper(files, paper_id="t", source="t", kind="arxiv", config=ExtractConfig(convert=False))
     assert [eq.latex.strip() for eq in paper.equations()] == ["x=1"]
+
+
+def test_a_brace_after_an_input_closes_the_group_around_it():
+    """``\\frac{\\input{build/norm.tex}}{x}`` (a number written by the build): the brace after the file's name closes
+    the numerator; only ``\\include{{./intro}}`` has a second pair around the name."""
+    pattern = include_pattern()
+    assert pattern.search("\\frac{\\input{build/norm.tex}}{x}").group(0) == "\\input{build/norm.tex}"
+    assert pattern.search("\\include{{./S/intro}} x}").group("file") == "./S/intro"

@@ -99,3 +99,15 @@ def test_a_display_held_in_a_scaled_box(converter):
     result = converter.convert(latex, "equation*")
     assert result.status == "ok", result.message
     assert "<mtable" in result.mathml
+
+
+def test_siunitx_quantities_in_a_text_box(converter):
+    """``\\intertext{.. a field of \\SI{4.5}{\\degree}, so $\\Omega = \\SI{2}{\\degree}$ ..}`` (round VIII's held-out
+    factthesis, after its scoring): siunitx sets its quantities in text as in math; physics' ``\\qty(x)`` is not one."""
+    latex = (
+        "a &= b \\intertext{a field of \\SI{4.5}{\\degree}, so $\\Omega = 2\\cos{\\SI{2.25}{\\degree}}\\, \\si{sr}$"
+        " and \\qty{3}{\\m} or \\num{5}} c &= d"
+    )
+    result = converter.convert(latex, "align*")
+    assert result.status == "ok", result.message
+    assert converter.convert("x = \\text{about \\SI{3}{\\GeV} or \\unit{\\meter}}").status == "ok"
