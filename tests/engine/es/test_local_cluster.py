@@ -1,8 +1,10 @@
-"""A local cluster of several managed nodes, and a client of several node URLs.
+"""A local cluster of several managed nodes (`engine/es/local_cluster.py`).
 
-The configuration and the cluster's layout are checked without a node; one slow test starts a real 2-node cluster
-through the command line (`eqsearch es start --nodes 2`), and finds it again with `status` and `stop` without being
-told its size. The fault tests on a 3-node cluster are in tests/cluster/.
+The cluster's layout (its members' ports, files and seed hosts; a formed cluster never started with fewer nodes) is
+checked without a node; one slow test starts a real 2-node cluster through the command line (`eqsearch es start
+--nodes 2`), and finds it again with `status` and `stop` without being told its size. The fault tests on a 3-node
+cluster are in tests/cluster/; the cluster's configuration in test_config.py, one client of several node URLs in
+test_client.py.
 """
 
 from __future__ import annotations
@@ -13,73 +15,12 @@ import socket
 import subprocess
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-from eqsearch.engine.es.client import ElasticsearchUnavailableError, check_cluster, make_client
-from eqsearch.engine.es.config import EsConfig, LocalNodeConfig
+from eqsearch.engine.es.config import LocalNodeConfig
 from eqsearch.engine.es.distribution import PINNED, LocalNodeError
 from eqsearch.engine.es.local_cluster import LocalCluster, recorded_cluster
 from local_nodes import MAIN, TEST_NODES, free_port
-
-
-def test_a_cluster_config_names_every_node_and_halves_the_heap():
-    single = LocalNodeConfig(home=Path("/x"))
-    assert single.urls == ("http://127.0.0.1:9200",) and single.node_heap == "1g"
-    three = LocalNodeConfig(home=Path("/x"), nodes=3, port=9250)
-    assert three.urls == ("http://127.0.0.1:9250", "http://127.0.0.1:9251", "http://127.0.0.1:9252")
-    assert three.url == "http://127.0.0.1:9250"
-    assert three.node_heap == "512m" and three.first_transport_port == 9350
-    assert replace(three, heap="256m", transport_port=9400).node_heap == "256m"
-    assert EsConfig(local=three).effective_urls == three.urls
-    with pytest.raises(ValueError, match="1 to 9 nodes"):
-        LocalNodeConfig(home=Path("/x"), nodes=0)
-    with pytest.raises(ValueError, match="ports must lie in"):
-        LocalNodeConfig(home=Path("/x"), nodes=3, port=65534)
-
-
-def test_the_environment_sets_the_cluster():
-    env = {"EQSEARCH_HOME": "/h", "EQSEARCH_ES_NODES": "3", "EQSEARCH_ES_PORT": "9300"}
-    config = LocalNodeConfig.from_env({**env, "EQSEARCH_ES_TRANSPORT_PORT": "9500"})
-    assert (config.home, config.nodes, config.port, config.first_transport_port) == (Path("/h/es"), 3, 9300, 9500)
-    assert config.heap is None and config.node_heap == "512m"
-    assert LocalNodeConfig.from_env({"EQSEARCH_HOME": "/h", "EQSEARCH_ES_HEAP": "2g"}).node_heap == "2g"
-    with pytest.raises(ValueError, match="EQSEARCH_ES_NODES must be a whole number"):
-        LocalNodeConfig.from_env({"EQSEARCH_ES_NODES": "three"})
-
-
-def test_the_environment_sets_the_index_layout():
-    assert (EsConfig.from_env({}).shards, EsConfig.from_env({}).replicas) == (None, None)
-    config = EsConfig.from_env({"EQSEARCH_SHARDS": "6", "EQSEARCH_REPLICAS": "0"})
-    assert (config.shards, config.replicas) == (6, 0)
-    with pytest.raises(ValueError, match="EQSEARCH_SHARDS must be a whole number of at least 1"):
-        EsConfig.from_env({"EQSEARCH_SHARDS": "0"})
-    with pytest.raises(ValueError, match="EQSEARCH_REPLICAS must be a whole number of at least 0"):
-        EsConfig.from_env({"EQSEARCH_REPLICAS": "one"})
-
-
-def test_several_urls_make_one_client_of_several_nodes():
-    config = EsConfig(url=" http://a:9200, http://b:9201 ,http://c:9202")
-    assert config.effective_urls == ("http://a:9200", "http://b:9201", "http://c:9202")
-    client = make_client(config)
-    try:
-        assert len(client.transport.node_pool.all()) == 3
-    finally:
-        client.close()
-
-
-def test_none_of_several_urls_answering_names_them_all():
-    urls = [f"http://127.0.0.1:{free_port()}" for _ in range(2)]
-    with pytest.raises(ElasticsearchUnavailableError) as caught:
-        check_cluster(EsConfig(url=",".join(urls)))
-    assert f"not reachable at {','.join(urls)}" in str(caught.value)
-
-
-@pytest.mark.es
-def test_a_dead_first_url_is_passed_over(es_config):
-    dead = f"http://127.0.0.1:{free_port()}"
-    info = check_cluster(replace(es_config, url=f"{dead},{es_config.effective_urls[0]}"))
-    assert info.major == 9
 
 
 def test_members_get_their_own_ports_files_and_the_seed_hosts(tmp_path):

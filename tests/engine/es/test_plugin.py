@@ -102,12 +102,6 @@ def test_the_plugin_is_installed_once_per_change_into_a_distribution(dist_dir, t
     assert renewed.changed and installed_plugin_digest(dist) == source_digest(plugin_source(), PINNED.version)
 
 
-def test_the_plugin_can_be_turned_off_for_the_managed_node():
-    assert LocalNodeConfig.from_env({"EQSEARCH_HOME": "/tmp/x"}).plugin is True
-    for value in ("0", "false", "off", "no"):
-        assert LocalNodeConfig.from_env({"EQSEARCH_HOME": "/tmp/x", "EQSEARCH_ES_PLUGIN": value}).plugin is False
-
-
 def _private_dist(dist_dir: Path, home: Path) -> Path:
     """A distribution of its own under ``home``, sharing the managed one's jars and modules (no node's plugins)."""
     dist = home / "dist" / PINNED.version
