@@ -1,13 +1,12 @@
-"""Query variables: reading them (and refusing malformed ones), the structural terms that leave them out, matching a
-pattern by unification on hand-built layout trees, and the highlights that point into a hit's MathML (KaTeX runs for
-real where MathML is needed)."""
+"""Query variables (`engine/model/patterns.py`): reading them (and refusing malformed ones), the structural terms that
+leave them out, and matching a pattern by unification on hand-built layout trees. (The highlights a match makes:
+test_highlights.py.)"""
 
 from __future__ import annotations
 
 import pytest
-from eqsearch.engine.latex import KatexConverter
-from eqsearch.engine.model.highlights import layout_text, pattern_highlight, shared_subexpression
-from eqsearch.engine.model.layout import parse_layout, parse_layout_latex
+from eqsearch.engine.model.highlights import layout_text
+from eqsearch.engine.model.layout import parse_layout_latex
 from eqsearch.engine.model.patterns import (
     MAX_VARIABLES,
     QueryVariableError,
@@ -15,10 +14,8 @@ from eqsearch.engine.model.patterns import (
     match_pattern,
     pattern_structure,
     read_query_variables,
-    variables_as_letters,
 )
 from eqsearch.engine.model.structure import formula_structure
-from lxml import etree
 
 PYTHAGORAS = "?a^2 + ?b^2 = ?c^2"
 
@@ -149,51 +146,3 @@ def test_the_work_per_candidate_is_bounded():
     pattern = pattern_of(" ".join(f"?v{i}" for i in range(12)) + " = 0")
     candidate = parse_layout_latex(" + ".join("x" for _ in range(60)) + " = 1")
     assert match_pattern(pattern, candidate, max_steps=1_000) is None  # gives up instead of searching 10^14 ways
-
-
-# --- highlights ------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def katex():
-    with KatexConverter() as converter:
-        yield converter
-
-
-def elements_text(mathml: str, nodes: tuple[int, ...]) -> str:
-    elements = [e for e in etree.fromstring(mathml.encode()).iter() if isinstance(e.tag, str)]
-    return "".join(elements[i].text or "" for i in nodes)
-
-
-def test_a_pattern_highlight_points_at_the_matched_elements(katex):
-    pattern = read_query_variables(PYTHAGORAS)
-    query_mathml = katex.convert(pattern.katex_latex).mathml
-    layout = mark_variables(parse_layout(query_mathml), pattern)
-    assert variables_as_letters(query_mathml, pattern).count("<mi>a</mi>") == 1  # what the embedding reads
-    mathml = katex.convert(r"1 + x^2 + y^2 = z^2").mathml
-    match = match_pattern(layout, parse_layout(mathml, positions=True))
-    assert match is not None
-    highlight = pattern_highlight(match)
-    assert highlight.kind == "pattern"
-    assert elements_text(mathml, highlight.nodes) == "x2+y2=z2"  # the "1 +" before it is not part of the match
-    assert {name: b.text for name, b in highlight.bindings.items()} == {"?a": "x", "?b": "y", "?c": "z"}
-    assert elements_text(mathml, highlight.bindings["?b"].nodes) == "y"
-
-
-def test_without_variables_the_largest_shared_sub_expression_is_highlighted(katex):
-    query = parse_layout(katex.convert(r"x^2 + y^2").mathml)
-    mathml = katex.convert(r"a = x^2 + y^2 + 1").mathml
-    highlight = shared_subexpression(query, parse_layout(mathml, positions=True))
-    assert highlight is not None and highlight.kind == "shared" and not highlight.bindings
-    assert elements_text(mathml, highlight.nodes) == "x2+y2"
-    general = shared_subexpression(query, parse_layout(katex.convert(r"u^2 + v^2").mathml, positions=True))
-    assert general is not None and len(general.nodes) == 5  # the same shape in other letters
-    assert shared_subexpression(query, parse_layout(katex.convert(r"\frac{1}{2}").mathml, positions=True)) is None
-
-
-def test_layout_nodes_remember_their_elements_only_when_asked(katex):
-    mathml = katex.convert(r"\frac{a}{b} + \sin x").mathml
-    plain, placed = parse_layout(mathml), parse_layout(mathml, positions=True)
-    assert plain == placed and all(not node.elements for node in plain)
-    assert [elements_text(mathml, node.elements) for node in placed[1:]] == ["+", "sin", "x"]
-    assert formula_structure(mathml) == formula_structure(mathml)  # the index's terms do not depend on it
