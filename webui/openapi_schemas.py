@@ -49,6 +49,11 @@ def component_schemas() -> dict[str, Any]:
                 "description": "An inline formula of the running text (id `<paper key>:i<number>`), not a display "
                 "equation.",
             },
+            "status": {
+                "type": "string",
+                "description": "How its LaTeX was converted: ok, approximate (some commands approximated), diagram (a "
+                "picture or diagram, kept as LaTeX), failed (kept as LaTeX).",
+            },
             "formula_highlight": {"oneOf": [schema_ref("FormulaHighlight"), {"type": "null"}]},
             "source": schema_ref("Source"),
         },

@@ -57,6 +57,8 @@ class EquationHit:
         text_score: the raw BM25 score when the text matched.
         channels: the channels whose ranked lists found it: ``structure``, ``embedding``, ``text``.
         inline: an inline formula of the running text (id ``<paper key>:i<number>``), not a display equation.
+        status: how its LaTeX was converted (``ingest/FORMAT.md``): ``ok``, ``approximate`` (drawn with some commands
+            approximated), ``diagram`` (a picture or diagram, kept as LaTeX), ``failed`` (kept as LaTeX).
         formula_highlight: which elements of `mathml` matched the query formula (set by the search for a formula
             query: a pattern's match with its variables' bindings, or the largest shared sub-expression).
     """
@@ -79,6 +81,7 @@ class EquationHit:
     text_score: float | None = None
     channels: tuple[str, ...] = ()
     inline: bool = False
+    status: str = "ok"
     formula_highlight: FormulaHighlight | None = None
 
 
@@ -176,6 +179,7 @@ def equation_hit(
         text_score=item.scores.get("words"),
         channels=tuple(channels) or tuple(_SIDE_CHANNEL[name] for name in ("formula", "words") if name in named),
         inline=bool(source.get("inline", False)),
+        status=str(source.get("status") or "ok"),
     )
 
 

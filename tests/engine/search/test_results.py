@@ -33,6 +33,11 @@ def test_a_hit_says_what_matched_it_and_carries_its_papers_fields():
     text = equation_hit(fused("p1:0", 0.5, "words"), document)
     assert text.matched == "text" and text.formula_score is None
     assert text.title == "" and text.authors == ()  # its paper not found: the hit shows its id
+    assert text.status == "ok"  # how its LaTeX converted: a document without one is an older writer's, converted
+    diagram = equation_hit(
+        fused("p1:1", 0.5, "words"), raw("p1:1", "p1", latex=r"\xymatrix{A \ar[r] & B}", status="diagram")
+    )
+    assert diagram.status == "diagram" and diagram.mathml is None
 
 
 def test_a_long_abstract_is_cut_at_a_word_boundary():
