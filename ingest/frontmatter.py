@@ -22,7 +22,7 @@ from eqsearch.ingest.plaintext import latex_to_text, title_text
 
 __all__ = ["FrontMatter", "read_front_matter", "untitled"]
 
-_TITLE_COMMANDS = ("title", "icmltitle", "Title", "TITLE")
+_TITLE_COMMANDS = ("title", "icmltitle", "Title", "TITLE", "SetTitle", "settitle")  # \SetTitle: ufthesis.cls
 _AUTHOR_COMMANDS = ("author", "icmlauthor", "Author", "AUTHOR")
 _ABSTRACT_ENV = re.compile(r"\\begin\s*\{(abstract\*?|Abstract)\}(.*?)\\end\s*\{\1\}", re.DOTALL)
 _ABSTRACT_COMMANDS = ("abstract", "Abstract", "ABSTRACT")
@@ -125,8 +125,8 @@ def _declared_title(text: str, macros: Sequence[MacroDef], expand: Callable[[str
             found = title_text(expand(_keyval(arg[0], key.end())))
             if len(found.split()) >= 2:
                 return found
-    for macro in reversed(macros):  # the last definition wins
-        if macro.nargs == 0 and _TITLE_MACRO.fullmatch(macro.name.strip()):
+    for macro in reversed(macros):  # the last definition wins; a class's default ("No Title Given") is none
+        if macro.nargs == 0 and macro.source != "class" and _TITLE_MACRO.fullmatch(macro.name.strip()):
             found = title_text(expand(macro.body))
             if len(found.split()) >= 2 and "\\" not in found:
                 return found
@@ -155,6 +155,7 @@ def _largest_words(page: str, expand: Callable[[str], str]) -> str | None:
         ):
             arg = read_argument(page, m.end()) if page.startswith("{", m.end()) else None
             words = arg[0] if arg is not None else re.split(r"\n\s*\n|\}|\\(?:vspace|vfill|par)\b", page[m.end() :])[0]
+            words = _LINE_BREAK.sub(" ", words)  # \\[0.25cm] between the title's lines
             found = title_text(expand(words))
             if len(found.split()) >= 3 and "\\" not in found:
                 return found

@@ -230,3 +230,13 @@ def test_a_title_set_by_a_class_command_of_keys_or_by_the_title_page():
         read_front_matter("\\printbibliography[title={Bibliography}] \\begin{titlepage}\\Huge A\\end{titlepage}").title
         is None
     )
+
+
+def test_a_title_set_by_a_thesis_class_command_never_the_class_default():
+    """ufthesis.cls: ``\\SetTitle{..}`` sets the title, its ``\\Title`` default ("No Title Given") is none; a title
+    page's line break with its space (``\\\\[0.25cm]``) is a space."""
+    default = MacroDef("\\Title", "No Title Given", 0, source="class")
+    assert read_front_matter("\\SetTitle{Design of Interferometers}", [default]).title == "Design of Interferometers"
+    assert read_front_matter("text", [default]).title is None
+    page = "\\begin{titlepage}\\huge \\textbf{Multistability and Dynamics \\\\[0.25cm] in Networks}\\end{titlepage}"
+    assert read_front_matter(page).title == "Multistability and Dynamics in Networks"
