@@ -42,6 +42,26 @@ def _sample(collection: Path, size: int, seed: int) -> list[tuple[dict[str, Any]
     return sample
 
 
+def _whole_papers(collection: Path, size: int) -> list[tuple[Paper, int, list[Any]]]:
+    """``(paper, document, formulas)`` batches of the first variant papers, whole, until ``size`` formulas: what an
+    ingest sends the converter (one batch per document of a paper)."""
+    batches: list[tuple[Paper, int, list[Any]]] = []
+    count = 0
+    for record in read_papers(collection):
+        if count >= size:
+            break
+        if not _VARIANT_ID.match(str(record.get("id", ""))):
+            continue
+        paper = Paper.from_json(record)
+        by_document: dict[int, list[Any]] = {}
+        for section in paper.sections:
+            by_document.setdefault(section.document, []).extend([*section.equations, *section.inline])
+        for document, formulas in by_document.items():
+            batches.append((paper, document, formulas))
+            count += len(formulas)
+    return batches
+
+
 def _job(formula: Any) -> tuple[str, str]:
     """What the ingest sends the converter for a display (`converter_input`) or an inline formula."""
     if hasattr(formula, "environment"):
@@ -89,12 +109,19 @@ def check_sample(collection: Path, size: int, seed: int, workers: int, show: int
                 if shown < show:
                     shown += 1
                     print(f"{verdict}: {record['id']} {formula.latex[:160]!r}")
-    seconds = time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        whole_batches = _whole_papers(collection, size)
+        started = time.perf_counter()
+        for paper, document, formulas in whole_batches:
+            converter.convert_many([_job(f) for f in formulas], macros=paper.macros_of(document))
+        whole = sum(len(formulas) for _, _, formulas in whole_batches)
+        whole_seconds = time.perf_counter() - started
     agree = outcome["same terms"] / len(sample)
     print(
         f"{len(sample):,} generated formulas converted again with KaTeX in {seconds:.1f} s "
         f"({len(sample) / seconds:,.0f} formulas/s, {workers} worker(s), batched by paper): "
         + ", ".join(f"{name} {count:,}" for name, count in outcome.most_common())
-        + f"; agreement {agree:.1%}"
+        + f"; agreement {agree:.1%}; whole papers (as an ingest sends them): {whole:,} formulas in "
+        f"{whole_seconds:.1f} s ({whole / whole_seconds:,.0f} formulas/s)"
     )
     return 0 if agree >= 0.95 else 1
