@@ -102,6 +102,9 @@ def read_front_matter(text: str, macros: Sequence[MacroDef] = ()) -> FrontMatter
 _PDFTITLE = re.compile(r"(?<![A-Za-z])pdftitle\s*=\s*")
 # a class's title command of keys (\puttitle{title=.., name=..}); a title page
 _KEYED_TITLE = re.compile(r"\\[A-Za-z]*title\*?\s*\{", re.I)
+_FONTSIZE = re.compile(r"\\fontsize\s*\{\s*(\d+(?:\.\d+)?)\s*(?:pt)?\s*\}\s*\{[^{}]*\}\s*\\selectfont(?![A-Za-z@])")
+_SEGMENT_END = re.compile(r"\n\s*\n|\\(?:vspace|vskip|fontsize|end)(?![A-Za-z@])")
+_COLOR = re.compile(r"\\(?:textcolor|color)\s*\{[^{}]*\}")
 _TITLE_PAGE = re.compile(r"\\begin\s*\{titlepage\}(.*?)\\end\s*\{titlepage\}", re.DOTALL)
 _TITLE_MACRO = re.compile(
     r"\\(?:my|the|thesis|phd|project|doc|document|report|dissertation|main|full|work|t)?title", re.I
@@ -148,7 +151,14 @@ def _keyval(text: str, pos: int) -> str:
 
 
 def _largest_words(page: str, expand: Callable[[str], str]) -> str | None:
-    """The words a title page sets in its largest size (``{\\Huge\\textbf{..}}``), three of them at least."""
+    """The words a title page sets in its largest size (``{\\Huge\\textbf{..}}``, ``\\fontsize{36}{40}\\selectfont``),
+    three of them at least."""
+    sizes = sorted(((float(m.group(1)), m.end()) for m in _FONTSIZE.finditer(page)), key=lambda x: -x[0])
+    for _, end in sizes[:1]:
+        words = _COLOR.sub("", _SEGMENT_END.split(page[end:], maxsplit=1)[0])
+        found = title_text(expand(_LINE_BREAK.sub(" ", words)))
+        if len(found.split()) >= 3 and "\\" not in found:
+            return found
     for size in ("Huge", "huge", "LARGE", "Large"):
         for m in re.finditer(
             r"\\" + size + r"(?![A-Za-z@])\s*(?:\\(?:textbf|textsc|bfseries|sffamily)(?![A-Za-z@])\s*)*", page
@@ -177,7 +187,7 @@ def command_arguments(text: str, command: str) -> list[str]:
         if re.search(r"\\(?:re|provide)?newcommand\*?\s*\{?\s*\Z|\\[gex]?def\s*\Z|\\let\s*\Z", before):
             continue
         _, pos = read_optional(text, m.end())
-        arg = read_argument(text, pos)
+        arg = read_argument(text, pos) if text.startswith("{", pos) else None  # \TITLE/fig/ in a path: no title
         if arg is not None and "#" not in arg[0]:
             out.append(arg[0])
     return out

@@ -240,3 +240,16 @@ def test_a_title_set_by_a_thesis_class_command_never_the_class_default():
     assert read_front_matter("text", [default]).title is None
     page = "\\begin{titlepage}\\huge \\textbf{Multistability and Dynamics \\\\[0.25cm] in Networks}\\end{titlepage}"
     assert read_front_matter(page).title == "Multistability and Dynamics in Networks"
+
+
+def test_a_title_page_set_in_a_font_size_and_a_title_macro_in_a_path():
+    """A title page in ``\\fontsize{36}{40}\\selectfont`` (its largest size), the colour's name no word of it; INFORMS'
+    ``\\TITLE`` used in a path (``{\\PATH/\\TITLE/fig00/}``) gives no title."""
+    page = (
+        "\\begin{titlepage}\\fontsize{36}{40}\\selectfont\\par\\noindent\\textcolor{darkgray}{\\centering"
+        "\\uppercase{Perceptual Assessment \\\\ of Sound Field Synthesis\\\\}}\\vspace{1.6cm}"
+        "\\fontsize{18}{20}\\selectfont vorgelegt von Hagen Wierstorf\\end{titlepage}"
+    )
+    assert read_front_matter("\\graphicspath{{\\PATH/\\TITLE/fig00/}}" + page).title == (
+        "Perceptual Assessment of Sound Field Synthesis"
+    )
