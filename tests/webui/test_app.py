@@ -1,16 +1,17 @@
-"""The web app end to end: health, a dead backend, the search and paper pages over a real indexed corpus, inline
-formulas, hostile content, patterns, the balance, and an app that never loads torch."""
+"""The app factory (`webui/app.py`) end to end: health, a dead backend, searches over a real indexed corpus through the
+API and the pages (what matched each hit and which channels found it, LaTeX errors, filters, inline formulas),
+hostile content, patterns, the balance, and an app that never loads torch. (The pages themselves: test_ui.py; the
+services behind them: test_services.py.)"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import uuid
 
 import pytest
 from eqsearch.webui import create_app
 
-from .conftest import BEARER, CORPUS, DEAD, dead_app, make_app
+from .conftest import DEAD, DETERMINANT, dead_app
 
 
 @pytest.mark.es
@@ -46,23 +47,6 @@ def test_a_dead_backend_gives_503_not_a_traceback():
     assert page.status_code == 503
     assert b"Search is unavailable" in page.data
     assert b"Traceback" not in page.data and b"127.0.0.1:1" not in page.data
-
-
-def test_the_search_page_without_a_query_needs_no_backend():
-    page = dead_app().test_client().get("/")
-    assert page.status_code == 200
-    assert b'id="latex"' in page.data and b"Try" in page.data
-
-
-def test_the_math_font_is_served_when_installed(tmp_path):
-    font = tmp_path / "math.otf"
-    font.write_bytes(b"OTTO" + b"\0" * 60)
-    served = dead_app(MATH_FONT=str(font)).test_client().get("/fonts/math.otf")
-    assert served.status_code == 200 and served.mimetype == "font/otf" and served.data.startswith(b"OTTO")
-    missing = dead_app(MATH_FONT=str(tmp_path / "none.otf")).test_client().get("/fonts/math.otf")
-    assert missing.status_code == 404
-    css = dead_app().test_client().get("/static/eqsearch.css").get_data(as_text=True)
-    assert "@font-face" in css and "../fonts/math.otf" in css
 
 
 @pytest.mark.es
@@ -126,31 +110,6 @@ def test_filters_and_the_empty_state(client):
 
 
 @pytest.mark.es
-def test_pagination_keeps_the_query_in_the_url(client):
-    page = client.get("/", query_string={"q": "gradient sums identity", "size": "1"})
-    assert b'rel="next"' in page.data
-    assert b"q=gradient+sums+identity" in page.data and b"page=2" in page.data
-
-
-@pytest.mark.es
-def test_equation_and_paper_pages(client):
-    page = client.get("/equations/2002.00002:2")
-    assert page.status_code == 200
-    assert b"E = mc^2" in page.data and b"<math" in page.data and b"Mass-energy" in page.data
-    paper = client.get("/papers/2003.00003")
-    assert paper.status_code == 200
-    assert b'href="/papers/2002.00002"' in paper.data  # cited and indexed: linked
-    assert b'class="not-indexed"' in paper.data  # cited, not indexed
-    cited = client.get("/api/papers/2002.00002").get_json()
-    assert {c["paper_id"] for c in cited["cited_by"]} == {"2001.00001", "2003.00003"}
-    assert client.get("/papers/0000.00000").status_code == 404
-    assert client.get("/api/equations/nope:0").get_json()["error"]["code"] == "not_found"
-
-
-DETERMINANT = r"\det(AB) = \det(A)\det(B)"  # stated only inline in 2003.00003; its "$\omega$" is too small to index
-
-
-@pytest.mark.es
 def test_inline_formulas_are_searchable_and_the_filter_chooses_them(client):
     def hits(**params):
         response = client.get("/api/search", query_string={"latex": DETERMINANT, **params})
@@ -177,23 +136,6 @@ def test_inline_formulas_are_searchable_and_the_filter_chooses_them(client):
 
 
 @pytest.mark.es
-def test_inline_formulas_in_the_pages(client):
-    page = client.get("/", query_string={"latex": DETERMINANT}).get_data(as_text=True)
-    assert '<span class="badge inline"' in page and '<select id="inline" name="inline">' in page
-    assert page.count('<span class="badge inline"') == 1  # the display hits carry no badge
-    only = client.get("/", query_string={"latex": DETERMINANT, "inline": "only"}).get_data(as_text=True)
-    assert '<option value="only" selected>' in only and '<details class="filters" open>' in only
-    equation = client.get("/equations/2003.00003:i1")
-    # numbered from 1 in document order (\\omega, not indexed, is the first)
-    assert equation.status_code == 200 and b"inline formula 2" in equation.data and b"multiplicative" in equation.data
-    paper = client.get("/papers/2003.00003").get_data(as_text=True)
-    assert "1 inline formula of the running text is indexed too" in paper
-    assert "2003.00003:i1" not in paper  # the paper page lists its displays; inline formulas are counted
-    api = client.get("/api/papers/2003.00003").get_json()
-    assert api["inline_count"] == 1 and len([e for s in api["sections"] for e in s["equations"]]) == 3
-
-
-@pytest.mark.es
 def test_hostile_content_is_inert_in_html_and_json(client):
     paper = client.get("/papers/2004.66666").data
     for bad in (b"<script>window", b"<img src=x", b"<svg", b"onclick=", b"javascript:", b"<maction"):
@@ -212,31 +154,6 @@ def test_the_web_app_never_loads_torch():
         "create_app({'TESTING': True}); assert 'torch' not in sys.modules, 'torch was imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
-
-
-@pytest.mark.es
-def test_without_a_model_bundle_formulas_degrade_to_keywords(es_config, indexed_app, tmp_path):
-    # The same indices as the other tests, served by an app whose model bundle is missing.
-    prefix = indexed_app.extensions["eqsearch.services"].prefix
-    app = make_app(es_config, prefix, MODEL_BUNDLE=str(tmp_path / "no-bundle"), ENCODER=None)
-    try:
-        client = app.test_client()
-        body = client.get("/api/search", query_string={"latex": "E = mc^2", "q": "Cauchy"}).get_json()
-        assert body["warnings"][0].startswith("Formula search is unavailable")
-        assert {h["paper_id"] for h in body["hits"]} == {"2002.00002"}
-        assert {h["matched"] for h in body["hits"]} == {"text"}
-        refused = client.post("/api/jobs", json={"path": str(CORPUS / "latex")}, headers=BEARER)
-        assert refused.status_code == 400 and "encoder" in refused.get_json()["error"]["message"]
-    finally:
-        app.extensions["eqsearch.services"].close()
-
-
-@pytest.mark.es
-def test_an_empty_deployment_says_nothing_is_indexed(es_config):
-    app = make_app(es_config, f"eqsearch-test-web-{uuid.uuid4().hex[:8]}")
-    page = app.test_client().get("/?q=wave")
-    assert page.status_code == 503 and b"Nothing is indexed yet" in page.data
-    app.extensions["eqsearch.services"].close()
 
 
 @pytest.mark.es

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 
 import pytest
 import schemathesis
-from eqsearch.engine.search.query import FUSIONS
 from flask import Flask
 from schemathesis.engine import events
 
@@ -195,20 +194,6 @@ def contract_server(es_config, indexed_app: Flask, tmp_path_factory) -> Iterator
     finally:
         server.stop()
         app.extensions["eqsearch.services"].close()
-
-
-def test_the_document_describes_the_search_parameters_as_they_are_read():
-    from eqsearch.webui.openapi import openapi_document
-    from eqsearch.webui.query import BODY_TYPES
-
-    document = openapi_document("http://localhost")
-    get = {p["name"]: p["schema"] for p in document["paths"]["/api/search"]["get"]["parameters"]}
-    body = document["paths"]["/api/search"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    assert set(get) == set(BODY_TYPES) == set(body["properties"])
-    for name, kind in BODY_TYPES.items():
-        assert (get[name]["items"] if name == "cat" else get[name])["type"] == kind, name
-    assert get["fusion"]["enum"] == list(FUSIONS)
-    assert body["additionalProperties"] is False and [b["required"] for b in body["anyOf"]] == [["latex"], ["q"]]
 
 
 @pytest.mark.es
