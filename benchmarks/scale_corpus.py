@@ -26,6 +26,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 EPILOG = """
+what a variant is (each change made to the LaTeX and to the KaTeX MathML by one mapping, KaTeX not run again):
+  renamed           by its paper's notation: Latin to Latin, Greek to Greek, among letters of like frequency; only
+                    letters the LaTeX and the MathML hold alike (a macro's hidden letter, a word: left alone)
+  constants         changed with chance --constants (never 0 or 1)
+  exchanged         with chance --exchange, a right-hand side or a fraction's part of another formula of its field
+                    (arXiv category archive, else --areas, else the source: html:sagemath-doc, docstring:scipy)
+  contexts          a sentence drawn from real contexts and abstracts of the field, with chance --contexts
+  distinct          no two equations with the same MathML (attributes aside); a duplicate is tried twice more,
+                    then dropped
+
+how long: ~0.4-0.5 ms of one core per equation (5M: ~30-45 min, ~8 GB) plus one pass over the inputs
+  (~1 min for 240k formulas); benchmarks/scale.md, "A five-million-formula collection".
+
 what is written:
   OUT               papers JSONL (ingest/FORMAT.md): round 0 = the input papers, each formula once (unless
                     --no-originals), then rounds of variant papers "g<round>/<id>" until --equations is reached
@@ -92,7 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-originals", action="store_true", help="write only variant papers, not the real papers themselves"
     )
     generate.add_argument(
-        "--exchange", type=_share, default=0.25, help="share of formulas given another right-hand side (0.25)"
+        "--exchange",
+        type=_share,
+        default=0.25,
+        help="share of formulas given another right-hand side or fraction part (0.25)",
     )
     generate.add_argument("--constants", type=_share, default=0.5, help="chance each constant is changed (0.5)")
     generate.add_argument(
