@@ -19,7 +19,7 @@ from eqsearch.engine.model.structure import formula_structure
 from eqsearch.ingest.convert import converter_input
 from eqsearch.ingest.records import Paper, read_papers
 
-from corpus_growth.compare import _VARIANT_ID
+from corpus_growth.compare import VARIANT_ID
 
 
 def _sample(collection: Path, size: int, seed: int) -> list[tuple[dict[str, Any], int, Any]]:
@@ -28,7 +28,7 @@ def _sample(collection: Path, size: int, seed: int) -> list[tuple[dict[str, Any]
     sample: list[tuple[dict[str, Any], int, Any]] = []
     seen = 0
     for record in read_papers(collection):
-        if not _VARIANT_ID.match(str(record.get("id", ""))):
+        if not VARIANT_ID.match(str(record.get("id", ""))):
             continue
         paper = Paper.from_json(record)
         for section in paper.sections:
@@ -50,7 +50,7 @@ def _whole_papers(collection: Path, size: int) -> list[tuple[Paper, int, list[An
     for record in read_papers(collection):
         if count >= size:
             break
-        if not _VARIANT_ID.match(str(record.get("id", ""))):
+        if not VARIANT_ID.match(str(record.get("id", ""))):
             continue
         paper = Paper.from_json(record)
         by_document: dict[int, list[Any]] = {}

@@ -26,7 +26,8 @@ from eqsearch.ingest.records import read_papers
 from corpus_growth.pools import converted_formulas
 from corpus_growth.variants import formula_hash
 
-_VARIANT_ID = re.compile(r"g\d+/")
+#: The ids of the papers the generator made (round 1 on): ``g<round>/<real id>``.
+VARIANT_ID = re.compile(r"g\d+/")
 #: Spans are counted on one equation in this many.
 SPAN_EVERY = 10
 
@@ -39,7 +40,7 @@ def collection_equations(paths: list[Path], limit: int | None, *, variants_only:
     paper_number = 0
     for path in paths:
         for record in read_papers(path):
-            if variants_only and not _VARIANT_ID.match(str(record.get("id", ""))):
+            if variants_only and not VARIANT_ID.match(str(record.get("id", ""))):
                 continue
             paper_number += 1
             for _, formula in converted_formulas(record):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.index.documents import inline_indexable
 from eqsearch.ingest.records import FORMAT_VERSION, read_papers
 
-from corpus_growth.pools import Pools, converted_formulas, field_of, learn_pools, load_areas
+from corpus_growth.pools import SENTENCE_END, Pools, converted_formulas, field_of, learn_pools, load_areas
 from corpus_growth.variants import (
     RANK_WINDOW,
     exchange_fraction_part,
@@ -45,7 +44,6 @@ from corpus_growth.variants import (
 TRIES = 3
 #: Notations kept for the formulas that must try again (windows twice as wide: a second chance must differ more).
 SPARE_NOTATIONS = 64
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[$])")
 
 
 @dataclass(frozen=True)
@@ -123,7 +121,7 @@ def check_inputs(inputs: tuple[Path, ...], areas: tuple[Path, ...] = ()) -> None
 def _with_sentence(text: str, pool: list[str], rng: random.Random, keep: int | None) -> str:
     """``text`` with one of its sentences replaced by a sentence of ``pool``, never the one at index ``keep`` (-1:
     the last sentence before a formula, 0: the first after it, which lead to and from it; None: any)."""
-    parts = _SENTENCE_END.split(text)
+    parts = SENTENCE_END.split(text)
     if not pool or len(parts) < 2:
         return text
     kept = None if keep is None else keep % len(parts)

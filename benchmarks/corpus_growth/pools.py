@@ -26,7 +26,8 @@ from corpus_growth.variants import FractionPart, RightHandSide, fraction_parts, 
 CONVERTED = frozenset({"ok", "approximate"})
 DONORS_PER_FIELD = 400
 SENTENCES_PER_FIELD = 3000
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[$])")
+#: Where a sentence ends: after ``.``, ``!`` or ``?`` and before a capital, a ``[`` (``[math]``) or a ``$``.
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[$])")
 
 
 def field_of(record: dict[str, Any], areas: dict[str, str]) -> str:
@@ -62,7 +63,7 @@ def load_areas(paths: tuple[Path, ...] | list[Path]) -> dict[str, str]:
 def sentences(text: str) -> list[str]:
     """The sentences of a context or an abstract (split after ``.``, ``!``, ``?`` before a capital, a ``[`` or a
     ``$``), stripped, of 20 to 400 characters."""
-    return [s.strip() for s in _SENTENCE_END.split(text or "") if 20 <= len(s.strip()) <= 400]
+    return [s.strip() for s in SENTENCE_END.split(text or "") if 20 <= len(s.strip()) <= 400]
 
 
 def converted_formulas(record: dict[str, Any]) -> Iterator[tuple[bool, dict[str, Any]]]:
