@@ -251,3 +251,16 @@ def test_katex_gives_the_generated_mathml_for_the_generated_latex(tmp_path, caps
     out, _ = _grow(tmp_path, equations=200)
     assert check_sample(out, 200, 0, 1, 5) == 0, capsys.readouterr().out
     assert "agreement 100.0%" in capsys.readouterr().out
+
+
+def test_the_index_writers_make_one_equation_document_per_generated_formula(tmp_path):
+    from eqsearch.engine.index.documents import paper_documents
+
+    out, report = _grow(tmp_path, equations=150)
+    ids = []
+    for record in read_papers(out):
+        paper = Paper.from_json(record)
+        _, equations = paper_documents(paper, job_id="t", indexed_at="2026-12-03T00:00:00Z", vectors={})
+        assert all(doc["mathml"] and doc["latex"] for doc in equations)
+        ids += [doc["eq_id"] for doc in equations]
+    assert len(ids) == len(set(ids)) == report.equations == 150
