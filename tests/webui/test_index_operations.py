@@ -1,10 +1,13 @@
 """Indices and migrations from the admin pages (`webui/index_operations.py`), on a deployment of its own against the
 real node: a migration that keeps every document and says so, the plugin's note, an unknown kind refused, and the old
-index deleted only with its name typed while a live one never is."""
+index deleted only with its name typed while a live one never is; and the operations called directly: an index
+created and described, an unknown kind or name refused, a live index never deleted."""
 
 from __future__ import annotations
 
 import pytest
+from eqsearch.engine.index import MAPPING_VERSIONS
+from eqsearch.webui.services import InvalidRequestError, NotFoundError
 from markupsafe import escape
 
 from .conftest import CORPUS, csrf_of, login
@@ -47,3 +50,25 @@ def test_migration_from_the_admin_pages_keeps_every_document(fresh_app):
     live = next(iter(after))
     client.post(f"/admin/indices/{live}/delete", data={"confirm_name": live, "csrf_token": csrf_of(client)})
     assert live in [i.name for i in services.indices()]
+
+
+@pytest.mark.es
+def test_indices_are_created_listed_and_refused_by_name_and_kind(fresh_app):
+    services = fresh_app.extensions["eqsearch.services"]
+    assert services.indices() == [] and services.migration() is None and services.last_migrations() == []
+    with pytest.raises(InvalidRequestError, match="unknown index kind 'nope'; choose one of"):
+        services.create_index("nope")
+    with pytest.raises(InvalidRequestError, match="does not exist yet: create the papers index first"):
+        services.start_migration("papers")
+    name = services.create_index("papers")
+    row = services.index_row(name)
+    assert (row.kind, row.version, row.alias, row.docs) == ("papers", 1, services.alias("papers"), 0)
+    assert row.current_mapping and row.mapping_version == MAPPING_VERSIONS["papers"]
+    assert "properties" in services.mapping(name)
+    with pytest.raises(InvalidRequestError):
+        services.create_index("papers")  # the alias exists: migrate instead
+    with pytest.raises(NotFoundError, match="no index named 'missing'"):
+        services.index_row("missing")
+    with pytest.raises(InvalidRequestError):
+        services.delete_index(name)  # live: searches read it
+    assert [r.name for r in services.indices()] == [name]

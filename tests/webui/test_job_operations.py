@@ -1,12 +1,21 @@
 """Ingest jobs from the admin pages and the API (`webui/job_operations.py`), on a deployment of its own against the
 real node: jobs started with a bearer token (paths checked first), resumed from their checkpoints, and the same path
-resuming its job while a restart reads it again. (Indices and migrations: test_index_operations.py.)"""
+resuming its job while a restart reads it again; called directly, paths refused before anything runs (empty, NUL,
+relative, missing, outside the ingest folder), unknown jobs not found, a finished job not resumed. (Indices and
+migrations: test_index_operations.py.)"""
 
 from __future__ import annotations
 
 import pytest
+from eqsearch.webui.services import (
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    PathForbiddenError,
+    PathMissingError,
+)
 
-from .conftest import ADMIN_TOKEN, CORPUS, csrf_of, login
+from .conftest import ADMIN_TOKEN, CORPUS, csrf_of, login, make_app
 
 
 @pytest.mark.es
@@ -76,3 +85,27 @@ def test_the_same_path_resumes_and_restart_reads_again(fresh_app):
     assert again["job_id"] == first["job_id"] and again["counts"]["papers"] == 2  # nothing counted twice
     fresh = services.start_job(str(CORPUS / "latex"), restart=True, wait=True)
     assert fresh["state"] == "finished" and fresh["counts"]["equations_indexed"] == 5
+
+
+@pytest.mark.es
+def test_paths_are_checked_and_unknown_jobs_are_not_found(fresh_app, tmp_path):
+    services = fresh_app.extensions["eqsearch.services"]
+    for raw, refused in (("  ", "give the path"), ("a\x00b", "NUL character"), ("relative/x", "not an absolute path")):
+        with pytest.raises(InvalidRequestError, match=refused):
+            services.start_job(raw)
+    with pytest.raises(PathMissingError, match="does not exist on the server"):
+        services.start_job(str(tmp_path / "missing"))
+    fenced = make_app(services.config.es, services.prefix, INGEST_ROOT=str(tmp_path / "root"))
+    try:
+        with pytest.raises(PathForbiddenError, match="outside the ingest folder"):
+            fenced.extensions["eqsearch.services"].start_job(str(CORPUS / "latex"))
+    finally:
+        fenced.extensions["eqsearch.services"].close()
+    with pytest.raises(NotFoundError, match="no ingest job has the id 'nope'"):
+        services.job("nope")
+    with pytest.raises(NotFoundError):
+        services.resume_job("nope")
+    finished = services.start_job(str(CORPUS / "latex"), wait=True)
+    assert [job["job_id"] for job in services.jobs()] == [finished["job_id"]]
+    with pytest.raises(ConflictError, match="only a failed or interrupted job resumes"):
+        services.resume_job(finished["job_id"])
