@@ -131,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("--variants-only", action="store_true", help="leave the generated round 0 (real papers) out")
     compare.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    compare.add_argument("--quiet", action="store_true", help="no progress lines")
 
     check = commands.add_parser(
         "check",
@@ -158,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "compare":
             from corpus_growth.compare import compare_collections, format_table
 
-            figures = compare_collections(args.real, args.generated, args.sizes, variants_only=args.variants_only)
+            figures = compare_collections(
+                args.real, args.generated, args.sizes, variants_only=args.variants_only, quiet=args.quiet
+            )
             print(format_table(figures))
             if args.json:
                 import json

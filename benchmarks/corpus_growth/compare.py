@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,8 +66,9 @@ def _summary(values: list[float]) -> dict[str, float]:
     }
 
 
-def distributions(equations: Iterator[Any]) -> dict[str, Any]:
-    """The figures of one collection (see the module docstring) from its ``(paper number, formula)`` pairs."""
+def distributions(equations: Iterator[Any], label: str = "", *, quiet: bool = True) -> dict[str, Any]:
+    """The figures of one collection (see the module docstring) from its ``(paper number, formula)`` pairs; unless
+    ``quiet``, a progress line on stderr every 50,000 equations."""
     terms, sizes, spans, contexts = [], [], [], []
     per_paper: Counter[int] = Counter()
     document_frequency: Counter[str] = Counter()
@@ -88,6 +90,8 @@ def distributions(equations: Iterator[Any]) -> dict[str, Any]:
         contexts.append(len(formula.get("context_before") or "") + len(formula.get("context_after") or ""))
         per_paper[paper_number] += 1
         document_frequency.update(set(structure.tokens))
+        if not quiet and n % 50_000 == 0:
+            print(f"{label}: {n:,} equations measured", file=sys.stderr, flush=True)
         if n == checkpoint:
             heaps.append((n, len(document_frequency)))
             checkpoint = checkpoint * 2
@@ -128,7 +132,7 @@ def _zipf_slope(document_frequency: Counter[str]) -> float | None:
 
 
 def compare_collections(
-    real: list[Path], generated: Path, sizes: list[int], *, variants_only: bool = False
+    real: list[Path], generated: Path, sizes: list[int], *, variants_only: bool = False, quiet: bool = True
 ) -> dict[str, Any]:
     """The figures of the real collection (all its distinct formulas) and of the generated one at each size.
 
