@@ -187,6 +187,7 @@ def command_arguments(text: str, command: str) -> list[str]:
         if re.search(r"\\(?:re|provide)?newcommand\*?\s*\{?\s*\Z|\\[gex]?def\s*\Z|\\let\s*\Z", before):
             continue
         _, pos = read_optional(text, m.end())
+        pos = skip_space(text, pos)
         arg = read_argument(text, pos) if text.startswith("{", pos) else None  # \TITLE/fig/ in a path: no title
         if arg is not None and "#" not in arg[0]:
             out.append(arg[0])

@@ -253,3 +253,4 @@ def test_a_title_page_set_in_a_font_size_and_a_title_macro_in_a_path():
     assert read_front_matter("\\graphicspath{{\\PATH/\\TITLE/fig00/}}" + page).title == (
         "Perceptual Assessment of Sound Field Synthesis"
     )
+    assert read_front_matter("\\title[Short]\n  {The Long One}").title == "The Long One"  # the group after a space
