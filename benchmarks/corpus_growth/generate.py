@@ -29,6 +29,7 @@ from eqsearch.engine.index.documents import inline_indexable
 from eqsearch.ingest.records import FORMAT_VERSION, read_papers
 
 from corpus_growth.pools import SENTENCE_END, Pools, converted_formulas, field_of, learn_pools, load_areas
+from corpus_growth.symbols import hidden_symbols
 from corpus_growth.variants import (
     RANK_WINDOW,
     exchange_fraction_part,
@@ -129,6 +130,11 @@ def _with_sentence(text: str, pool: list[str], rng: random.Random, keep: int | N
     return " ".join(parts)
 
 
+def _further_macros(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The user macros of a paper's further documents (a supplement's own): they hide letters too."""
+    return [m for document in record.get("documents") or [] for m in document.get("macros") or []]
+
+
 class _Grower:
     def __init__(self, config: GrowthConfig, pools: Pools, report: GrowthReport) -> None:
         self.config, self.pools, self.report = config, pools, report
@@ -144,7 +150,10 @@ class _Grower:
         rng = random.Random(f"{config.seed}:{round_no}:{position}")
         paper_field = field_of(record, self.areas)
         pool = self.pools.sentences.get(paper_field, [])
-        macro_names = frozenset(str(m.get("name", "")).lstrip("\\") for m in record.get("macros") or [])
+        macros = {
+            str(m.get("name", "")).lstrip("\\"): (int(m.get("nargs") or 0), m.get("default"), str(m.get("body") or ""))
+            for m in [*(record.get("macros") or []), *_further_macros(record)]
+        }
         notation = paper_notation(self.ranked, rng, window_for_round(round_no)) if round_no else {}
         if round_no:
             paper_id, version = f"g{round_no}/{record['id']}", None
@@ -160,7 +169,7 @@ class _Grower:
             for is_inline, formula in converted_formulas({"sections": [section]}):
                 if displays + inline >= budget:
                     break
-                made = self.formula(formula, is_inline, round_no, notation, rng, paper_field, macro_names)
+                made = self.formula(formula, is_inline, round_no, notation, rng, paper_field, macros)
                 if made is None:
                     continue
                 latex, mathml = made
@@ -229,9 +238,10 @@ class _Grower:
         notation: dict[str, str],
         rng: random.Random,
         paper_field: str,
-        macro_names: frozenset[str],
+        macros: dict[str, tuple[int, str | None, str]],
     ) -> tuple[str, str] | None:
         config, report = self.config, self.report
+        macro_names = frozenset(macros)
         for attempt in range(TRIES if round_no else 1):
             latex, mathml = formula["latex"], formula["mathml"]
             exchanged = False
@@ -242,7 +252,8 @@ class _Grower:
             if round_no:
                 if attempt:
                     notation = rng.choice(self.spare_notations)
-                variant = vary(latex, mathml, notation, rng, config.constant_share if not attempt else 1.0)
+                hidden = hidden_symbols(latex, macros)
+                variant = vary(latex, mathml, notation, rng, config.constant_share if attempt == 0 else 1.0, hidden)
                 latex, mathml = variant.latex, variant.mathml
             digest = formula_hash(mathml)
             if digest in self.seen:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from eqsearch.engine.latex.scan import group_end, read_argument, skip_space
+from eqsearch.engine.latex.scan import group_end, read_argument, read_optional, skip_space
 
 #: Lowercase Greek as KaTeX writes it (a plain ``<mi>``): command name -> character.
 GREEK_LOWER = {
@@ -47,6 +48,8 @@ _ONE_ARGUMENT = """
 """
 _TWO_ARGUMENTS = "SI href rule colorbox fcolorbox"
 SKIPPED_ARGUMENTS = {**dict.fromkeys(_ONE_ARGUMENT.split(), 1), **dict.fromkeys(_TWO_ARGUMENTS.split(), 2)}
+#: Font switches: the letters after one, to the end of its group, are another symbol (``{\cal A}``, ``{\rm DMF}``).
+FONT_SWITCHES = frozenset({"cal", "rm", "bf", "it", "sf", "tt", "mit", "frak", "boldmath", "em", "sc", "sl"})
 #: Environments whose first argument after ``\begin{...}`` is a column specification, not math.
 COLUMN_SPEC_ENVIRONMENTS = frozenset({"array", "subarray", "tabular", "alignedat", "alignat", "alignat*", "darray"})
 
@@ -111,17 +114,24 @@ def latex_symbols(latex: str) -> LatexSymbols:
     commands: set[str] = set()
     aligned = False
     depth = 0  # braces, \left..\right and \begin..\end together
+    switched: int | None = None  # the depth of the group a font switch holds, while it lasts
     pos, n = 0, len(latex)
     while pos < n:
         m = _LATEX_TOKEN.search(latex, pos)
         if m is None:
             break
         token, pos = m.group(), m.end()
+        if switched is not None and depth < switched:
+            switched = None
         if token.startswith("\\"):
             name = token[1:]
             if name.isalpha():
                 commands.add(name)
-            if name in GREEK:
+            if name in FONT_SWITCHES:
+                switched = depth
+            elif switched is not None and (name in GREEK or name in ("begin", "end")):
+                pass
+            elif name in GREEK:
                 letters.append(Place(GREEK[name], m.start(), m.end()))
             elif name in ("left", "right"):
                 depth += 1 if name == "left" else -1
@@ -136,9 +146,11 @@ def latex_symbols(latex: str) -> LatexSymbols:
             elif name in SKIPPED_ARGUMENTS:
                 pos = _skip_command_arguments(latex, pos, SKIPPED_ARGUMENTS[name])
         elif token in _LATIN:
-            letters.append(Place(token, m.start(), m.end()))
+            if switched is None:
+                letters.append(Place(token, m.start(), m.end()))
         elif token[0].isdigit() or (token[0] == "." and len(token) > 1):
-            numbers.append(Place(token, m.start(), m.end()))
+            if switched is None:
+                numbers.append(Place(token, m.start(), m.end()))
         elif token == "{":
             depth += 1
         elif token == "}":
@@ -202,6 +214,50 @@ def mathml_symbols(mathml: str) -> MathmlSymbols:
     )
     numbers = tuple(Place(m.group(1), m.start(1), m.end(1)) for m in _MN.finditer(mathml))
     return MathmlSymbols(letters, present, numbers)
+
+
+_PARAMETER = re.compile(r"#+\d")
+_CONTROL_WORD = re.compile(r"\\([A-Za-z]+)")
+
+
+def hidden_symbols(latex: str, macros: Mapping[str, tuple[int, str | None, str]]) -> frozenset[str]:
+    """The letters and numbers a formula's user macros may hide or show out of math: those of the bodies of the
+    macros it uses (and of the macros those use), and those of the arguments it gives them (a label, a name, math:
+    which, only the body knows). A variant leaves them alone, since the LaTeX and the MathML cannot be matched there.
+
+    Args:
+        latex: the formula's LaTeX.
+        macros: the paper's user macros, name (without backslash) -> ``(arguments, default of an optional first
+            argument or None, body)``.
+    """
+    used = latex_symbols(latex).commands & macros.keys()
+    if not used:
+        return frozenset()
+    hidden: set[str] = set()
+    todo, seen = list(used), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        body = latex_symbols(_PARAMETER.sub(" ", macros[name][2]))
+        hidden.update(p.text for p in (*body.letters, *body.numbers))
+        todo.extend(body.commands & macros.keys())
+    for m in _CONTROL_WORD.finditer(latex):
+        nargs, default, _ = macros.get(m.group(1), (0, None, ""))
+        pos = m.end()
+        for i in range(nargs):
+            if i == 0 and default is not None:
+                optional, pos = read_optional(latex, pos)
+                argument = None if optional is None else (optional, pos)
+            else:
+                argument = read_argument(latex, pos)
+            if argument is None:
+                break
+            symbols = latex_symbols(argument[0])
+            hidden.update(p.text for p in (*symbols.letters, *symbols.numbers))
+            pos = argument[1]
+    return frozenset(hidden)
 
 
 def agreeing(latex_places: tuple[Place, ...], mathml_places: tuple[Place, ...]) -> set[str]:

@@ -237,15 +237,23 @@ class Variant:
     constants: int
 
 
-def vary(latex: str, mathml: str, notation: Mapping[str, str], rng: random.Random, constant_share: float) -> Variant:
+def vary(
+    latex: str,
+    mathml: str,
+    notation: Mapping[str, str],
+    rng: random.Random,
+    constant_share: float,
+    hidden: frozenset[str] = frozenset(),
+) -> Variant:
     """Rename the formula's letters by ``notation`` and change each of its constants with probability
-    ``constant_share``, in the LaTeX and the MathML alike; only the symbols both texts agree on are touched."""
+    ``constant_share``, in the LaTeX and the MathML alike; only the symbols both texts agree on are touched, never
+    those in ``hidden`` (what its user macros may hide, `symbols.hidden_symbols`)."""
     in_latex, in_mathml = latex_symbols(latex), mathml_symbols(mathml)
-    renamable = agreeing(in_latex.letters, in_mathml.letters)
+    renamable = agreeing(in_latex.letters, in_mathml.letters) - hidden
     renaming = _safe_renaming(notation, renamable, in_mathml.present | {p.text for p in in_latex.letters})
     numbers = {p.text for p in in_mathml.numbers} | {p.text for p in in_latex.numbers}
     changed: dict[str, str] = {}
-    for value in sorted(agreeing(in_latex.numbers, in_mathml.numbers) - KEPT_NUMBERS):
+    for value in sorted(agreeing(in_latex.numbers, in_mathml.numbers) - KEPT_NUMBERS - hidden):
         if rng.random() < constant_share:
             new = _new_number(value, rng, numbers | set(changed.values()))
             if new is not None:

@@ -264,3 +264,20 @@ def test_the_index_writers_make_one_equation_document_per_generated_formula(tmp_
         assert all(doc["mathml"] and doc["latex"] for doc in equations)
         ids += [doc["eq_id"] for doc in equations]
     assert len(ids) == len(set(ids)) == report.equations == 150
+
+
+def test_letters_under_a_font_switch_or_in_a_user_macro_are_left_alone():
+    from corpus_growth.symbols import hidden_symbols
+
+    assert [p.text for p in latex_symbols(r"{\cal A}_{\rm DMF} + B").letters] == ["B"]
+    macros = {"req": (1, None, r"\text{(#1)}"), "DlogM": (0, None, r"\Delta \log M"), "mA": (0, None, "A")}
+    assert hidden_symbols(r"\req{eq:2} = q + 3", macros) == {"e", "q", "2"}
+    assert hidden_symbols(r"\DlogM = \mA + x", macros) == {"M", "A", "Δ"}
+    assert hidden_symbols("x + y", macros) == frozenset()
+    latex = r"\req{eq:2} = q + 3 + z"
+    mathml = (
+        '<math xmlns="http://www.w3.org/1998/Math/MathML"><mrow><mtext>(eq:2)</mtext><mo>=</mo><mi>q</mi><mo>+</mo>'
+        "<mn>3</mn><mo>+</mo><mi>z</mi></mrow></math>"
+    )
+    variant = vary(latex, mathml, {"q": "p", "z": "w"}, random.Random(0), 1.0, hidden_symbols(latex, macros))
+    assert variant.latex.startswith(r"\req{eq:2} = q + ") and variant.latex.endswith("+ w")
