@@ -28,7 +28,7 @@ _STARTS: dict[str, tuple[int, int, int | None]] = {
 # The letters that were in Unicode before the block (its slots for them are unassigned).
 _HOLES = {
     "italic": {"h": "\u210e"},
-    "script": dict(zip("BEFHILMReGo", "ℬℰℱℋℐℒℳℛℯℊℴ", strict=True)),
+    "script": dict(zip("BEFHILMRego", "ℬℰℱℋℐℒℳℛℯℊℴ", strict=True)),
     "fraktur": dict(zip("CHIRZ", "ℭℌℑℜℨ", strict=True)),
     "double-struck": dict(zip("CHNPQRZ", "ℂℍℕℙℚℝℤ", strict=True)),
 }

@@ -26,13 +26,7 @@ LATIN = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 GREEK = "ΑΒΓΔΕΖΗΘΙΚΛΜΝΞΟΠΡΣΤΥΦΧΨΩαβγδεζηθικλμνξοπρστυφχψω"
 
 
-# webui/mathvariants.py's script holes are keyed "BEFHILMReGo": a capital G, where the letterlike ℊ is a small g, so
-# \mathcal{G} is drawn as a small g and a script small g as U+1D4BC, a hole of the block (no glyph). Strict: this
-# fails once the module is fixed, and the mark goes.
-SCRIPT_G = pytest.mark.xfail(strict=True, reason="webui/mathvariants.py maps script G to ℊ (small g) and g to a hole")
-
-
-@pytest.mark.parametrize("style", [pytest.param(s, marks=SCRIPT_G) if s == "script" else s for s in sorted(STYLES)])
+@pytest.mark.parametrize("style", sorted(STYLES))
 def test_every_latin_letter_becomes_an_assigned_styled_letter_of_itself(style):
     out = styled(LATIN, style)
     assert len(out) == len(LATIN)
