@@ -18,7 +18,15 @@ from eqsearch.engine.search.errors import call, list_failed
 from eqsearch.engine.search.plugin import MAXSIM_HIT_FIELD
 from eqsearch.engine.search.query import page_body, papers_page_body, representatives_body
 
-__all__ = ["RankedLists", "fetch_page", "fetch_papers", "fetch_sources", "ranked_lists", "representatives"]
+__all__ = [
+    "RankedLists",
+    "fetch_page",
+    "fetch_page_and_papers",
+    "fetch_papers",
+    "fetch_sources",
+    "ranked_lists",
+    "representatives",
+]
 
 _RANKING_RESPONSE_FIELDS = [
     "responses.status",  # keeps every response in the array: a filtered-out empty one would shift the others
@@ -148,6 +156,38 @@ def fetch_papers(
         ignore_unavailable=True,  # no papers index: the hits show their paper ids
     )
     return {hit["_id"]: hit for hit in (response.get("hits") or {}).get("hits") or ()}
+
+
+def fetch_page_and_papers(
+    client: Elasticsearch,
+    index: str,
+    papers_index: str,
+    eq_ids: Sequence[str],
+    paper_ids: Sequence[str],
+    keywords: str | None,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """`fetch_page` and `fetch_papers` in one ``_msearch``, where the page's papers are known before its equations
+    are fetched (every candidate's paper was read with the ranking): one round trip instead of two."""
+    if not eq_ids:
+        return {}, {}
+    lines = [
+        {"index": index},
+        page_body(eq_ids, keywords),
+        {"index": papers_index, "ignore_unavailable": True},
+        papers_page_body(sorted(set(paper_ids)), keywords),
+    ]
+    responses = call(
+        client.msearch,
+        searches=lines,
+        # the status keeps each response in the array, an empty one too
+        filter_path=["responses.status", "responses.error", *(f"responses.{f}" for f in _PAGE_RESPONSE_FIELDS)],
+    )["responses"]
+    for name, response in zip(("page", "papers"), responses, strict=True):
+        if "error" in response:
+            raise list_failed(name, response["error"])
+    documents = {hit["_source"]["eq_id"]: hit for hit in (responses[0].get("hits") or {}).get("hits") or ()}
+    papers = {hit["_id"]: hit for hit in (responses[1].get("hits") or {}).get("hits") or ()}
+    return documents, papers
 
 
 def fetch_sources(

@@ -57,7 +57,14 @@ from eqsearch.engine.search.plugin import PluginUse
 from eqsearch.engine.search.query import FORMULA_LISTS, HybridQuery, ListInputs, knn_body, list_requests, words_filters
 from eqsearch.engine.search.query_formula import QueryFormula, QueryFormulas, weigh_parts
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, FormulaRanking, get_ranker
-from eqsearch.engine.search.requests import RankedLists, fetch_page, fetch_papers, ranked_lists, representatives
+from eqsearch.engine.search.requests import (
+    RankedLists,
+    fetch_page,
+    fetch_page_and_papers,
+    fetch_papers,
+    ranked_lists,
+    representatives,
+)
 from eqsearch.engine.search.results import EquationHit, PaperGroup, SearchResults, equation_hit, group_hits, select_page
 from eqsearch.engine.search.termstats import TermStatistics, rarest_terms
 from eqsearch.engine.search.views import equation_view, paper_view
@@ -197,7 +204,7 @@ class SearchService:
             return self._results([], [], 0, query, formula, list(plan.warnings), began)
         fused = self._fuse(query, self._sides(found, formula, plan), found)
         page_items, total = select_page(fused, found.paper_of, query, found.text_total)
-        hits = self._page_hits(page_items, query, formula, plan, channels_of(found.lists))
+        hits = self._page_hits(page_items, query, formula, plan, found)
         groups = group_hits(hits) if query.group_by_paper else []
         return self._results(hits, groups, total, query, formula, found.warnings, began)
 
@@ -345,20 +352,29 @@ class SearchService:
         query: HybridQuery,
         formula: QueryFormula | None,
         plan: QueryPlan,
-        channels: dict[str, tuple[str, ...]],
+        found: RankedLists,
     ) -> list[EquationHit]:
         """The page's equations fetched (with highlights of the keywords), each with its paper's fields, and, for a
         formula query, marked with what of each formula matched it. A paper found by its words alone shows with
-        one of its equations (`engine.search.requests.representatives`)."""
+        one of its equations (`engine.search.requests.representatives`). Where the ranking read every candidate's
+        paper, the equations and their papers come in one request, else the papers after the equations."""
         keywords = query.keywords if query.has_keywords else None
-        page_items = self._named(page_items, query, plan, keywords)
-        documents = fetch_page(self.client, self.equations_alias, [item.doc_id for item in page_items], keywords)
-        papers = fetch_papers(
-            self.client,
-            self.papers_alias,
-            [str(document["_source"].get("paper_id") or "") for document in documents.values()],
-            keywords,
-        )
+        page_items = self._named(page_items, query, plan, keywords, found.paper_of)
+        eq_ids = [item.doc_id for item in page_items]
+        channels = channels_of(found.lists)
+        if all(eq_id in found.paper_of for eq_id in eq_ids):
+            paper_ids = [found.paper_of[eq_id] for eq_id in eq_ids]
+            documents, papers = fetch_page_and_papers(
+                self.client, self.equations_alias, self.papers_alias, eq_ids, paper_ids, keywords
+            )
+        else:
+            documents = fetch_page(self.client, self.equations_alias, eq_ids, keywords)
+            papers = fetch_papers(
+                self.client,
+                self.papers_alias,
+                [str(document["_source"].get("paper_id") or "") for document in documents.values()],
+                keywords,
+            )
         hits = []
         for item in page_items:
             document = documents.get(item.doc_id)
@@ -370,20 +386,27 @@ class SearchService:
             hits = [replace(hit, formula_highlight=formula_highlight(formula, hit.mathml)) for hit in hits]
         return hits
 
-    def _named(self, page_items: list[Fused], query: HybridQuery, plan: QueryPlan, keywords: str | None) -> list[Fused]:
+    def _named(
+        self,
+        page_items: list[Fused],
+        query: HybridQuery,
+        plan: QueryPlan,
+        keywords: str | None,
+        paper_of: dict[str, str],
+    ) -> list[Fused]:
         """The page's items, each placeholder replaced by an equation of its paper that the query's filters keep (a
-        paper without one is left out)."""
+        paper without one is left out; the equation's paper recorded in ``paper_of``)."""
         wanted = [paper for item in page_items if (paper := placeholder_paper(item.doc_id)) is not None]
         if not wanted:
             return page_items
-        filters = words_filters(query, plan)
-        named = representatives(self.client, self.equations_alias, wanted, keywords, filters)
+        named = representatives(self.client, self.equations_alias, wanted, keywords, words_filters(query, plan))
         out = []
         for item in page_items:
             paper = placeholder_paper(item.doc_id)
             if paper is None:
                 out.append(item)
             elif paper in named:
+                paper_of[named[paper]] = paper
                 out.append(replace(item, doc_id=named[paper]))
         return out
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 from eqsearch.engine.search.errors import SearchError
 from eqsearch.engine.search.query import HybridQuery
-from eqsearch.engine.search.requests import fetch_page, fetch_papers, fetch_sources, ranked_lists, representatives
+from eqsearch.engine.search.requests import (
+    fetch_page,
+    fetch_page_and_papers,
+    fetch_papers,
+    fetch_sources,
+    ranked_lists,
+    representatives,
+)
 
 pytestmark = pytest.mark.es
 
@@ -54,3 +61,15 @@ def test_the_pages_papers_come_by_id_with_highlights_of_the_words(es_client, ser
     assert "sections" not in papers["1905.00002"]["_source"]
     assert any("<em>oscillator</em>" in f for f in papers["1905.00002"]["highlight"]["title"])
     assert fetch_papers(es_client, "eqsearch-no-such-index-papers", ["1905.00002"], None) == {}
+
+
+def test_the_page_and_its_papers_come_in_one_request_where_the_papers_are_known(es_client, service):
+    documents, papers = fetch_page_and_papers(
+        es_client, service.equations_alias, service.papers_alias, ["1905.00002:0", "gone:0"], ["1905.00002"], "spectrum"
+    )
+    assert list(documents) == ["1905.00002:0"] and list(papers) == ["1905.00002"]
+    assert documents["1905.00002:0"]["_source"]["latex"].startswith("H =")
+    assert papers["1905.00002"]["_source"]["title"] == "The quantum harmonic oscillator"
+    assert fetch_page_and_papers(es_client, service.equations_alias, service.papers_alias, [], [], None) == ({}, {})
+    with pytest.raises(SearchError, match="the page search failed"):
+        fetch_page_and_papers(es_client, "eqsearch-no-such-index-equations", service.papers_alias, ["x"], ["p"], None)
