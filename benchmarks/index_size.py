@@ -17,22 +17,30 @@ by its entries table). Run from the repository root::
 
     .venv/bin/python benchmarks/index_size.py fields --prefix P [--source 2000]
     .venv/bin/python benchmarks/index_size.py vectors --prefix P --types hnsw int8_hnsw bbq_hnsw --oversample 0 3
+    .venv/bin/python benchmarks/index_size.py spans --prefix P --bytes 8 6 5
+
+``spans``: the sub-expression hashes' postings (``structure_spans``) per equation with the hash cut shorter and
+written in base64 instead of 16 hex digits (what a shorter span key would save; each equation's spans made anew from
+its MathML), each encoding indexed alone and force-merged.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import statistics
 import time
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from elasticsearch.helpers import bulk, scan
 from eqsearch.engine.es import EsConfig, connect
-from eqsearch.engine.index.mappings import VECTOR_FIELD, alias_name
+from eqsearch.engine.index.documents import structure_fields
+from eqsearch.engine.index.mappings import SPANS_FIELD, VECTOR_FIELD, alias_name
 
 PARTS = (
     "stored_fields_in_bytes",
@@ -237,6 +245,50 @@ def vectors(args: argparse.Namespace) -> None:
                 client.indices.delete(index=name)
 
 
+def _short_span(span: str, nbytes: int) -> str:
+    """A span key (kind letter + 16 hex digits of its hash) with the hash cut to ``nbytes`` bytes, in base64."""
+    digest = bytes.fromhex(span[1:])[:nbytes]
+    return span[0] + base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
+
+
+def spans(args: argparse.Namespace) -> None:
+    """The spans' postings bytes per equation with shorter hashes: each equation's spans made anew from its stored
+    MathML and LaTeX (`structure_fields`), indexed alone in one small index per encoding, force-merged, measured."""
+    client, _ = connect(EsConfig.from_env())
+    index = _concrete(client, args.prefix)
+    made = []
+    for hit in scan(client, index=index, query={"query": {"match_all": {}}}, _source=["mathml", "latex"], size=1000):
+        source = hit["_source"]
+        made.append(structure_fields(source.get("mathml"), source.get("latex") or "")[SPANS_FIELD])
+        if len(made) >= args.limit:
+            break
+    encodings = {"hex16 (today)": lambda span: span, **{f"b64_{n}": partial(_short_span, nbytes=n) for n in args.bytes}}
+    for name, encode in encodings.items():
+        target = f"{args.prefix}-spans-measure"
+        client.options(ignore_status=404).indices.delete(index=target)
+        client.indices.create(
+            index=target,
+            settings={"number_of_shards": 1, "number_of_replicas": 0},
+            mappings={"_source": {"enabled": False}, "properties": {"s": {"type": "keyword", "doc_values": False}}},
+        )
+        bulk(client, ({"_index": target, "s": [encode(span) for span in found]} for found in made), chunk_size=2000)
+        client.indices.forcemerge(index=target, max_num_segments=1)
+        usage = client.options(request_timeout=1800).indices.disk_usage(index=target, run_expensive_tasks=True)
+        per_equation = usage[target]["fields"]["s"]["total_in_bytes"] / len(made)
+        spans_each = sum(map(len, made)) / len(made)
+        print(
+            json.dumps(
+                {
+                    "encoding": name,
+                    "equations": len(made),
+                    "spans_per_equation": round(spans_each, 1),
+                    "bytes_per_equation": round(per_equation, 1),
+                }
+            )
+        )
+        client.indices.delete(index=target)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -252,8 +304,12 @@ def main() -> None:
     by_vector.add_argument("--candidates", type=int, default=600, help="num_candidates (the default ranker's: 600)")
     by_vector.add_argument("--limit", type=int, default=1_000_000, help="at most this many vectors")
     by_vector.add_argument("--keep", action="store_true", help="keep the variant indices")
+    by_span = commands.add_parser("spans", help="the spans' postings bytes with shorter hashes")
+    by_span.add_argument("--prefix", required=True)
+    by_span.add_argument("--bytes", nargs="+", type=int, default=[8, 6, 5], help="hash bytes of each variant")
+    by_span.add_argument("--limit", type=int, default=1_000_000, help="at most this many equations")
     args = parser.parse_args()
-    {"fields": fields, "vectors": vectors}[args.command](args)
+    {"fields": fields, "vectors": vectors, "spans": spans}[args.command](args)
 
 
 if __name__ == "__main__":
