@@ -35,6 +35,9 @@ _COMMENT = re.compile(r"(?<!\\)%[^\n]*")
 _INPUT = re.compile(r"\\(?:input|include|subfile)\s*\{\{?([^{}]+)\}?\}|\\input\s+([^\s{}\\%]+)")
 _IMPORT = re.compile(r"\\(?:sub)?import\*?\s*\{([^{}]*)\}\s*\{([^{}]+)\}")
 _PACKAGE = re.compile(r"\\(?:usepackage|RequirePackage)\s*(?:\[[^\]]*\])?\s*\{([^{}]+)\}")
+_TEXT_MACRO = re.compile(
+    r"\\(?:(?:re)?newcommand\*?\s*\{?\s*\\([A-Za-z@]+)\s*\}?|[gex]?def\s*\\([A-Za-z@]+))\s*\{([^{}\\#]*)\}"
+)
 _CLASS = re.compile(r"\\documentclass\s*(?:\[[^\]]*\])?\s*\{([^{}]+)\}")
 
 
@@ -43,9 +46,15 @@ def _git(repo: Path, *args: str) -> bytes:
 
 
 def paper_files(tree: set[str], read: Callable[[str], str], main: str) -> list[str]:
-    """The files of the paper whose main file is ``main`` (a path of ``tree``), as paths of ``tree``."""
+    """The files of the paper whose main file is ``main`` (a path of ``tree``), as paths of ``tree``; a name or folder
+    written with a text macro of the main file (``\\def\\PATH{.}``, ``\\import{\\PATH/ch1/}{ch1}``) is read with it
+    written out."""
     folder = posixpath.dirname(main)
     found: list[str] = []
+    names = {m.group(1) or m.group(2): m.group(3).strip() for m in _TEXT_MACRO.finditer(_COMMENT.sub("", read(main)))}
+
+    def written_out(text: str) -> str:
+        return re.sub(r"\\([A-Za-z@]+)", lambda m: names.get(m.group(1), m.group(0)), text)
 
     def add(path: str) -> bool:
         if path in tree and path not in found:
@@ -54,7 +63,7 @@ def paper_files(tree: set[str], read: Callable[[str], str], main: str) -> list[s
         return False
 
     def visit(path: str) -> None:
-        text = _COMMENT.sub("", read(path))
+        text = written_out(_COMMENT.sub("", read(path)))
         here = posixpath.dirname(path)
         for m in _INPUT.finditer(text):
             for name in (m.group(1) or m.group(2) or "").split(","):
