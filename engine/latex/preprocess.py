@@ -201,6 +201,7 @@ _RULES: dict[str, _Rule] = {
     "noindent": _drop,
     "centering": _drop,
     "phantomsection": _drop,  # hyperref's anchor, written inside a display
+    "ignorespaces": _drop,  # TeX's spaces skipped after a macro's use (\newcommand{\m}[4]{..\ignorespaces})
     "NiceMatrixOptions": _drop_arguments(1),  # nicematrix's settings
     "cline": _drop_arguments(1),  # a partial rule under some columns of an array: KaTeX draws none
     "raggedright": _drop,  # paragraph alignment (array's >{\raggedright\arraybackslash}p{4cm} column code)

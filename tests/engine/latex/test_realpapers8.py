@@ -57,7 +57,7 @@ def test_commands_used_as_environments(converter):
 
 def test_layout_commands_inside_a_display(converter):
     result = converter.convert(
-        "\\phantomsection x = 1 \\NiceMatrixOptions{cell-space-limits=1pt} "
+        "\\phantomsection x = 1 \\NiceMatrixOptions{cell-space-limits=1pt} \\ignorespaces "
         "\\begin{array}{cc} a & b \\\\ \\cline{1-2} c & d \\end{array}"
     )
     assert result.status == "ok", result.message
