@@ -50,6 +50,13 @@ _TWO_ARGUMENTS = "SI href rule colorbox fcolorbox"
 SKIPPED_ARGUMENTS = {**dict.fromkeys(_ONE_ARGUMENT.split(), 1), **dict.fromkeys(_TWO_ARGUMENTS.split(), 2)}
 #: Font switches: the letters after one, to the end of its group, are another symbol (``{\cal A}``, ``{\rm DMF}``).
 FONT_SWITCHES = frozenset({"cal", "rm", "bf", "it", "sf", "tt", "mit", "frak", "boldmath", "em", "sc", "sl"})
+#: Of those, the commands whose arguments never become identifiers (text, labels, references, names, sizes, colours,
+#: units); the others' (fonts, operator names, phantoms) may, and their letters are left alone in the formula.
+_NO_IDENTIFIERS_TEXT = """
+    text textrm textit textbf textsf texttt textup textnormal textsc emph mbox hbox fbox label tag ref eqref cite begin
+    end color hspace vspace url href rule unit si SI ce raisebox textcolor colorbox fcolorbox
+"""
+_NO_IDENTIFIERS = frozenset(_NO_IDENTIFIERS_TEXT.split())
 #: Environments whose first argument after ``\begin{...}`` is a column specification, not math.
 COLUMN_SPEC_ENVIRONMENTS = frozenset({"array", "subarray", "tabular", "alignedat", "alignat", "alignat*", "darray"})
 
@@ -80,6 +87,9 @@ class LatexSymbols:
         equals: offsets of the ``=`` signs outside every group, ``\\left..\\right`` pair and environment.
         aligned: whether the formula has ``&`` or ``\\\\`` outside every group (a multi-line display).
         commands: the control words used (without backslash).
+        elsewhere: letters and numbers also written where a font or a box makes them (``\\mathrm{\\Gamma}``,
+            ``\\operatorname{f}``, ``{\\rm d}``): KaTeX may write them as plain identifiers too, so a variant leaves
+            them alone.
     """
 
     letters: tuple[Place, ...]
@@ -87,6 +97,7 @@ class LatexSymbols:
     equals: tuple[int, ...]
     aligned: bool
     commands: frozenset[str]
+    elsewhere: frozenset[str] = frozenset()
 
 
 def _skip_command_arguments(latex: str, pos: int, count: int) -> int:
@@ -112,6 +123,7 @@ def latex_symbols(latex: str) -> LatexSymbols:
     numbers: list[Place] = []
     equals: list[int] = []
     commands: set[str] = set()
+    elsewhere: set[str] = set()
     aligned = False
     depth = 0  # braces, \left..\right and \begin..\end together
     switched: int | None = None  # the depth of the group a font switch holds, while it lasts
@@ -129,8 +141,8 @@ def latex_symbols(latex: str) -> LatexSymbols:
                 commands.add(name)
             if name in FONT_SWITCHES:
                 switched = depth
-            elif switched is not None and (name in GREEK or name in ("begin", "end")):
-                pass
+            elif switched is not None and name in GREEK:
+                elsewhere.add(GREEK[name])
             elif name in GREEK:
                 letters.append(Place(GREEK[name], m.start(), m.end()))
             elif name in ("left", "right"):
@@ -144,13 +156,22 @@ def latex_symbols(latex: str) -> LatexSymbols:
                 if name == "begin" and environment and environment[0].strip() in COLUMN_SPEC_ENVIRONMENTS:
                     pos = _skip_command_arguments(latex, pos, 1)
             elif name in SKIPPED_ARGUMENTS:
-                pos = _skip_command_arguments(latex, pos, SKIPPED_ARGUMENTS[name])
+                end = _skip_command_arguments(latex, pos, SKIPPED_ARGUMENTS[name])
+                if name not in _NO_IDENTIFIERS:
+                    inside = latex_symbols(latex[pos:end])
+                    elsewhere.update(p.text for p in (*inside.letters, *inside.numbers))
+                    elsewhere.update(inside.elsewhere)
+                pos = end
         elif token in _LATIN:
             if switched is None:
                 letters.append(Place(token, m.start(), m.end()))
+            else:
+                elsewhere.add(token)
         elif token[0].isdigit() or (token[0] == "." and len(token) > 1):
             if switched is None:
                 numbers.append(Place(token, m.start(), m.end()))
+            else:
+                elsewhere.add(token)
         elif token == "{":
             depth += 1
         elif token == "}":
@@ -159,7 +180,9 @@ def latex_symbols(latex: str) -> LatexSymbols:
             equals.append(m.start())
         elif token == "&" and depth == 0:
             aligned = True
-    return LatexSymbols(tuple(letters), tuple(numbers), tuple(equals), aligned, frozenset(commands))
+    return LatexSymbols(
+        tuple(letters), tuple(numbers), tuple(equals), aligned, frozenset(commands), frozenset(elsewhere)
+    )
 
 
 @dataclass(frozen=True)
@@ -242,11 +265,16 @@ def hidden_symbols(latex: str, macros: Mapping[str, tuple[int, str | None, str]]
         seen.add(name)
         body = latex_symbols(_PARAMETER.sub(" ", macros[name][2]))
         hidden.update(p.text for p in (*body.letters, *body.numbers))
+        hidden.update(body.elsewhere)
         todo.extend(body.commands & macros.keys())
     for m in _CONTROL_WORD.finditer(latex):
-        nargs, default, _ = macros.get(m.group(1), (0, None, ""))
+        if m.group(1) not in used:
+            continue
+        nargs, default, _ = macros[m.group(1)]
         pos = m.end()
-        for i in range(nargs):
+        # a group right after a macro that takes none is the argument of its body's last command (\bb = \boldsymbol)
+        count = nargs or (1 if latex.startswith("{", skip_space(latex, pos)) else 0)
+        for i in range(count):
             if i == 0 and default is not None:
                 optional, pos = read_optional(latex, pos)
                 argument = None if optional is None else (optional, pos)
@@ -256,6 +284,7 @@ def hidden_symbols(latex: str, macros: Mapping[str, tuple[int, str | None, str]]
                 break
             symbols = latex_symbols(argument[0])
             hidden.update(p.text for p in (*symbols.letters, *symbols.numbers))
+            hidden.update(symbols.elsewhere)
             pos = argument[1]
     return frozenset(hidden)
 

@@ -249,6 +249,7 @@ def vary(
     ``constant_share``, in the LaTeX and the MathML alike; only the symbols both texts agree on are touched, never
     those in ``hidden`` (what its user macros may hide, `symbols.hidden_symbols`)."""
     in_latex, in_mathml = latex_symbols(latex), mathml_symbols(mathml)
+    hidden = hidden | in_latex.elsewhere
     renamable = agreeing(in_latex.letters, in_mathml.letters) - hidden
     renaming = _safe_renaming(notation, renamable, in_mathml.present | {p.text for p in in_latex.letters})
     numbers = {p.text for p in in_mathml.numbers} | {p.text for p in in_latex.numbers}

@@ -274,6 +274,10 @@ def test_letters_under_a_font_switch_or_in_a_user_macro_are_left_alone():
     assert hidden_symbols(r"\req{eq:2} = q + 3", macros) == {"e", "q", "2"}
     assert hidden_symbols(r"\DlogM = \mA + x", macros) == {"M", "A", "Δ"}
     assert hidden_symbols("x + y", macros) == frozenset()
+    # a macro without arguments standing for a command that takes one (\bb = \boldsymbol): its group is hidden
+    assert hidden_symbols(r"\bb{\Gamma} + x", {"bb": (0, None, r"\boldsymbol")}) == {"Γ"}
+    # \mathrm{\Gamma} is an upright capital Greek, as KaTeX writes \Gamma: never renamed in that formula
+    assert latex_symbols(r"\mathrm{\Gamma}_u + \Gamma").elsewhere == {"Γ"}
     latex = r"\req{eq:2} = q + 3 + z"
     mathml = (
         '<math xmlns="http://www.w3.org/1998/Math/MathML"><mrow><mtext>(eq:2)</mtext><mo>=</mo><mi>q</mi><mo>+</mo>'
