@@ -22,7 +22,7 @@ from eqsearch.ingest.records import read_papers
 from corpus_growth.symbols import mathml_symbols
 from corpus_growth.variants import FractionPart, RightHandSide, fraction_parts, right_hand_side
 
-#: Statuses whose formulas have MathML and are indexed.
+#: Statuses whose formulas have MathML and are indexed (only ``ok`` ones give parts to other formulas).
 CONVERTED = frozenset({"ok", "approximate"})
 DONORS_PER_FIELD = 400
 SENTENCES_PER_FIELD = 3000
@@ -135,6 +135,8 @@ def learn_pools(inputs: list[Path], areas: dict[str, str], seed: int) -> Pools:
                 for side in ("context_before", "context_after"):
                     for sentence in sentences(formula.get(side) or ""):
                         reservoir.offer(sentence)
+                if formula.get("status", "ok") != "ok":
+                    continue  # an approximate formula's MathML stands for unknown macros, as its own paper has them
                 rhs = right_hand_side(formula["latex"], formula["mathml"], macro_names)
                 if rhs is not None and len(rhs.latex) <= 600:
                     donors.setdefault((paper_field, inline), _Reservoir(DONORS_PER_FIELD, rng)).offer(rhs)
