@@ -2,7 +2,8 @@
 
 Before the write, `paper_actions` turns one extracted paper into its bulk actions (its formulas encoded by
 `encode_formulas`, one by one when the batch call fails; its paper and equation documents) with the counts and
-errors by reason of what it brought. After the write, `count_written` counts what the bulk and the pruner did with
+errors by reason of what it brought. `write_batch` writes them, each paper's own document first. After the write,
+`count_written` counts what the bulk and the pruner did with
 them (indexed, with vectors, stale deleted or kept, failed), and `stop_on_passing_refusals` stops the job before the
 batch's checkpoints when Elasticsearch refused documents for a reason that passes. `job` runs the batches.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,7 @@ from eqsearch.ingest.displaycheck import NO_DISPLAYS_FOUND
 from eqsearch.ingest.jobs.errors import IngestJobError
 from eqsearch.ingest.jobs.pruner import PaperWrites, PruneResult
 from eqsearch.ingest.jobs.store import now
+from eqsearch.ingest.jobs.writer import MigrationAwareWriter
 from eqsearch.ingest.records import STATUS_APPROXIMATE, STATUS_DIAGRAM, STATUS_OK, Equation, InlineFormula, Paper
 
 
@@ -191,3 +194,38 @@ def stop_on_passing_refusals(failures: Sequence[BulkFailure]) -> None:
         f"{first.error_type}: {first.reason[:200]})",
         hint="run the job again once the cluster is healthy ('eqsearch es check'): it resumes with these papers",
     )
+
+
+def write_batch(
+    writer: MigrationAwareWriter, batch: Sequence[PaperWrites], *, chunk_size: int
+) -> dict[int, list[BulkFailure]]:
+    """The batch's documents written, the papers' own first: a paper's equations are sent only once its paper
+    document is taken, so that a refused paper leaves its earlier version whole (its title, abstract and citations
+    live in that document alone, mapping version 9); each equation of a refused paper is reported failed with the
+    paper's reason.
+
+    Returns:
+        Batch position -> the paper's refused documents.
+    """
+    papers = writer.bulk([item.actions[0] for item in batch if item.actions], chunk_size=chunk_size)
+    stop_on_passing_refusals(papers.failures)
+    refused = {failure.doc_id: failure for failure in papers.failures}
+    failed_by_paper: dict[int, list[BulkFailure]] = {}
+    owner: dict[str, int] = {}
+    equations = []
+    for position, item in enumerate(batch):
+        paper = refused.get(item.actions[0]["_id"]) if item.actions else None
+        if paper is None:
+            equations.extend(item.actions[1:])
+            owner.update((action["_id"], position) for action in item.actions[1:])
+            continue
+        reason = f"its paper's document was refused: {paper.reason}"
+        failed_by_paper[position] = [
+            paper,
+            *(replace(paper, doc_id=a["_id"], index=a["_index"], reason=reason) for a in item.actions[1:]),
+        ]
+    report = writer.bulk(equations, chunk_size=chunk_size)
+    stop_on_passing_refusals(report.failures)
+    for failure in report.failures:
+        failed_by_paper.setdefault(owner.get(failure.doc_id, -1), []).append(failure)
+    return failed_by_paper

@@ -41,7 +41,6 @@ from typing import Any
 from elasticsearch import Elasticsearch
 from eqsearch.engine.index import (
     MAPPING_VERSIONS,
-    BulkFailure,
     IndexAdmin,
     bulk_loading_settings,
     current_load_settings,
@@ -50,7 +49,7 @@ from eqsearch.engine.index import (
 from eqsearch.engine.model import Encoder, NodeEncoder, TextEncoder, load_text_encoder
 from eqsearch.engine.model.nodes import check_node_output, node_encoder_for
 from eqsearch.ingest.config import ExtractConfig
-from eqsearch.ingest.jobs.batch import count_written, paper_actions, stop_on_passing_refusals
+from eqsearch.ingest.jobs.batch import count_written, paper_actions, write_batch
 from eqsearch.ingest.jobs.errors import IngestJobError
 from eqsearch.ingest.jobs.node_vectors import settle_node_vectors
 from eqsearch.ingest.jobs.pruner import PaperWrites, StalePruner
@@ -432,17 +431,7 @@ class IngestJob:
 
     def _flush(self, batch: list[PaperWrites]) -> None:
         self.writer.await_migration()
-        owner: dict[str, int] = {}
-        for position, item in enumerate(batch):
-            for action in item.actions:
-                owner[action["_id"]] = position
-        report = self.writer.bulk(
-            [action for item in batch for action in item.actions], chunk_size=max(self.config.batch_equations, 100)
-        )
-        stop_on_passing_refusals(report.failures)
-        failed_by_paper: dict[int, list[BulkFailure]] = {}
-        for failure in report.failures:
-            failed_by_paper.setdefault(owner.get(failure.doc_id, -1), []).append(failure)
+        failed_by_paper = write_batch(self.writer, batch, chunk_size=max(self.config.batch_equations, 100))
         pruned = self.pruner.prune(batch, failed_by_paper)
         checkpoints = []
         for position, item in enumerate(batch):
