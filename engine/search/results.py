@@ -177,7 +177,7 @@ def equation_hit(
         abstract=abstract,
         formula_score=item.scores.get("formula"),
         text_score=item.scores.get("words"),
-        channels=tuple(channels) or tuple(_SIDE_CHANNEL[name] for name in ("formula", "words") if name in named),
+        channels=_channels(channels, named, "paper" in item.scores),
         inline=bool(source.get("inline", False)),
         status=str(source.get("status") or "ok"),
     )
@@ -185,6 +185,13 @@ def equation_hit(
 
 #: The channel a side stands for when no finer account is given (a formula found by kNN alone, "equations like this").
 _SIDE_CHANNEL = {"formula": "embedding", "words": "text"}
+
+
+def _channels(listed: Sequence[str], sides: set[str], by_paper: bool) -> tuple[str, ...]:
+    """The channels that found a hit: those of the lists it is in (else those its sides stand for), and ``text``
+    where the words found its paper (its title, abstract or another equation's context)."""
+    found = tuple(listed) or tuple(_SIDE_CHANNEL[name] for name in ("formula", "words") if name in sides)
+    return (*found, "text") if by_paper and "text" not in found else found
 
 
 def select_page(

@@ -78,3 +78,10 @@ def test_group_hits_keeps_the_order_of_each_papers_best_hit():
     assert [hit.eq_id for hit in groups[0].equations] == ["p1:0", "p1:1"]
     assert groups[0].score == hits[0].score and groups[0].title == "p1"
     assert group_hits([]) == []
+
+
+def test_a_hit_whose_paper_the_words_found_says_text_among_its_channels():
+    item = Fused("p1:0", 0.9, {"formula": 0.9, "paper": 3.0}, {"formula": 1})
+    hit = equation_hit(item, raw("p1:0", "p1"), ("structure",))
+    assert hit.channels == ("structure", "text") and hit.matched == "both"
+    assert equation_hit(fused("p1:0", 0.9, "formula"), raw("p1:0", "p1"), ("structure",)).channels == ("structure",)
