@@ -239,14 +239,18 @@ def cmd_latency(args: argparse.Namespace) -> None:
 
 
 def inprocess_client(conn: Any, barrier: Any, setup: dict[str, Any]) -> None:
-    """A client process calling a `SearchService` built as the web app builds it: real KaTeX, default options."""
+    """A client process calling a `SearchService` built as the web app builds it (real KaTeX), with the command
+    line's service options."""
     from elasticsearch import Elasticsearch
     from eqsearch.engine.latex.converter import KatexConverter
 
     encoder = load_encoder_or_standin(setup["bundle"], quiet=True)
     client = Elasticsearch(setup["url"], request_timeout=300)
     with KatexConverter() as converter:
-        service = SearchService(client, encoder, converter, index_prefix=setup["prefix"])
+        # the command line's settings (--ranker, --candidate-depth, the formula cache), as the threads' service has
+        service = SearchService(
+            client, encoder, converter, index_prefix=setup["prefix"], **setup.get("service_options", {})
+        )
         makers = query_makers(setup["formulas"], setup["keyword_queries"])
         serve_tasks(conn, barrier, lambda kind, i: service.search(makers[kind](i)))
 

@@ -214,10 +214,11 @@ def usable_queries(base: list[dict[str, Any]], count: int) -> tuple[list[str], l
 
 
 def pick_queries(base: list[dict[str, Any]], count: int, seed: int = 3) -> tuple[list[str], list[str]]:
-    """Up to ``count`` distinct formulas (LaTeX under 300 characters) and ``count`` keyword pairs, drawn from the
-    base equations' text with its word frequencies (common words come up more often, as in real queries)."""
+    """Up to ``count`` distinct formulas (LaTeX under 300 characters, without a ``?``: a query reads ``?a`` as a
+    variable) and ``count`` keyword pairs, drawn from the base equations' text with its word frequencies (common words
+    come up more often, as in real queries)."""
     rng = random.Random(seed)
-    latexes = sorted({d["latex"] for d in base if len(d["latex"]) < 300})
+    latexes = sorted({d["latex"] for d in base if len(d["latex"]) < 300 and "?" not in d["latex"]})
     formulas = rng.sample(latexes, min(count, len(latexes)))
     words = [w for d in base for w in (d.get("title") or "").split() + (d.get("context") or "").split()[:30]]
     words = [w.strip(".,;:()").lower() for w in words if w.isalpha() and len(w) > 4]
