@@ -140,6 +140,7 @@ class _Grower:
         self.config, self.pools, self.report = config, pools, report
         self.ranked = rank_letters(pools.letters)
         self.seen: set[int] = set()
+        self.ids_round, self.ids = -1, set[str]()  # the paper ids the current round has written
         # the notations a formula tries when its paper's made a duplicate: made once (seeded), drawn from after
         spare = random.Random(f"{config.seed}:spare notations")
         self.spare_notations = [paper_notation(self.ranked, spare, 2 * RANK_WINDOW) for _ in range(SPARE_NOTATIONS)]
@@ -155,12 +156,9 @@ class _Grower:
             for m in [*(record.get("macros") or []), *_further_macros(record)]
         }
         notation = paper_notation(self.ranked, rng, window_for_round(round_no)) if round_no else {}
-        if round_no:
-            paper_id, version = f"g{round_no}/{record['id']}", None
-            key = paper_id
-        else:
-            paper_id, version = str(record["id"]), record.get("version")
-            key = str(record.get("key") or (paper_id if version is None else f"{paper_id}v{version}"))
+        paper_id = self._unique_id(f"g{round_no}/{record['id']}" if round_no else str(record["id"]), round_no)
+        version = record.get("version") if not round_no else None
+        key = paper_id if version is None else f"{paper_id}v{version}"
         sections, displays, inline = [], 0, 0
         for section in record.get("sections") or []:
             out_section = {k: v for k, v in section.items() if k not in ("equations", "inline")}
@@ -229,6 +227,18 @@ class _Grower:
             "documents": record.get("documents") or [],
             "sections": sections,
         }
+
+    def _unique_id(self, paper_id: str, round_no: int) -> str:
+        """``paper_id``, or with ``~2``, ``~3``.. when the round already has it: inputs may hold a paper twice (two
+        real-paper sets share 7 papers), and a paper id, like its equations', must be written once."""
+        if round_no != self.ids_round:
+            self.ids_round, self.ids = round_no, set()
+        unique, n = paper_id, 1
+        while unique in self.ids:
+            n += 1
+            unique = f"{paper_id}~{n}"
+        self.ids.add(unique)
+        return unique
 
     def formula(
         self,

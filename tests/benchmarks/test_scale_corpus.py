@@ -285,3 +285,13 @@ def test_letters_under_a_font_switch_or_in_a_user_macro_are_left_alone():
     )
     variant = vary(latex, mathml, {"q": "p", "z": "w"}, random.Random(0), 1.0, hidden_symbols(latex, macros))
     assert variant.latex.startswith(r"\req{eq:2} = q + ") and variant.latex.endswith("+ w")
+
+
+def test_a_paper_given_twice_is_written_under_two_ids(tmp_path):
+    config = GrowthConfig(inputs=(PAPERS, PAPERS), out=tmp_path / "out.jsonl", equations=300)
+    report = grow(config)
+    records = list(read_papers(config.out))
+    assert len({r["id"] for r in records}) == len({r["key"] for r in records}) == len(records) == report.papers
+    assert "g1/2101.00001~2" in {r["id"] for r in records}
+    ids = [f["id"] for r in records for s in r["sections"] for f in [*s["equations"], *s["inline"]]]
+    assert len(ids) == len(set(ids)) == 300
