@@ -250,8 +250,8 @@ def evidence_fusion(
 
     An equation's score is ``weight x formula + (1 - weight) x words``, where ``formula`` is its formula side's
     score over the side's best (an exact match of the query is 1, a weak one far less, whatever the words) and
-    ``words`` its `words_evidence`: the words' BM25 of its paper (``papers``: the papers ranked by their title and
-    abstract, over the best paper's; a ``paper_share`` of it) blended with the words' BM25 of the equation's own
+    ``words`` its `words_evidence`: the words' BM25 of its paper (``papers``: the papers ranked by the words anywhere
+    in them, over the best paper's; a ``paper_share`` of it) blended with the words' BM25 of the equation's own
     fields (its context and section title, over the best equation's). The candidates are the formula side's, the
     text list's and the papers' representatives (`paper_evidence`: each paper's best-worded equation, or a
     placeholder). So the words lift the formula candidates of the right paper, and among a paper's

@@ -489,7 +489,7 @@ class SearchService:
         return self._results(hits, [], len(hits), query, None, [], began)
 
     def get_equation(self, eq_id: str) -> dict[str, Any] | None:
-        """The stored equation document (vectors excluded), or None when absent."""
+        """The stored equation document (vectors excluded) with its paper's title and authors, or None when absent."""
         return equation_view(self.client, self.equations_alias, self.papers_alias, eq_id)
 
     def get_paper(self, paper_id: str) -> dict[str, Any] | None:
