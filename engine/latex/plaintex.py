@@ -370,6 +370,12 @@ def sized_delimiters_in_text(text: str) -> str:
     it is put in ``$..$`` there. Run after macro expansion, which puts a macro's body in the text box."""
     if "big" not in text.lower() or not _TEXT_BOX.search(text):
         return text
+    return _in_text_stretches(text, lambda part: _SIZED.sub(lambda s: f"${s.group()}$", sized_delimiters_in_text(part)))
+
+
+def _in_text_stretches(text: str, change: Callable[[str], str]) -> str:
+    """``text`` with ``change`` applied to each text box's text-mode stretches (those between the box's own
+    ``$..$``); ``change`` recurses into boxes nested in a stretch where it needs to."""
     out: list[str] = []
     pos = 0
     for m in _TEXT_BOX.finditer(text):
@@ -379,8 +385,8 @@ def sized_delimiters_in_text(text: str) -> str:
         if box is None:
             continue
         parts = box[0].split("$")
-        for i in range(0, len(parts), 2):  # the text-mode stretches, between the box's own $..$
-            parts[i] = _SIZED.sub(lambda s: f"${s.group()}$", sized_delimiters_in_text(parts[i]))
+        for i in range(0, len(parts), 2):
+            parts[i] = change(parts[i])
         out += [text[pos : m.end()], "{" + "$".join(parts) + "}"]
         pos = box[1]
     out.append(text[pos:])
@@ -444,21 +450,7 @@ def units_in_text(text: str) -> str:
     Run after macro expansion, which puts a macro's body in the text box."""
     if not _UNIT_IN_TEXT.search(text) or not _TEXT_BOX.search(text):
         return text
-    out: list[str] = []
-    pos = 0
-    for m in _TEXT_BOX.finditer(text):
-        if m.start() < pos:
-            continue
-        box = read_argument(text, m.end())
-        if box is None:
-            continue
-        parts = box[0].split("$")
-        for i in range(0, len(parts), 2):  # the text-mode stretches, between the box's own $..$
-            parts[i] = _units_in_math(units_in_text(parts[i]))
-        out += [text[pos : m.end()], "{" + "$".join(parts) + "}"]
-        pos = box[1]
-    out.append(text[pos:])
-    return "".join(out)
+    return _in_text_stretches(text, lambda part: _units_in_math(units_in_text(part)))
 
 
 def _units_in_math(text: str) -> str:
