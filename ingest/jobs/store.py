@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from elasticsearch import Elasticsearch, NotFoundError
+from elasticsearch import AuthorizationException, Elasticsearch, NotFoundError
 from eqsearch.engine.index import BulkFailure, alias_name, retrying
 from eqsearch.ingest import htmlmath
 from eqsearch.ingest.jobs.writer import MigrationAwareWriter
@@ -323,8 +323,12 @@ def job_record(client: Elasticsearch, prefix: str, job_id: str) -> dict[str, Any
 
 
 def job_records(client: Elasticsearch, prefix: str = "eqsearch", size: int = 50) -> list[dict[str, Any]]:
-    """The most recent job documents of a deployment, newest first (empty when there is no jobs index)."""
+    """The most recent job documents of a deployment, newest first (empty when there is no jobs index); a job
+    written a moment ago is among them (the small jobs index is refreshed first: a search sees only refreshed
+    documents)."""
     try:
+        with contextlib.suppress(AuthorizationException):  # an account without the right lists what it sees
+            client.indices.refresh(index=alias_name(prefix, "jobs"))
         response = client.search(
             index=alias_name(prefix, "jobs"),
             query={"term": {"record": "job"}},

@@ -60,3 +60,14 @@ def test_checkpoints_and_pruning_records_share_the_id_of_their_source():
 def test_a_deployment_without_a_jobs_index_has_no_job_records(es_client, index_name):
     assert job_records(es_client, index_name) == []
     assert job_record(es_client, index_name, "ingest-0123") is None
+
+
+@pytest.mark.es
+def test_a_job_written_a_moment_ago_is_listed(es_client, index_name):
+    from eqsearch.engine.index import IndexAdmin, IndexOptions
+
+    IndexAdmin(es_client, index_name).ensure(IndexOptions())
+    es_client.index(
+        index=f"{index_name}-jobs", id="job-9", document={"record": "job", "job_id": "job-9"}, refresh=False
+    )
+    assert [record["job_id"] for record in job_records(es_client, index_name)] == ["job-9"]
