@@ -1,20 +1,22 @@
 """The search's requests to Elasticsearch: functions of a client, an index and a body (`engine.search.query`).
 
 `ranked_lists` sends every ranked list of a query as one ``_msearch`` that returns ranked ids only (the papers list
-to the papers index, the others to the equations index), `representatives` one equation for each paper found by its
-words alone, `fetch_page` the page's equations with highlights, `fetch_papers` their papers' fields, `fetch_sources`
+to the papers index, the others to the equations index), `name_placeholders` names each paper found by its words
+alone by one of its equations (`representatives`), `fetch_page_with_papers` brings the page's equations with
+highlights (`fetch_page`) and their papers' fields (`fetch_papers`), `fetch_sources`
 a few fields of given equations (what the pattern filter and the MaxSim rerank read of their candidates). Only what
 the client reads comes back (``filter_path``): less for the node to serialise and for the client to parse.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from elasticsearch import Elasticsearch
 from eqsearch.engine.search.errors import call, list_failed
+from eqsearch.engine.search.fusion import Fused, placeholder_paper
 from eqsearch.engine.search.plugin import MAXSIM_HIT_FIELD
 from eqsearch.engine.search.query import page_body, papers_page_body, representatives_body
 
@@ -22,8 +24,10 @@ __all__ = [
     "RankedLists",
     "fetch_page",
     "fetch_page_and_papers",
+    "fetch_page_with_papers",
     "fetch_papers",
     "fetch_sources",
+    "name_placeholders",
     "ranked_lists",
     "representatives",
 ]
@@ -188,6 +192,52 @@ def fetch_page_and_papers(
     documents = {hit["_source"]["eq_id"]: hit for hit in (responses[0].get("hits") or {}).get("hits") or ()}
     papers = {hit["_id"]: hit for hit in (responses[1].get("hits") or {}).get("hits") or ()}
     return documents, papers
+
+
+def fetch_page_with_papers(
+    client: Elasticsearch,
+    index: str,
+    papers_index: str,
+    eq_ids: Sequence[str],
+    keywords: str | None,
+    paper_of: Mapping[str, str],
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The page's equations (`fetch_page`) and their papers (`fetch_papers`): in one request where ``paper_of``
+    knows every equation's paper (the ranking read them), else the papers after the equations."""
+    if all(eq_id in paper_of for eq_id in eq_ids):
+        paper_ids = [paper_of[eq_id] for eq_id in eq_ids]
+        return fetch_page_and_papers(client, index, papers_index, eq_ids, paper_ids, keywords)
+    documents = fetch_page(client, index, eq_ids, keywords)
+    papers = fetch_papers(
+        client, papers_index, [str(doc["_source"].get("paper_id") or "") for doc in documents.values()], keywords
+    )
+    return documents, papers
+
+
+def name_placeholders(
+    client: Elasticsearch,
+    index: str,
+    page_items: Sequence[Fused],
+    keywords: str | None,
+    filters: list[dict[str, Any]],
+    paper_of: dict[str, str],
+) -> list[Fused]:
+    """The page's items, each placeholder (`engine.search.fusion.paper_placeholder`) replaced by an equation of its
+    paper that ``filters`` keep (`representatives`; a paper without one is left out, the equation's paper recorded
+    in ``paper_of``)."""
+    wanted = [paper for item in page_items if (paper := placeholder_paper(item.doc_id)) is not None]
+    if not wanted:
+        return list(page_items)
+    named = representatives(client, index, wanted, keywords, filters)
+    out = []
+    for item in page_items:
+        paper = placeholder_paper(item.doc_id)
+        if paper is None:
+            out.append(item)
+        elif paper in named:
+            paper_of[named[paper]] = paper
+            out.append(replace(item, doc_id=named[paper]))
+    return out
 
 
 def fetch_sources(

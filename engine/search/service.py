@@ -44,7 +44,6 @@ from eqsearch.engine.search.fusion import (
     evidence_fusion,
     linear_fusion,
     paper_evidence,
-    placeholder_paper,
     reciprocal_rank_fusion,
     words_side,
 )
@@ -59,11 +58,10 @@ from eqsearch.engine.search.query_formula import QueryFormula, QueryFormulas, we
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, FormulaRanking, get_ranker
 from eqsearch.engine.search.requests import (
     RankedLists,
-    fetch_page,
-    fetch_page_and_papers,
+    fetch_page_with_papers,
     fetch_papers,
+    name_placeholders,
     ranked_lists,
-    representatives,
 )
 from eqsearch.engine.search.results import EquationHit, PaperGroup, SearchResults, equation_hit, group_hits, select_page
 from eqsearch.engine.search.termstats import TermStatistics, rarest_terms
@@ -355,60 +353,25 @@ class SearchService:
         found: RankedLists,
     ) -> list[EquationHit]:
         """The page's equations fetched (with highlights of the keywords), each with its paper's fields, and, for a
-        formula query, marked with what of each formula matched it. A paper found by its words alone shows with
-        one of its equations (`engine.search.requests.representatives`). Where the ranking read every candidate's
-        paper, the equations and their papers come in one request, else the papers after the equations."""
+        formula query, marked with what of each formula matched it; a paper found by its words alone shows with one
+        of its equations (`engine.search.requests.name_placeholders`)."""
         keywords = query.keywords if query.has_keywords else None
-        page_items = self._named(page_items, query, plan, keywords, found.paper_of)
-        eq_ids = [item.doc_id for item in page_items]
-        channels = channels_of(found.lists)
-        if all(eq_id in found.paper_of for eq_id in eq_ids):
-            paper_ids = [found.paper_of[eq_id] for eq_id in eq_ids]
-            documents, papers = fetch_page_and_papers(
-                self.client, self.equations_alias, self.papers_alias, eq_ids, paper_ids, keywords
+        filters, es, paper_of = words_filters(query, plan), self.client, found.paper_of
+        page_items = name_placeholders(es, self.equations_alias, page_items, keywords, filters, paper_of)
+        eq_ids, channels = [item.doc_id for item in page_items], channels_of(found.lists)
+        documents, papers = fetch_page_with_papers(
+            es, self.equations_alias, self.papers_alias, eq_ids, keywords, paper_of
+        )
+        hits = [  # an equation deleted between the two requests is dropped, not an error
+            equation_hit(
+                item, doc, channels.get(item.doc_id, ()), papers.get(str(doc["_source"].get("paper_id") or ""))
             )
-        else:
-            documents = fetch_page(self.client, self.equations_alias, eq_ids, keywords)
-            papers = fetch_papers(
-                self.client,
-                self.papers_alias,
-                [str(document["_source"].get("paper_id") or "") for document in documents.values()],
-                keywords,
-            )
-        hits = []
-        for item in page_items:
-            document = documents.get(item.doc_id)
-            if document is None:  # deleted between the two requests: dropped, not an error
-                continue
-            paper = papers.get(str(document["_source"].get("paper_id") or ""))
-            hits.append(equation_hit(item, document, channels.get(item.doc_id, ()), paper))
+            for item in page_items
+            if (doc := documents.get(item.doc_id)) is not None
+        ]
         if formula is not None and query.highlight:
             hits = [replace(hit, formula_highlight=formula_highlight(formula, hit.mathml)) for hit in hits]
         return hits
-
-    def _named(
-        self,
-        page_items: list[Fused],
-        query: HybridQuery,
-        plan: QueryPlan,
-        keywords: str | None,
-        paper_of: dict[str, str],
-    ) -> list[Fused]:
-        """The page's items, each placeholder replaced by an equation of its paper that the query's filters keep (a
-        paper without one is left out; the equation's paper recorded in ``paper_of``)."""
-        wanted = [paper for item in page_items if (paper := placeholder_paper(item.doc_id)) is not None]
-        if not wanted:
-            return page_items
-        named = representatives(self.client, self.equations_alias, wanted, keywords, words_filters(query, plan))
-        out = []
-        for item in page_items:
-            paper = placeholder_paper(item.doc_id)
-            if paper is None:
-                out.append(item)
-            elif paper in named:
-                paper_of[named[paper]] = paper
-                out.append(replace(item, doc_id=named[paper]))
-        return out
 
     def _rare_terms(self, formula: QueryFormula, window: int) -> list[str] | None:
         """The query's rarest structural terms, which the ``rare-terms`` first stage matches
@@ -466,25 +429,20 @@ class SearchService:
             raise EquationNotFoundError(f"cannot find equations like {eq_id!r}: {why}")
         if self.meta.encoder_mismatch(getattr(self.encoder, "identity", None)) is None:  # weighed as kNN alone ranks
             vector = weigh_parts(self.encoder, vector, get_ranker("embedding").embedding_parts)
-        body = knn_body(
-            np.asarray(vector, dtype=np.float32),
-            size,
-            [],
-            num_candidates_factor=self.num_candidates_factor,
-            exclude=[eq_id],
-        )
+        vector = np.asarray(vector, dtype=np.float32)
+        body = knn_body(vector, size, [], num_candidates_factor=self.num_candidates_factor, exclude=[eq_id])
         hits_raw = call(self.client.search, index=self.equations_alias, body=body)["hits"]["hits"]
-        papers = fetch_papers(
-            self.client, self.papers_alias, [str(raw["_source"].get("paper_id") or "") for raw in hits_raw], None
-        )
+        paper_of = [str(raw["_source"].get("paper_id") or "") for raw in hits_raw]
+        papers = fetch_papers(self.client, self.papers_alias, paper_of, None)
         hits = [
-            equation_hit(
-                Fused(raw["_id"], score, {"formula": score}, {"formula": rank}),
-                raw,
-                ("embedding",),
-                papers.get(str(raw["_source"].get("paper_id") or "")),
+            equation_hit(Fused(raw["_id"], score, {"formula": score}, {"formula": rank}), raw, ("embedding",), paper)
+            for rank, (raw, score, paper) in enumerate(
+                (
+                    (raw, float(raw["_score"] or 0.0), papers.get(pid))
+                    for raw, pid in zip(hits_raw, paper_of, strict=True)
+                ),
+                start=1,
             )
-            for rank, (raw, score) in enumerate(((raw, float(raw["_score"] or 0.0)) for raw in hits_raw), start=1)
         ]
         return self._results(hits, [], len(hits), query, None, [], began)
 

@@ -1,16 +1,20 @@
 """The search's requests on a real node: the ranked lists as one ``_msearch`` of ids, scores, papers and the words'
-count; a list that fails names itself; the page fetched by id with the keywords' highlights."""
+count; a list that fails names itself; the page fetched by id with the keywords' highlights, its papers joined, its
+placeholders named by an equation of their paper."""
 
 from __future__ import annotations
 
 import pytest
 from eqsearch.engine.search.errors import SearchError
+from eqsearch.engine.search.fusion import Fused, paper_placeholder
 from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.requests import (
     fetch_page,
     fetch_page_and_papers,
+    fetch_page_with_papers,
     fetch_papers,
     fetch_sources,
+    name_placeholders,
     ranked_lists,
     representatives,
 )
@@ -73,3 +77,19 @@ def test_the_page_and_its_papers_come_in_one_request_where_the_papers_are_known(
     assert fetch_page_and_papers(es_client, service.equations_alias, service.papers_alias, [], [], None) == ({}, {})
     with pytest.raises(SearchError, match="the page search failed"):
         fetch_page_and_papers(es_client, "eqsearch-no-such-index-equations", service.papers_alias, ["x"], ["p"], None)
+
+
+def test_placeholders_on_the_page_are_named_by_an_equation_of_their_paper(es_client, service):
+    page = [
+        Fused("2101.00001:0", 1.0),
+        Fused(paper_placeholder("1905.00002"), 0.5),
+        Fused(paper_placeholder("no"), 0.2),
+    ]
+    paper_of: dict[str, str] = {}
+    named = name_placeholders(es_client, service.equations_alias, page, "spectrum", [], paper_of)
+    assert [item.doc_id for item in named] == ["2101.00001:0", "1905.00002:1"]  # a paper without an equation leaves
+    assert named[1].score == 0.5 and paper_of == {"1905.00002:1": "1905.00002"}
+    documents, papers = fetch_page_with_papers(
+        es_client, service.equations_alias, service.papers_alias, ["1905.00002:1"], None, {}
+    )
+    assert list(documents) == ["1905.00002:1"] and list(papers) == ["1905.00002"]  # its paper read from its source
