@@ -373,24 +373,35 @@ def sized_delimiters_in_text(text: str) -> str:
     return _in_text_stretches(text, lambda part: _SIZED.sub(lambda s: f"${s.group()}$", sized_delimiters_in_text(part)))
 
 
-def _in_text_stretches(text: str, change: Callable[[str], str]) -> str:
-    """``text`` with ``change`` applied to each text box's text-mode stretches (those between the box's own
-    ``$..$``); ``change`` recurses into boxes nested in a stretch where it needs to."""
+def _rewrite_text_boxes(text: str, rewrite: Callable[[re.Match[str], str], str | None]) -> str:
+    """``text`` with each text box (its command and its brace group) replaced by ``rewrite(match, content)``; a box
+    for which it returns None stays as written."""
     out: list[str] = []
     pos = 0
     for m in _TEXT_BOX.finditer(text):
         if m.start() < pos:
             continue
         box = read_argument(text, m.end())
-        if box is None:
+        replaced = None if box is None else rewrite(m, box[0])
+        if box is None or replaced is None:
             continue
-        parts = box[0].split("$")
-        for i in range(0, len(parts), 2):
-            parts[i] = change(parts[i])
-        out += [text[pos : m.end()], "{" + "$".join(parts) + "}"]
+        out += [text[pos : m.start()], replaced]
         pos = box[1]
     out.append(text[pos:])
     return "".join(out)
+
+
+def _in_text_stretches(text: str, change: Callable[[str], str]) -> str:
+    """``text`` with ``change`` applied to each text box's text-mode stretches (those between the box's own
+    ``$..$``); ``change`` recurses into boxes nested in a stretch where it needs to."""
+
+    def rewrite(m: re.Match[str], content: str) -> str:
+        parts = content.split("$")
+        for i in range(0, len(parts), 2):
+            parts[i] = change(parts[i])
+        return m.group() + "{" + "$".join(parts) + "}"
+
+    return _rewrite_text_boxes(text, rewrite)
 
 
 _DISPLAY_IN_BOX = re.compile(
@@ -407,23 +418,18 @@ def displays_in_text_boxes(text: str) -> str:
     which KaTeX reads only in math. Run after macro expansion, which puts the box's content in ``\\text``."""
     if "\\begin" not in text or not _TEXT_BOX.search(text):
         return text
-    out: list[str] = []
-    pos = 0
-    for m in _TEXT_BOX.finditer(text):
-        if m.start() < pos:
-            continue
-        box = read_argument(text, m.end())
-        inner = None if box is None else _DISPLAY_IN_BOX.match(box[0])
-        if box is None or inner is None:
-            continue
-        closing = re.search(r"\\end\s*\{" + inner.group(1) + r"\}\s*\Z", box[0])
-        if closing is None or box[0].count("\\begin") != box[0].count("\\end"):
-            continue
+
+    def rewrite(_: re.Match[str], content: str) -> str | None:
+        inner = _DISPLAY_IN_BOX.match(content)
+        if inner is None:
+            return None
+        closing = re.search(r"\\end\s*\{" + inner.group(1) + r"\}\s*\Z", content)
+        if closing is None or content.count("\\begin") != content.count("\\end"):
+            return None
         # the box's text is in text mode, where a sized delimiter was written $\bigg\lbrace$: in math, without $
-        out += [text[pos : m.start()], "{", _SIZED_IN_DOLLARS.sub(r"\1", box[0]), "}"]
-        pos = box[1]
-    out.append(text[pos:])
-    return "".join(out)
+        return "{" + _SIZED_IN_DOLLARS.sub(r"\1", content) + "}"
+
+    return _rewrite_text_boxes(text, rewrite)
 
 
 # a command used as an environment, as LaTeX allows (\begin{x} runs \x): \begin{mathcal}O\end{mathcal} is \mathcal O
