@@ -7,19 +7,13 @@ Needs Node.js and the pinned KaTeX (`eqsearch setup katex`); without them the mo
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from eqsearch.engine.latex.converter import REASONS, ConversionResult, KatexConfig, KatexConverter
 from eqsearch.engine.latex.install import (
-    DEFAULT_KATEX_DIR,
-    KatexNotInstalledError,
-    check_installed,
-    ensure_katex_installed,
     installed_katex_version,
 )
 from eqsearch.engine.latex.macros import MacroDef
@@ -245,23 +239,6 @@ def test_close_stops_workers_and_converter_restarts_on_demand():
     conv.close()
 
 
-def test_missing_node_or_katex_is_a_clear_error(tmp_path: Path):
-    with pytest.raises(KatexNotInstalledError, match=r"Node\.js was not found") as caught:
-        KatexConverter(KatexConfig(node="no-such-node-binary-here")).convert("x")
-    assert "eqsearch setup katex" in caught.value.hint
-    bare = tmp_path / "katex"
-    bare.mkdir()
-    shutil.copy(DEFAULT_KATEX_DIR / "package.json", bare / "package.json")
-    with pytest.raises(KatexNotInstalledError, match="KaTeX is not installed") as caught:
-        KatexConverter(KatexConfig(katex_dir=bare)).convert("x")
-    assert "eqsearch setup katex" in caught.value.hint
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    with pytest.raises(KatexNotInstalledError, match="not eqsearch's KaTeX folder") as caught:
-        check_installed(katex_dir=empty)
-    assert "eqsearch setup katex" in caught.value.hint
-
-
 def test_diagrams_are_not_sent_and_not_failures(converter):
     diagram, drawn, symbol, plain = converter.convert_many(
         [
@@ -278,27 +255,6 @@ def test_diagrams_are_not_sent_and_not_failures(converter):
     assert (symbol.status, symbol.reason) == ("approximate", "diagram-placeholder") and symbol.mathml
     assert symbol.message == "1 symbol drawn as a picture (tikzcd) shown as [diagram]; 2 of 3 symbols kept (66%)"
     assert plain.status == "ok"
-
-
-def test_ensure_installed_is_a_no_op_when_present(converter):
-    assert ensure_katex_installed(npm="no-such-npm") == installed_katex_version()
-
-
-@pytest.mark.slow
-def test_npm_ci_reproduces_the_pinned_install_from_the_lockfile(tmp_path: Path):
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed")
-    target = tmp_path / "katex"
-    target.mkdir()
-    for name in ("package.json", "package-lock.json", "worker.js"):
-        shutil.copy(DEFAULT_KATEX_DIR / name, target / name)
-    try:
-        version = ensure_katex_installed(target)
-    except KatexNotInstalledError as error:  # no registry access on this machine
-        pytest.skip(str(error))
-    assert version == installed_katex_version(DEFAULT_KATEX_DIR)
-    with KatexConverter(KatexConfig(katex_dir=target)) as conv:
-        assert conv.convert("x").status == "ok"
 
 
 # -- mechanisms found on unseen real papers (benchmarks/history/ingest.md, "Real arXiv papers II") ------------------

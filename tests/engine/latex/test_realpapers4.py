@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 from eqsearch.engine.latex.arrays import rewrite_array_specs
 from eqsearch.engine.latex.macros import MacroDef
-from eqsearch.engine.latex.packagenv import inline_code, rewrite_nicematrix, rewrite_young_tableaux
 from eqsearch.engine.latex.preprocess import clean_latex
 
 
@@ -51,25 +50,6 @@ def test_paragraph_columns_become_text_and_layout_code_goes():
     assert out == "\\begin{array}{ll} a  & \\text{ b c }\\\\ d  &  \\end{array}"  # an empty cell stays empty
 
 
-def test_nicematrix_environments_and_options():
-    assert rewrite_nicematrix("\\begin{pNiceMatrix}[first-col] a \\end{pNiceMatrix}") == (
-        "\\begin{pmatrix} a \\end{pmatrix}"
-    )
-    assert rewrite_nicematrix("\\begin{NiceArray}{c|c}[margin] a \\Iddots \\end{NiceArray}") == (
-        "\\begin{array}{c|c} a \\mathinner{⋰} \\end{array}"
-    )
-
-
-def test_inline_code_becomes_escaped_typewriter_text():
-    assert inline_code("\\mintinline{haskell}{f {x} = x_1 & ~y}") == (
-        "\\texttt{f \\{x\\} = x\\_1 \\& \\textasciitilde{}y}"
-    )
-    assert inline_code("\\lstinline[language=C]|a^b| + \\verb!\\x!") == (
-        "\\texttt{a\\textasciicircum{}b} + \\texttt{\\textbackslash{}x}"
-    )
-    assert inline_code("\\mintinline{haskell}") == "\\mintinline{haskell}"  # no code to read: left for KaTeX
-
-
 def test_macros_bringing_inline_code_and_xy_arrows(converter):
     """tymfgg's preamble: ``\\newcommand{\\hs}{\\mintinline{haskell}}`` and a labelled arrow drawn with xy-pic."""
     hs = MacroDef("\\hs", "\\mintinline{haskell}", 0, None, "newcommand")
@@ -111,16 +91,6 @@ def test_young_tableaux_spanning_cells_and_minipages_convert_exactly(converter, 
     result = converter.convert(latex, "equation")
     assert (result.status, result.reason) == ("ok", None), result.message
     assert expected in result.mathml
-
-
-def test_young_tableaux_rows_and_cells():
-    assert rewrite_young_tableaux("\\yng(2,1)") == (
-        "\\begin{array}{l}\\boxed{\\phantom{0}}\\boxed{\\phantom{0}} \\\\ \\boxed{\\phantom{0}}\\end{array}"
-    )
-    assert rewrite_young_tableaux("\\young(a\\alpha{bc},\\hfil)") == (
-        "\\begin{array}{l}\\boxed{a}\\boxed{\\alpha}\\boxed{{bc}} \\\\ \\boxed{\\phantom{0}}\\end{array}"
-    )
-    assert rewrite_young_tableaux("\\yng no parenthesis") == "\\yng no parenthesis"
 
 
 def test_multicolumn_keeps_the_columns_it_spans():
@@ -171,17 +141,6 @@ def test_colours_and_unit_abbreviations_convert_exactly(converter, latex, expect
     result = converter.convert(latex, "equation")
     assert (result.status, result.reason) == ("ok", None), result.message
     assert expected in result.mathml
-
-
-def test_colour_specifications_katex_takes():
-    assert clean_latex("\\textcolor[gray]{0.5}{q} \\color{blue}x") == "\\textcolor{#808080}{q} \\color{blue}x"
-    assert clean_latex("\\textcolor{#1}{#2}") == "\\textcolor{#1}{#2}"  # a macro body: left as it is
-    assert clean_latex("\\color{-!}") == "\\color{black}"
-
-
-def test_unit_abbreviations_only_inside_unit_arguments():
-    assert clean_latex("\\si{\\kg\\m\\per\\s\\squared} \\pm \\s") == "\\si{kg\\,m\\per\\,s\\squared} \\pm \\s"
-    assert clean_latex("\\SI[per-mode=symbol]{3}{\\pm}") == "\\SI[per-mode=symbol]{3}{pm}"
 
 
 def test_mhchem_in_math_and_in_text_and_tikzit_figures_are_diagrams(converter):

@@ -5,7 +5,6 @@ cancel's ``\\CancelColor`` redefined in a macro."""
 from __future__ import annotations
 
 import pytest
-from eqsearch.engine.latex.brackets import rewrite_brackets
 from eqsearch.engine.latex.macros import MacroDef
 
 
@@ -39,12 +38,3 @@ def test_macros_with_cancel_colour_and_semantic_brackets(converter):
     result = converter.convert("\\Ccancel[red]{a} b = \\sem{\\frac{p}{q}}", "equation", macros=[ccancel, sem])
     assert (result.status, result.reason) == ("ok", None), result.message
     assert "updiagonalstrike" in result.mathml and "⟦</mo>" in result.mathml
-
-
-def test_rewrite_brackets_leaves_other_text_alone():
-    for text in ("\\left[ x \\right]", "\\llbracket x \\rrbracket", "\\sqrt[3]{x}", "\\lBracket", "\\uprootx"):
-        assert rewrite_brackets(text) == text
-    assert rewrite_brackets("\\left\\llbracket x\\right\\rrbracket") == (
-        "\\left.\\mathopen{\\llbracket} x\\mathclose{\\rrbracket}\\right."
-    )
-    assert rewrite_brackets("\\bigl\\llparenthesis a \\bigr\\rrparenthesis") == "\\llparenthesis a \\rrparenthesis"

@@ -4,27 +4,7 @@ text box, an accent set under its argument, a TikZ drawing longer than the lengt
 
 from __future__ import annotations
 
-import pytest
-from eqsearch.engine.latex.lengths import katex_lengths
 from eqsearch.engine.latex.macros import MacroDef
-
-
-@pytest.mark.parametrize(
-    "space",
-    ["\\hspace{0.05\\textwidth}", "\\hspace{.2\\linewidth}", "\\hspace*{0.1\\columnwidth}", "\\hspace{\\hsize}",
-     "\\hspace{,5cm}", "\\hspace{-0,3em}", "\\kern 1,5mm", "\\rule{0.3\\linewidth}{0,4pt}", "\\hspace{0.5\\textwidth}"],
-)  # fmt: skip
-def test_lengths_relative_to_the_page_or_with_a_comma(converter, space):
-    """A thesis's ``&\\hspace{0.05\\textwidth} = ...`` rows, and ``\\hspace{,5cm}`` (TeX reads the comma as a point)."""
-    result = converter.convert(f"a {space} b \\\\ c", "align*")
-    assert result.status == "ok", result.message
-    assert "<mspace" in result.mathml or "<mpadded" in result.mathml or "<mrow" in result.mathml
-
-
-def test_lengths_are_rewritten_only_where_a_dimension_stands():
-    assert katex_lengths("f(1,5cm) \\hspace{2,5cm}") == "f(1,5cm) \\hspace{2.5cm}"
-    assert katex_lengths("\\hspace{0.05\\textwidth}") == "\\hspace{17.25pt}"
-    assert katex_lengths("\\vspace{-\\textheight}") == "\\vspace{-550pt}"
 
 
 def test_a_sized_delimiter_inside_a_text_box(converter):

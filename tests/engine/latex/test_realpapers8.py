@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 from eqsearch.engine.latex.macros import MacroDef
-from eqsearch.engine.latex.units import unit_rule
 
 
 def test_a_change_of_case_inside_an_operators_macro(converter):
@@ -32,13 +31,6 @@ def test_siunitx_3_quantities_and_the_units_named_only_in_a_unit_argument(conver
     result = converter.convert(f"x = {latex}")
     assert result.status == "ok", result.message
     assert all(letter in result.mathml for letter in unit), result.mathml
-
-
-def test_physics_qty_is_not_read_as_a_quantity():
-    rule = unit_rule("qty")
-    for text in ("(\\frac{a}{b})", "{x} + 1", "[a]"):
-        assert rule(text, 0) == ("\\qty", 0)
-    assert rule("{3}{\\nm} + 1", 0) == ("\\qty{3}{nm}", 8)
 
 
 def test_commands_used_as_environments(converter):
