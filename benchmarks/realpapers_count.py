@@ -119,6 +119,10 @@ def splice(folder: Path, name: str, stack: tuple[str, ...] = ()) -> str:
     return INPUT.sub(replace, text)
 
 
+#: ``\\begin {document}``: TeX reads a space before the brace too
+BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
+
+
 def top_level(folder: Path, main: str | None) -> list[str]:
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.tex"))
     texts = {f: strip_comments((folder / f).read_text(encoding="utf-8", errors="replace")) for f in files}
@@ -130,7 +134,7 @@ def top_level(folder: Path, main: str | None) -> list[str]:
             for b in (base, ""):
                 c = posixpath.normpath(posixpath.join(b, target))
                 included.update({c, c + ".tex"})
-    docs = [f for f, t in texts.items() if f not in included and "\\begin{document}" in splice(folder, f)]
+    docs = [f for f, t in texts.items() if f not in included and BEGIN_DOCUMENT.search(splice(folder, f))]
     docs = [d for d in docs if not re.search(r"\\documentclass\s*(\[[^\]]*\])?\s*\{standalone\}", texts[d])] or docs
     if main in docs:
         docs.remove(main)
@@ -316,7 +320,7 @@ def count_paper(folder: Path, main: str | None) -> tuple[int, list[str]]:
     for doc in top_level(folder, main):
         text = splice(folder, doc)
         text = re.split(r"\\end\s*\{document\}", text)[0]
-        head, sep, body = text.partition("\\begin{document}")
+        head, sep, body = BEGIN_DOCUMENT.sub("\\\\begin{document}", text, count=1).partition("\\begin{document}")
         full = display_text(head + "\n\\BEGINDOCUMENT\n" + body) if sep else display_text(text)
         body = full.split("\\BEGINDOCUMENT", 1)[-1]
         shown += displays(body)
