@@ -38,6 +38,7 @@ _PACKAGE = re.compile(r"\\(?:usepackage|RequirePackage)\s*(?:\[[^\]]*\])?\s*\{([
 _TEXT_MACRO = re.compile(
     r"\\(?:(?:re)?newcommand\*?\s*\{?\s*\\([A-Za-z@]+)\s*\}?|[gex]?def\s*\\([A-Za-z@]+))\s*\{([^{}\\#]*)\}"
 )
+_TEX_SOURCES = (".tex", ".ltx", ".sty", ".def", ".cfg")
 _CLASS = re.compile(r"\\documentclass\s*(?:\[[^\]]*\])?\s*\{([^{}]+)\}")
 
 
@@ -71,7 +72,7 @@ def paper_files(tree: set[str], read: Callable[[str], str], main: str) -> list[s
                 for candidate in (name, name + ".tex"):
                     full = posixpath.normpath(posixpath.join(folder, candidate))
                     if add(full):
-                        if full.endswith(".tex"):
+                        if full.endswith(_TEX_SOURCES):  # \input{thesis-main.ltx}, which inputs the macros
                             visit(full)
                         break
         for m in _IMPORT.finditer(text):
