@@ -10,17 +10,17 @@ are expanded in the text instead (`eqsearch.ingest.displaymacros`).
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass, field, replace
 
 from eqsearch.engine.latex.aliases import ALIAS_SOURCES
 from eqsearch.engine.latex.macros import PROVIDE_SOURCES, MacroDef
 from eqsearch.engine.latex.paired import xpp_definition
-from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optional
+from eqsearch.engine.latex.scan import read_argument, read_optional
 from eqsearch.engine.latex.xparse import format_argument_spec, parse_argument_spec
+from eqsearch.ingest.definermacros import definer_macro_uses
 from eqsearch.ingest.macrocycles import drop_recursive
-from eqsearch.ingest.macroloops import delimited_spec, named_definitions, newif_switches, unrolled_loops
+from eqsearch.ingest.macroloops import delimited_spec, newif_switches, unrolled_loops
 from eqsearch.ingest.mathfonts import declared_alphabets, font_switches
 from eqsearch.ingest.records import Issue
 
@@ -146,7 +146,7 @@ def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMa
     loops = unrolled_loops(text)  # what \@for / \foreach loops define (after the definitions they use)
     if loops:
         _read_definitions(loops, table, definer, aliases)
-    made = _definer_macro_uses(f"{text}\n{loops}" if loops else text, table)
+    made = definer_macro_uses(f"{text}\n{loops}" if loops else text, table)
     if made:
         _read_definitions(made, table, definer, aliases)
     drop_recursive(table)
@@ -183,52 +183,6 @@ def _read_definitions(
         spans.append((m.start(), max(end, m.end())))
         pos = max(pos, end)
     return spans
-
-
-# A user macro that defines the macro named by its first argument: \def\newbfop#1#2{\def#1{\mathbf{#2}}}
-_DEFINES_ARGUMENT = re.compile(
-    r"\A\s*\\(?:(?:re|provide)?newcommand\*?|[gex]?def|DeclareMathOperator\*?|(?:re)?newrobustcmd)\s*\{?\s*#1(?!\d)"
-    r"|\A\s*\\expandafter\s*\\(?:(?:re|provide)?newcommand\*?|[gex]?def|let|DeclareMathOperator\*?)\s*"
-    r"\\csname[^\\]*?#1(?!\d)"
-)
-_PARAMETER = re.compile(r"(?<!#)#([1-9])")
-
-
-def _definer_macro_uses(text: str, table: DocumentMacros) -> str:
-    """The definitions made by the uses, in ``text``, of user macros that define macros (``\\newbfop\\Number{N}``
-    with ``\\def\\newbfop#1#2{\\def#1{\\bfop{#2}}}``), as LaTeX text to read like any other."""
-    definers = {
-        name: macro
-        for name, macro in table.macros.items()
-        if macro.nargs >= 1
-        and (macro.spec is None or set(macro.spec.split()) == {"m"})
-        and macro.default is None
-        and _DEFINES_ARGUMENT.match(macro.body)
-    }
-    if not definers:
-        return ""
-    pattern = re.compile("(" + "|".join(re.escape(n) for n in definers) + ")(?![A-Za-z@])")
-    inside = sorted(table.spans)
-    made: list[str] = []
-    for m in pattern.finditer(text):
-        k = bisect.bisect_right(inside, (m.start(), len(text) + 1)) - 1
-        if k >= 0 and inside[k][0] <= m.start() < inside[k][1]:
-            continue  # inside a definition (the definer's own, or a body that uses it)
-        macro = definers[m.group(1)]
-        args, _ = read_arguments(text, m.end(), macro.nargs)
-        if len(args) == macro.nargs:
-            made.append(named_definitions(_substitute_parameters(macro.body, args)))
-    return "\n".join(made)
-
-
-def _substitute_parameters(body: str, args: list[str]) -> str:
-    """``body`` with ``#1``.. replaced by ``args`` and ``##`` (a parameter of a definition inside it) by ``#``."""
-
-    def parameter(p: re.Match[str]) -> str:
-        k = int(p.group(1))
-        return args[k - 1] if k <= len(args) else ""
-
-    return _PARAMETER.sub(parameter, body).replace("##", "#")
 
 
 def expand_environments(latex: str, environments: dict[str, tuple[str, str]]) -> str:
