@@ -330,7 +330,11 @@ def _substitute(body: str, args: list[str]) -> str:
         if token == "#":
             return "#"
         index = int(token) - 1
-        return args[index] if index < len(args) else ""
+        arg = args[index] if index < len(args) else ""
+        # tokens, not characters: \lambda#2 with x is \lambda then x, never \lambdax
+        if arg[:1].isalpha() and _ENDS_IN_WORD.search(body, 0, m.start()):
+            return " " + arg
+        return arg
 
     return _PARAMETER.sub(parameter, body)
 
@@ -359,6 +363,22 @@ def brace_scripted_macros(latex: str, macros: KatexMacros) -> str:
 
 
 _ENDS_IN_WORD = re.compile(r"(?<!\\)(?:\\\\)*\\[A-Za-z@]+\Z")
+_ASSIGNERS = frozenset({"\\let", "\\global"})
+#: ``\let\a=\b`` (``\global`` before it, the ``=`` and a space after it optional), as a macro's body runs it
+_LET = re.compile(r"(?:\\global\s*)?\\let\s*(\\[A-Za-z@]+)\s*=?\s?(\\[A-Za-z@]+)")
+
+
+def _lets_expanded(let: re.Match[str], expanded: dict[str, MacroDef]) -> bool:
+    """Whether a ``\\let`` in the text copies to or from a macro expanded here (else KaTeX runs it)."""
+    return let.group(1) in expanded or let.group(2) in expanded
+
+
+def _assign(let: re.Match[str], expanded: dict[str, MacroDef]) -> dict[str, MacroDef]:
+    """The macros expanded here after the ``\\let`` (lhs2tex's ``\\hsforall`` switches ``\\hsdot`` so): the
+    target means what the source means, a macro of this document, else the source's own name (for KaTeX)."""
+    target, source = let.group(1), let.group(2)
+    meaning = expanded.get(source)
+    return {**expanded, target: replace(meaning, name=target) if meaning else MacroDef(target, source)}
 
 
 def expand_macros(latex: str, macros: KatexMacros, *, max_expansions: int = 1000, max_length: int = 100_000) -> str:
@@ -384,9 +404,16 @@ def expand_macros(latex: str, macros: KatexMacros, *, max_expansions: int = 1000
     while True:
         m = CONTROL_SEQUENCE.search(latex, position)
         while m is not None and (m.group(0) not in expanded or latex[m.start() - 1 : m.start()] == PRIMITIVE):
+            if m.group(0) in _ASSIGNERS and (let := _LET.match(latex, m.start())) and _lets_expanded(let, expanded):
+                break
             m = CONTROL_SEQUENCE.search(latex, m.end())
         if m is None:
             return latex.replace(PRIMITIVE, "") if PRIMITIVE in latex else latex
+        if m.group(0) in _ASSIGNERS:  # \global\let\hsdot=\hsperiodonce run by a macro: done here, in order
+            expanded = _assign(let, expanded)  # type: ignore[has-type]  # set in the loop above
+            latex = latex[: m.start()] + latex[let.end() :]  # type: ignore[has-type]
+            position = m.start()
+            continue
         macro = expanded[m.group(0)]
         replacement, end = _replacement(macro, latex, m.end())
         expansions += 1

@@ -40,12 +40,17 @@ def local_definitions(text: str) -> str:
     by its body (in a ``\\let``, by the name it copies). Definitions with parameters are left to KaTeX."""
     if "\\" not in text or not LOCAL_DEFINITION.search(text):
         return text
+    position = 0
     for _ in range(16):  # each round takes one definition away
-        m = LOCAL_DEFINITION.search(text)
+        m = LOCAL_DEFINITION.search(text, position)
         if m is None:
             break
+        start = m.start() - len(_GLOBAL.search(text, 0, m.start()).group(0))  # \global\let: the prefix goes too
         if m.group(4):
             name, body, end = m.group(4), m.group(5), m.end()
+            if not _uses(text, end, name):  # \global\let\hsdot=\hsperiodonce: for what follows the macro
+                position = end
+                continue
         else:
             name = m.group(1) or m.group(2) or m.group(3)
             arg = read_argument(text, m.end())
@@ -53,8 +58,16 @@ def local_definitions(text: str) -> str:
                 break
             body, end = arg[0].strip(), arg[1]
         rest = _replace_uses(text[end:], name, body) if body != name else text[end:]
-        text = text[: m.start()] + rest
+        text = text[:start] + rest
+        position = start
     return text
+
+
+_GLOBAL = re.compile(r"(?:\\global\s*)?\Z")
+
+
+def _uses(text: str, end: int, name: str) -> bool:
+    return re.search(re.escape(name) + (r"(?![A-Za-z@])" if name[-1].isalpha() else ""), text[end:]) is not None
 
 
 _ENDS_IN_WORD = re.compile(r"(?<!\\)(?:\\\\)*\\[A-Za-z@]+\Z")

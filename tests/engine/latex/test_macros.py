@@ -1,5 +1,7 @@
 """A document's macros made ready for KaTeX: xparse argument types, paired delimiters, the package fallback table,
-and the definitions no converter can expand (no KaTeX needed)."""
+and the definitions no converter can expand, and what a macro's body runs (`\\let`) as the expansion goes."""
+
+from dataclasses import replace
 
 from eqsearch.engine.latex.macros import MacroDef, build_katex_macros, expand_macros
 from eqsearch.engine.latex.packages import KNOWN_PACKAGES, PACKAGE_MACROS
@@ -106,3 +108,30 @@ def test_ifthen_tests_on_substituted_arguments_are_decided():
     assert "\\EE" in macros.expanded
     assert expand_macros("\\EE X + \\EE[t] Y", macros) == "\\mathbb{E} X + \\mathbb{E}_{t} Y"
     assert resolve_conditionals("\\ifthenelse{\\equal{#1}{}}{a}{b}") == "\\ifthenelse{\\equal{#1}{}}{a}{b}"
+
+
+def test_a_let_run_by_a_macro_switches_what_a_macro_means_for_the_rest_of_the_formula():
+    """lhs2tex's forall dot: ``\\hsforall`` runs ``\\global\\let\\hsdot=\\hsperiodonce``, which prints its second
+    argument once and lets ``\\hsdot`` back to ``\\hscompose`` (its first)."""
+    macros = build_katex_macros(
+        [
+            MacroDef("\\hsforall", "\\global\\let\\hsdot=\\hsperiodonce"),
+            MacroDef("\\hsperiodonce", "#2\\global\\let\\hsdot=\\hscompose", 2),
+            MacroDef("\\hscompose", "#1", 2),
+            MacroDef("\\hsdot", "#1", 2),
+        ]
+    )
+    latex = "\\forall x \\hsforall \\hsdot{\\circ}{\\mathpunct{.}} f \\hsdot{\\circ}{.} g"
+    assert expand_macros(latex, macros) == "\\forall x  \\mathpunct{.} f \\circ g"
+    # a \let of names nobody expands here is left to KaTeX
+    plain = build_katex_macros([MacroDef("\\hsdot", "#1", 2)])
+    assert expand_macros("\\let\\a=\\b \\a", plain) == "\\let\\a=\\b \\a"
+
+
+def test_an_argument_after_a_control_word_stays_a_token_of_its_own(converter):
+    """``\\Lam x {..}`` with ``\\Lam`` = ``\\lambda#1 \\rightarrow #2``: TeX reads ``\\lambda`` then ``x``."""
+    lam = MacroDef("\\Lam", "\\lambda#1 \\rightarrow #2", 2)
+    assert expand_macros("\\Lam x {y}", build_katex_macros([replace(lam, spec="m m")])) == "\\lambda x \\rightarrow y"
+    result = converter.convert("\\Lam x {x + 1}", macros=[lam])
+    assert (result.status, result.reason) == ("ok", None), result.message
+    assert "λ" in result.mathml and "lambdax" not in result.mathml
