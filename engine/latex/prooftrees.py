@@ -38,18 +38,20 @@ def rewrite_proof_trees(latex: str) -> str:
         latex = _BARE_TREE.sub(lambda m: "{" + _tree(m.group(1)) + "}", latex)
     if "\\inferrule" in latex:
         latex = _inference_rules(latex)
-    if "\\infer" in latex:
+    if "\\infer" in latex or "\\deduce" in latex:
         latex = _proof_sty_rules(latex)
     return latex
 
 
-# proof.sty's \infer[label]{conclusion}{premise & premise} (ebproof's \infer2 inside a prooftree is read above)
-_PROOF_INFER = re.compile(r"\\infer(?![A-Za-z@0-9])\*?\s*")
+# proof.sty's \infer[label]{conclusion}{premise & premise}, its double (\infer=) and dashed (\infer-, proof-dashed)
+# lines, and \deduce (the same with no line); ebproof's \infer2 inside a prooftree is read above
+_PROOF_INFER = re.compile(r"\\(infer|deduce)(?![A-Za-z@0-9])[*=-]?\s*")
 
 
 def _proof_sty_rules(latex: str) -> str:
     """proof.sty's ``\\infer[label]{conclusion}{premises}`` (premises separated by ``&``, rules nested inside them)
-    as a fraction of the premises side by side over the conclusion, the label beside it."""
+    as a fraction of the premises side by side over the conclusion, the label beside it; ``\\deduce`` as the same
+    stack without a line."""
     out: list[str] = []
     pos = 0
     for m in _PROOF_INFER.finditer(latex):
@@ -62,7 +64,13 @@ def _proof_sty_rules(latex: str) -> str:
             continue
         above = _SPACE.join(p for p in _top_level_split(_proof_sty_rules(premises[0]), "&") if p.strip())
         beside = f"\\;{{\\scriptstyle {label}}}" if label and label.strip() else ""
-        out += [latex[pos : m.start()], f"{{\\dfrac{{{above}}}{{{_proof_sty_rules(conclusion[0])}}}{beside}}}"]
+        below = _proof_sty_rules(conclusion[0])
+        rule = (
+            f"\\dfrac{{{above}}}{{{below}}}"
+            if m.group(1) == "infer"
+            else f"\\genfrac{{}}{{}}{{0pt}}{{0}}{{{above}}}{{{below}}}"
+        )
+        out += [latex[pos : m.start()], f"{{{rule}{beside}}}"]
         pos = premises[1]
     out.append(latex[pos:])
     return "".join(out)

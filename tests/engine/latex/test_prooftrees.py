@@ -32,3 +32,16 @@ def test_bussproofs_without_an_environment_and_mathpartir_rules():
         r"{\dfrac{\Gamma \vdash A  \qquad  \Delta, A \vdash B}{\Gamma, \Delta \vdash B}\;\text{$\mathsf{Cut}$}}"
     )
     assert rewrite_proof_trees(r"\inferrule{ }{x \and y}") == r"{\dfrac{}{x \and y}}"
+
+
+def test_proof_sty_deduce_and_the_double_and_dashed_rules(converter):
+    """proof.sty's ``\\deduce`` (premises over a conclusion, no line) inside an ``\\infer`` with ``&`` between its
+    premises, and ``\\infer=``/``\\infer-`` (double and dashed lines, proof-dashed.sty): read as ``\\infer``."""
+    latex = r"\infer-[\eta^+]{\Gamma \vdash A}{\deduce{\Gamma \vdash B}{\mathcal D} & \infer={C}{D}}"
+    assert rewrite_proof_trees(latex) == (
+        r"{\dfrac{{\genfrac{}{}{0pt}{0}{\mathcal D}{\Gamma \vdash B}}  \qquad  {\dfrac{D}{C}}}{\Gamma \vdash A}"
+        r"\;{\scriptstyle \eta^+}}"
+    )
+    result = converter.convert(latex + r" \quad \deduce{\mathstrut}{\Longrightarrow}", "equation")
+    assert (result.status, result.reason) == ("ok", None), result.message
+    assert result.mathml.count("<mfrac") == 4 and "deduce" not in result.mathml
