@@ -30,7 +30,7 @@ from eqsearch.ingest.errors import DocumentTooLargeError, TimeBudgetError
 from eqsearch.ingest.files import MemoryFiles, SourceFiles, decode_text, is_tex_name
 from eqsearch.ingest.frontmatter import read_front_matter, untitled
 from eqsearch.ingest.includes import expand_document, find_documents, read_tex
-from eqsearch.ingest.localmacros import class_commands, local_packages
+from eqsearch.ingest.localmacros import class_commands, loaded_package_commands, local_packages
 from eqsearch.ingest.macros import DocumentMacros, expand_environments, extract_macros
 from eqsearch.ingest.macroversions import body_versions
 from eqsearch.ingest.mathenv import DisplayMath, InlineMath, labels_in, scan_math
@@ -141,7 +141,7 @@ def _extract_document(
     preamble, body, body_offset = document_body(doc.text)
 
     macros = DocumentMacros()
-    for command in class_commands(files, preamble, posixpath.dirname(name)):
+    for command in [*loaded_package_commands(preamble), *class_commands(files, preamble, posixpath.dirname(name))]:
         macros.macros[command.name] = command  # first: a package's or the document's definition wins
     for package in local_packages(files, preamble, posixpath.dirname(name)):
         extract_macros(package, macros)

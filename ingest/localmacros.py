@@ -13,7 +13,7 @@ import re
 from dataclasses import replace
 
 from eqsearch.engine.latex.macros import MacroDef
-from eqsearch.engine.latex.packages import KNOWN_PACKAGES
+from eqsearch.engine.latex.packages import KNOWN_PACKAGES, LOADED_PACKAGE_MACROS
 from eqsearch.engine.latex.scan import strip_comments
 from eqsearch.ingest.files import SourceFiles, decode_text
 from eqsearch.ingest.macros import extract_macros
@@ -91,3 +91,14 @@ def _by_name(files: SourceFiles, base: str) -> str | None:
     """The file of the source named ``base`` (the shallowest), or None."""
     matches = [n for n in files.names() if n == base or n.endswith("/" + base)]
     return min(matches, key=lambda n: (n.count("/"), n)) if matches else None
+
+
+def loaded_package_commands(preamble: str) -> list[MacroDef]:
+    """The commands of the packages ``preamble`` loads that stand in only for such documents
+    (`engine.latex.packages.LOADED_PACKAGE_MACROS`: commath's ``\\od``, diffcoeff's ``\\diff``)."""
+    names = {name.strip() for m in _USEPACKAGE.finditer(preamble) for name in m.group(1).split(",")}
+    return [
+        macro
+        for package in sorted(names & LOADED_PACKAGE_MACROS.keys())
+        for macro in LOADED_PACKAGE_MACROS[package].values()
+    ]

@@ -1,8 +1,11 @@
-"""Package constructs in formulas that KaTeX lacks, rewritten into what it has: nicematrix, inline code, Young tableaux.
+"""Package constructs in formulas that KaTeX lacks, rewritten into what it has: nicematrix, mathtools' small matrices
+with delimiters, inline code, Young tableaux.
 
 - nicematrix's matrices (``\\begin{bNiceMatrix}[first-row] ... \\end{bNiceMatrix}``, ``NiceArray``) become amsmath's
   (``bmatrix``, ``array``): the options (a first row of labels, colours, rules) are layout, the cells stay; its dotted
   lines ``\\Cdots``, ``\\Vdots``, ``\\Ddots``, ``\\Ldots``, ``\\Iddots`` become the plain dots.
+- mathtools' ``psmallmatrix``, ``bsmallmatrix``, ``Bsmallmatrix``, ``vsmallmatrix``, ``Vsmallmatrix`` (and starred,
+  with a column alignment): KaTeX's ``smallmatrix`` between ``\\left``/``\\right`` delimiters.
 - Inline code in a formula (``\\mintinline{haskell}{fork id id}`` of minted, ``\\lstinline|x|`` of listings,
   ``\\verb``), usually through a macro such as ``\\newcommand{\\hs}{\\mintinline{haskell}}``: typewriter text, its
   characters escaped for KaTeX's text mode. Applied after macro expansion: such a macro's body alone lacks the code.
@@ -19,11 +22,27 @@ import re
 
 from eqsearch.engine.latex.scan import read_argument, read_optional, skip_space
 
-__all__ = ["chemistry_in_text", "inline_code", "rewrite_nicematrix", "rewrite_young_tableaux"]
+__all__ = ["chemistry_in_text", "inline_code", "rewrite_nicematrix", "rewrite_small_matrices", "rewrite_young_tableaux"]
 
 _NICE = re.compile(r"\\(begin|end)\s*\{([pbBvV]?)Nice(Matrix|Array)\}")
 _DOTS = {"Cdots": "\\cdots", "Vdots": "\\vdots", "Ddots": "\\ddots", "Ldots": "\\ldots", "Iddots": "\\mathinner{⋰}"}
 _NICE_DOTS = re.compile(r"\\(Cdots|Vdots|Ddots|Ldots|Iddots)(?![A-Za-z@])(\[[^\]]*\])?")
+
+
+_SMALL = re.compile(r"\\(begin|end)\s*\{([pbBvV])smallmatrix(\*?)\}(\s*\[[lcr]\])?")
+_SMALL_DELIMITERS = {"p": ("(", ")"), "b": ("[", "]"), "B": ("\\{", "\\}"), "v": ("|", "|"), "V": ("\\|", "\\|")}
+
+
+def rewrite_small_matrices(latex: str) -> str:
+    """mathtools' small matrices with delimiters as ``smallmatrix`` between them (module docstring)."""
+
+    def one(m: re.Match[str]) -> str:
+        left, right = _SMALL_DELIMITERS[m.group(2)]
+        if m.group(1) == "begin":
+            return f"\\left{left}\\begin{{smallmatrix}}"
+        return f"\\end{{smallmatrix}}\\right{right}"
+
+    return _SMALL.sub(lambda m: one(m) + (m.group(4) or "" if m.group(1) == "end" else ""), latex)
 
 
 def rewrite_nicematrix(latex: str) -> str:

@@ -29,7 +29,7 @@ from eqsearch.engine.latex.packagesymbols import (
     UNITS,
 )
 
-__all__ = ["KNOWN_PACKAGES", "PACKAGE_MACROS"]
+__all__ = ["KNOWN_PACKAGES", "LOADED_PACKAGE_MACROS", "PACKAGE_MACROS"]
 
 #: Packages whose commands KaTeX or `PACKAGE_MACROS` provide (a shipped copy is not read for macros).
 KNOWN_PACKAGES = frozenset(
@@ -147,11 +147,25 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\Yright": (0, "\\mathbin{⤚}"),
     "\\varobar": (0, "\\mathbin{⦶}"),
     "\\oblong": (0, "\\mathbin{▯}"),
+    "\\binampersand": (0, "\\mathbin{\\&}"),
+    "\\bindnasrepma": (0, "\\mathbin{⅋}"),
+    "\\lightning": (0, "\\TextOrMath{↯}{\\mathord{↯}}"),
+    # wasysym's circles and MnSymbol/fdsymbol's filled diamond (linear logic's modalities, a semantics' update)
+    "\\ocircle": (0, "\\TextOrMath{○}{\\mathord{○}}"),
+    "\\filleddiamond": (0, "\\mathbin{◆}"),
     # esint / amsmath's quadruple integral
     "\\iiiint": (0, "\\mathop{⨌}"),
     "\\idotsint": (0, "\\int\\!\\cdots\\!\\int"),
     # textcomp / text commands in math
     "\\textsuperscript": (1, "^{\\text{#1}}"),
+    # cleveref's range of references (\\cref is a placeholder in clean_latex), glossaries-extra's abbreviations
+    "\\crefrange": (2, "\\text{(?)}"),
+    "\\Crefrange": (2, "\\text{(?)}"),
+    "\\glsfmtshort": (1, "\\text{#1}"),
+    "\\glsfmtlong": (1, "\\text{#1}"),
+    # mathtools' display-skip swap (spacing), bigints' taller integral signs
+    "\\SwapAboveDisplaySkip": (0, ""),
+    **{f"\\bigint{size}": (0, "\\displaystyle\\int") for size in ("", "s", "ss", "sss", "ssss")},
     "\\textsubscript": (1, "_{\\text{#1}}"),
     "\\textdagger": (0, "\\text{†}"),
     "\\textdaggerdbl": (0, "\\text{‡}"),
@@ -408,3 +422,30 @@ def _table() -> dict[str, MacroDef]:
 
 #: name -> the fallback definition (source ``package``).
 PACKAGE_MACROS: dict[str, MacroDef] = _table()
+
+
+def _derivative(symbol: str) -> str:
+    # diffcoeff's \\diff[order]{f}{x}[point] (s o m m o; starred: f after the fraction), d or \\partial
+    order = "\\IfNoValueF{#2}{^{#2}}"
+    over = f"{{{symbol}{order}}}{{{symbol} #4{order}}}"
+    return (
+        f"\\IfBooleanTF{{#1}}{{\\frac{over}#3}}{{\\frac{{{symbol}{order} #3}}{{{symbol} #4{order}}}}}"
+        "\\IfNoValueF{#5}{\\Big|_{#5}}"
+    )
+
+
+_DIFF = "s o m m o"
+#: Package commands too common as a document's own names to stand in for every document: package -> name -> the
+#: definition, added to a document's macros when its preamble loads the package (`eqsearch.ingest.localmacros`).
+LOADED_PACKAGE_MACROS: dict[str, dict[str, MacroDef]] = {
+    "commath": {
+        "\\dif": MacroDef("\\dif", "\\mathop{}\\!\\mathrm{d}", source="package"),
+        "\\od": MacroDef("\\od", "\\frac{\\mathrm{d}^{#1} #2}{\\mathrm{d} #3^{#1}}", 3, "", "package"),
+        "\\pd": MacroDef("\\pd", "\\frac{\\partial^{#1} #2}{\\partial #3^{#1}}", 3, "", "package"),
+    },
+    "chemformula": {"\\ch": MacroDef("\\ch", "\\ce{#1}", 1, source="package")},  # mhchem's \\ce reads the same
+    "diffcoeff": {
+        "\\diff": MacroDef("\\diff", _derivative("\\mathrm{d}"), 5, source="package", spec=_DIFF),
+        "\\diffp": MacroDef("\\diffp", _derivative("\\partial"), 5, source="package", spec=_DIFF),
+    },
+}

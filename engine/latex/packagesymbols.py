@@ -126,8 +126,11 @@ AGDA_SANS = [
     "Option",
     "Hole",
 ]
-# textcomp's text symbols KaTeX 0.19 lacks (\textpm in a formula of a thesis): the glyph as text
+# textcomp's text symbols KaTeX 0.19 lacks (\textpm in a formula of a thesis) and LaTeX's own text-mode ones
+# (\textexclamdown): the glyph as text
 TEXTCOMP = {
+    "exclamdown": "¡",
+    "questiondown": "¿",
     "pm": "±",
     "times": "×",
     "div": "÷",

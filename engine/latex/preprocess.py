@@ -30,7 +30,7 @@ from eqsearch.engine.latex.arrays import rewrite_array_specs, rewrite_tabulars
 from eqsearch.engine.latex.brackets import rewrite_brackets
 from eqsearch.engine.latex.colors import color_rule
 from eqsearch.engine.latex.lengths import register_spacing
-from eqsearch.engine.latex.packagenv import rewrite_nicematrix, rewrite_young_tableaux
+from eqsearch.engine.latex.packagenv import rewrite_nicematrix, rewrite_small_matrices, rewrite_young_tableaux
 from eqsearch.engine.latex.plaintex import (
     box_shifts,
     command_environments,
@@ -474,6 +474,8 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
     text = clean_latex(rewrite_plain_tex(rewrite_proof_trees(body)))
     if "Nice" in text or "dots" in text:
         text = rewrite_nicematrix(text)
+    if "smallmatrix" in text:
+        text = rewrite_small_matrices(text)
     if "\\begin" in text:
         text = _LAYOUT_ENVIRONMENT.sub("", text)
     if "minipage" in text:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from eqsearch.engine.latex.packagenv import chemistry_in_text, inline_code, rewrite_nicematrix, rewrite_young_tableaux
+from eqsearch.engine.latex.packagenv import (
+    chemistry_in_text,
+    inline_code,
+    rewrite_nicematrix,
+    rewrite_small_matrices,
+    rewrite_young_tableaux,
+)
 
 
 def test_nicematrix_environments_and_options():
@@ -47,3 +53,15 @@ def test_a_nice_matrix_and_a_tableau_convert_with_real_katex(converter):
     assert "<mtable" in matrix.mathml and "⋯" in matrix.mathml
     assert (tableau.status, tableau.reason) == ("ok", None), tableau.message
     assert tableau.mathml.count("<menclose") == 4
+
+
+def test_mathtools_small_matrices_with_delimiters(converter):
+    assert rewrite_small_matrices("\\begin{vsmallmatrix*}[r] a & -b \\end{vsmallmatrix*}") == (
+        "\\left|\\begin{smallmatrix} a & -b \\end{smallmatrix}\\right|"
+    )
+    latex = (
+        "A = \\begin{bsmallmatrix} 1 & 0 \\\\ 0 & 1 \\end{bsmallmatrix} + \\begin{Bsmallmatrix} x \\end{Bsmallmatrix}"
+    )
+    result = converter.convert(latex, "equation")
+    assert (result.status, result.reason) == ("ok", None), result.message
+    assert "[" in result.mathml and "{" in result.mathml and "<mtable" in result.mathml

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eqsearch.engine.latex.packages import PACKAGE_MACROS
+from eqsearch.engine.latex.packages import LOADED_PACKAGE_MACROS, PACKAGE_MACROS
 from eqsearch.engine.latex.xparse import parse_argument_spec
 
 _ARGUMENT = {"m": "{x}", "g": "{y}", "a": "(x)", "x": "(x & y)", "o": "", "O": "", "s": "", "t": "", "r": "", "u": ""}
@@ -32,3 +32,24 @@ def test_forms_of_the_physics_commands(converter):
     forms = ("\\pdv{x}", "\\pdv{f}{x}{y}", "\\dv[2]{f}{x}", "\\dd[3]{x}", "\\vb*{v}", "\\ev{A}{\\psi}", "\\qty|x|")
     for latex in forms:
         assert converter.convert(latex).status == "ok", latex
+
+
+def test_symbols_of_stmaryrd_wasysym_and_latex_text_in_math_and_in_text(converter):
+    latex = "A \\binampersand B \\bindnasrepma C \\lightning {\\ocircle}A \\mathrel{\\filleddiamond} \\textexclamdown"
+    result = converter.convert(latex + " \\mbox{$x$ \\lightning}")
+    assert (result.status, result.reason) == ("ok", None), result.message
+    for glyph in ("&amp;", "⅋", "↯", "○", "◆", "¡"):
+        assert glyph in result.mathml, glyph
+
+
+def test_commands_that_stand_in_only_for_the_documents_loading_their_package(converter):
+    """commath's ``\\od``, diffcoeff's ``\\diff`` and chemformula's ``\\ch`` are common names of a document's own: they
+    are no fallback for every document, only for one whose preamble loads the package."""
+    loaded = [m for package in LOADED_PACKAGE_MACROS.values() for m in package.values()]
+    assert not {m.name for m in loaded} & PACKAGE_MACROS.keys()
+    forms = ["\\od{y}{x}", "\\pd[2]{f}{t}", "\\dif x", "\\diff{y}{x}", "\\diffp*{c}{z}[z=0]", "\\diff[2]{f}{t}"]
+    results = converter.convert_many([(f, "equation") for f in [*forms, "\\ch{H2O + CO2}"]], macros=loaded)
+    for latex, result in zip([*forms, "ch"], results, strict=True):
+        assert (result.status, result.reason) == ("ok", None), (latex, result.message)
+    assert "∂" in results[1].mathml and "<mfrac>" in results[3].mathml and "∣" in results[4].mathml
+    assert converter.convert("\\od{y}{x}").status != "ok"  # not loaded: not defined
