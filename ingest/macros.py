@@ -63,11 +63,14 @@ def _definer_pattern(aliases: dict[str, str] | None = None) -> re.Pattern[str]:
         rf"|(?P<op>{alternatives('op')})(?P<ostar>\*?)"
         r"|(?P<xparse>(?:New|Renew|Provide|Declare)(?:Expandable)?DocumentCommand)"
         r"|(?P<paired>DeclarePairedDelimiter)(?P<px>XPP|X|)"
+        r"|(?P<unit>DeclareSIUnit)"
         r"|(?P<env>newenvironment|renewenvironment|(?:New|Renew|Provide|Declare)DocumentEnvironment))(?![A-Za-z@])"
     )
 
 
 _DEFINER = _definer_pattern()
+# hyperref's \pdfstringdefDisableCommands{\def\varepsilon{\textepsilon}}: meanings for PDF bookmarks only
+_PDF_ONLY = re.compile(r"\\pdfstringdefDisableCommands\s*\{(?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*\}")
 _ALL_DEFINERS = "|".join(n for values in _DEFINERS.values() for n in values)
 # \newcommand{\nc}{\newcommand}, \let\nc\newcommand, \def\nc{\newcommand}: a user name for a definer
 _DEFINER_ALIAS = re.compile(
@@ -133,6 +136,7 @@ def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMa
     from eqsearch.ingest.displaymacros import split_display_macros
 
     table = table if table is not None else DocumentMacros()
+    text = _PDF_ONLY.sub(lambda m: " " * len(m.group(0)), text) if "\\pdfstringdef" in text else text
     aliases = _definer_aliases(text)
     definer = _definer_pattern(aliases) if aliases else _DEFINER
     table.history = []
@@ -271,6 +275,14 @@ def _read_definition(text: str, m: re.Match[str], table: DocumentMacros, aliases
         return end
     if m.group("xparse"):
         return _read_xparse(text, pos, m.group("xparse"), table)
+    if m.group("unit"):  # siunitx's \DeclareSIUnit[options]\amphour{Ah}: what the unit prints
+        _, pos = read_optional(text, pos)
+        name, pos = _name_at(text, pos)
+        symbol = read_argument(text, pos)
+        if symbol is None:
+            raise _SkipDefinition(Issue("malformed_macro", f"\\DeclareSIUnit{{{name}}} has no symbol"))
+        _store(table, MacroDef(name=name, body=symbol[0].strip(), source="DeclareSIUnit"))
+        return symbol[1]
     if m.group("paired"):
         return _read_paired(text, pos, m.group("px"), table)
     if m.group("def"):

@@ -212,3 +212,26 @@ def test_a_documents_switches_decide_its_conditionals(converter):
     result = converter.convert(r"\N + \ifthesis a \else b \fi", macros=macros.definitions())
     assert result.status == "ok" and '<mi mathvariant="double-struck">N</mi>' in result.mathml
     assert "<mi>a</mi>" in result.mathml and "<mi>b</mi>" not in result.mathml
+
+
+def test_siunitx_units_a_document_declares_and_pdf_only_meanings_left_out():
+    """``\\DeclareSIUnit \\amphour {Ah}`` (braced or not, options first) is what the unit prints; a definition inside
+    hyperref's ``\\pdfstringdefDisableCommands`` is for PDF bookmarks only, never the formula's meaning."""
+    text = r"""\pdfstringdefDisableCommands{\def\varepsilon{\textepsilon}\def\x{{a}}}
+\DeclareSIUnit \amphour {Ah}
+\DeclareSIUnit[per-mode = symbol]{\pixel}{px}
+\newcommand{\R}{\mathbb{R}}"""
+    table = extract_macros(text)
+    assert {m.name: (m.body, m.source) for m in table.definitions()} == {
+        "\\amphour": ("Ah", "DeclareSIUnit"),
+        "\\pixel": ("px", "DeclareSIUnit"),
+        "\\R": ("\\mathbb{R}", "newcommand"),
+    }
+
+
+def test_declared_units_convert_inside_siunitx_quantities(converter):
+    table = extract_macros(r"\DeclareSIUnit\amphour{Ah} \DeclareSIUnit\watthour{Wh}")
+    latex = r"C = \SI{60000}{\milli\amphour} = \si{\kilo\watthour}"
+    result = converter.convert(latex, "equation", macros=table.definitions())
+    assert (result.status, result.reason) == ("ok", None), result.message
+    assert "Ah" in result.mathml.replace('<mi mathvariant="normal">', "").replace("</mi>", "")
