@@ -153,9 +153,18 @@ def _uses_every_parameter(body: str, nargs: int) -> bool:
 
 
 #: Definers that define only a name nothing defines yet; ``class``: a command of the document's class read from the
-#: class file the source ships, which stands only where KaTeX, the package table and the document define nothing.
+#: class file the source ships, which stands only where KaTeX, the package table and the document define nothing;
+#: ``DeclareSIUnit``: siunitx's unit, which exists only inside a unit argument (``\\DeclareSIUnit\\bar{bar}`` must not
+#: replace the accent of ``\\bar{N}``).
 PROVIDE_SOURCES = frozenset(
-    {"providecommand", "providerobustcmd", "ProvideDocumentCommand", "ProvideExpandableDocumentCommand", "class"}
+    {
+        "providecommand",
+        "providerobustcmd",
+        "ProvideDocumentCommand",
+        "ProvideExpandableDocumentCommand",
+        "class",
+        "DeclareSIUnit",
+    }
 )
 
 

@@ -230,8 +230,10 @@ def test_siunitx_units_a_document_declares_and_pdf_only_meanings_left_out():
 
 
 def test_declared_units_convert_inside_siunitx_quantities(converter):
-    table = extract_macros(r"\DeclareSIUnit\amphour{Ah} \DeclareSIUnit\watthour{Wh}")
-    latex = r"C = \SI{60000}{\milli\amphour} = \si{\kilo\watthour}"
+    """A unit exists only inside a unit argument: one named like a command KaTeX has (``\\bar``) never replaces it."""
+    table = extract_macros(r"\DeclareSIUnit\amphour{Ah} \DeclareSIUnit\watthour{Wh} \DeclareSIUnit\bar{bar}")
+    latex = r"C = \SI{60000}{\milli\amphour} = \si{\kilo\watthour}, \quad \bar{N}"
     result = converter.convert(latex, "equation", macros=table.definitions())
     assert (result.status, result.reason) == ("ok", None), result.message
     assert "Ah" in result.mathml.replace('<mi mathvariant="normal">', "").replace("</mi>", "")
+    assert '<mover accent="true"><mi>N</mi>' in result.mathml
