@@ -6,9 +6,10 @@ doc values, norms, points, kNN vectors), largest first; with ``--source`` also t
 split by top-level key (raw JSON bytes before compression: what each key adds to the stored block).
 
 ``vectors``: the index's formula vectors copied into one small index per ``index_options`` type (``hnsw``,
-``int8_hnsw``, ``int4_hnsw``, ``bbq_hnsw``, with ``rescore_vector`` oversampling where asked), each searched with the
-same queries (each document's own vector moved by Gaussian noise, as ``search.py`` does) and scored against the exact
-top 10 computed here in numpy: recall@10, the kNN vectors' bytes per equation on disk, and the client's median
+``int8_hnsw``, ``int4_hnsw``, ``bbq_hnsw``, with ``rescore_vector`` oversampling where asked, and ``byte_hnsw``: an
+int8 field, ``hnsw`` over vectors rounded as the engine's writers round them, `engine.index.vectors`), each searched
+with the same queries (each document's own vector moved by Gaussian noise, as ``search.py`` does) and scored against
+the exact top 10 computed here in numpy: recall@10, the kNN vectors' bytes per equation on disk, and the client's median
 milliseconds per query. A quantized type keeps the float vectors on disk too (for rescoring and merges) beside its
 quantized copy; what a search reads from memory is the quantized copy and the graph. Where the node's data folder is
 on this machine (a local node), each variant's files are also summed by Lucene extension, so that the float vectors
@@ -16,7 +17,7 @@ on this machine (a local node), each variant's files are also summed by Lucene e
 by its entries table). Run from the repository root::
 
     .venv/bin/python benchmarks/index_size.py fields --prefix P [--source 2000]
-    .venv/bin/python benchmarks/index_size.py vectors --prefix P --types hnsw int8_hnsw bbq_hnsw --oversample 0 3
+    .venv/bin/python benchmarks/index_size.py vectors --prefix P --types hnsw byte_hnsw bbq_hnsw --oversample 0 3
     .venv/bin/python benchmarks/index_size.py spans --prefix P --bytes 8 6 5
 
 ``spans``: the sub-expression hashes' postings (``structure_spans``) per equation with the hash cut shorter and
@@ -41,6 +42,7 @@ from elasticsearch.helpers import bulk, scan
 from eqsearch.engine.es import EsConfig, connect
 from eqsearch.engine.index.documents import structure_fields
 from eqsearch.engine.index.mappings import SPANS_FIELD, VECTOR_FIELD, alias_name
+from eqsearch.engine.index.vectors import byte_vector
 
 PARTS = (
     "stored_fields_in_bytes",
@@ -183,12 +185,15 @@ def vectors(args: argparse.Namespace) -> None:
     print(json.dumps({"index": source, "vectors": len(ids), "dims": int(units.shape[1]), "queries": len(picked)}))
     for kind in args.types:
         for oversample in args.oversample if kind != "hnsw" else [0]:
-            options: dict[str, Any] = {"type": kind}
+            byte = kind == "byte_hnsw"  # int8 vectors stored as such (element_type byte): no floats kept
+            options: dict[str, Any] = {"type": "hnsw" if byte else kind}
             if oversample:
                 options["rescore_vector"] = {"oversample": oversample}
             name = f"{args.prefix}-vectors-{kind}-{oversample}".lower()
             client.indices.delete(index=name, ignore_unavailable=True)
             mapping = {"type": "dense_vector", "dims": int(units.shape[1]), "similarity": similarity}
+            if byte:
+                mapping["element_type"] = "byte"
             mapping["index_options"] = options
             client.indices.create(
                 index=name,
@@ -201,7 +206,7 @@ def vectors(args: argparse.Namespace) -> None:
                 mappings={"properties": {VECTOR_FIELD: mapping}},
             )
             actions = (
-                {"_index": name, "_id": doc, "_source": {VECTOR_FIELD: row.tolist()}}
+                {"_index": name, "_id": doc, "_source": {VECTOR_FIELD: byte_vector(row) if byte else row.tolist()}}
                 for doc, row in zip(ids, matrix, strict=True)
             )
             bulk(client.options(request_timeout=600), actions, chunk_size=1000)
@@ -212,7 +217,7 @@ def vectors(args: argparse.Namespace) -> None:
                 began = time.perf_counter()
                 knn = {
                     "field": VECTOR_FIELD,
-                    "query_vector": query.tolist(),
+                    "query_vector": byte_vector(query) if byte else query.tolist(),
                     "k": 10,
                     "num_candidates": args.candidates,
                 }

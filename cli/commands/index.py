@@ -47,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     create.add_argument("--index-type", choices=VECTOR_TYPES, default="hnsw", help="the vector index type (hnsw)")
     create.add_argument("--oversample", type=float, default=0.0, help=OVERSAMPLE_HELP)
+    create.add_argument("--element-type", choices=ELEMENT_TYPES, help=ELEMENT_TYPE_HELP)
     _node_vectors_argument(create, "equations: every ingest job stores each formula's node vectors")
     _layout_arguments(create, "of the equations index (default: one per data node, or EQSEARCH_SHARDS)")
     create.set_defaults(handler=_create, parser=create)
@@ -66,6 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     migrate.add_argument("--delete-old", action="store_true", help="delete the old version after the swap")
     migrate.add_argument("--index-type", choices=VECTOR_TYPES, help="change the vector index type")
     migrate.add_argument("--oversample", type=float, help=OVERSAMPLE_HELP + " (default: the current index's)")
+    migrate.add_argument("--element-type", choices=ELEMENT_TYPES, help=ELEMENT_TYPE_HELP)
     _layout_arguments(migrate, "of the new version (default: the current index's)")
     migrate.add_argument(
         "--context-vectors",
@@ -182,7 +184,8 @@ def _create(args: argparse.Namespace) -> int:
     )
     if (options.dims, options.similarity) != (encoder.dim, encoder.similarity):
         options = replace(options, encoder=None)  # another shape than the bundle's: its vectors will not fit
-    options = replace(options, index_type=args.index_type, oversample=_oversample(args, args.index_type))
+    options = _with_vector_choice(options, args)
+    options = replace(options, oversample=_oversample(args, options.index_type))
     options = _with_layout(options, args)
     node_encoder = _node_encoder(args)
     if node_encoder is not None:
@@ -271,8 +274,8 @@ def _migrate(args: argparse.Namespace) -> int:
             print(f"the {args.kind} index was made by an older mapping: migrating it to the current one",
                   file=sys.stderr)  # fmt: skip
     options = admin.options_of(args.kind)
-    if options is not None and args.index_type:
-        options = replace(options, index_type=args.index_type)
+    if options is not None:
+        options = _with_vector_choice(options, args)
     if options is not None and args.oversample is not None:
         options = replace(options, oversample=_oversample(args, options.index_type))
     if options is not None:
@@ -283,8 +286,14 @@ def _migrate(args: argparse.Namespace) -> int:
         from eqsearch.engine.model.encoder import load_encoder, onnx_provider_setting
 
         encoder = load_encoder(args.bundle, provider=onnx_provider_setting(os.environ))
+        from eqsearch.engine.index.mappings import default_element_type
+
         base = options or admin.default_options()
-        options = replace(base, dims=encoder.dim, similarity=encoder.similarity, encoder=encoder.identity)
+        element = default_element_type(encoder.similarity, base.index_type)
+        options = replace(
+            base, dims=encoder.dim, similarity=encoder.similarity, encoder=encoder.identity, element_type=element
+        )
+        options = _with_vector_choice(options, args)
         rewrite = reencode_vectors(encoder)
         print(f"re-encoding with {encoder.identity} ({encoder.dim}-d, {encoder.similarity})", file=sys.stderr)
     node_encoder = _node_encoder(args)
@@ -353,6 +362,32 @@ OVERSAMPLE_HELP = (
     "with a quantized type: gather this many times k candidates, then rescore them with the float vectors "
     "(Elasticsearch's rescore_vector; 0: its default)"
 )
+
+
+ELEMENT_TYPES = ("float", "byte")
+ELEMENT_TYPE_HELP = (
+    "equations: how the formula vectors are stored: byte (int8, a quarter of the bytes; the default where they "
+    "are compared by cosine with the hnsw type) or float"
+)
+
+
+def _with_vector_choice(options: IndexOptions, args: argparse.Namespace) -> IndexOptions:
+    """``options`` with the asked ``--index-type`` and ``--element-type``; where none is asked, the element type
+    kept, or float where the kept one does not go with the index type (int8 vectors take ``hnsw`` only)."""
+    from dataclasses import replace
+
+    from eqsearch.engine.index.mappings import BYTE_INDEX_TYPES
+
+    index_type = getattr(args, "index_type", None) or options.index_type
+    element = getattr(args, "element_type", None) or options.element_type
+    if element == "byte" and (options.similarity != "cosine" or index_type not in BYTE_INDEX_TYPES):
+        if getattr(args, "element_type", None):
+            args.parser.error(
+                f"--element-type byte needs cosine similarity and --index-type {' or '.join(BYTE_INDEX_TYPES)} "
+                f"(here {options.similarity} and {index_type})"
+            )
+        element = "float"
+    return replace(options, index_type=index_type, element_type=element)
 
 
 def _oversample(args: argparse.Namespace, index_type: str) -> float:

@@ -24,6 +24,7 @@ from eqsearch.engine.index.mappings import (
     MAPPING_VERSIONS,
     IndexOptions,
     alias_name,
+    default_element_type,
     index_definition,
     parse_version,
     versioned_name,
@@ -139,6 +140,7 @@ class IndexAdmin:
         return IndexOptions(
             dims=dims,
             similarity=similarity,
+            element_type=default_element_type(similarity),
             analyzer=probe_text_analyzer(self.client),
             encoder=encoder,
             shards=shards,
@@ -268,10 +270,13 @@ class IndexAdmin:
         meta = self.client.indices.get_mapping(index=current)[current]["mappings"].get("_meta", {})
         settings = next(iter(self.client.indices.get_settings(index=current, flat_settings=True).values()))
         values = settings["settings"]
+        similarity, index_type = str(meta.get("similarity", "max_inner_product")), str(meta.get("index_type", "hnsw"))
         return IndexOptions(
             dims=int(meta.get("dims", 64)),
-            similarity=str(meta.get("similarity", "max_inner_product")),
-            index_type=str(meta.get("index_type", "hnsw")),
+            similarity=similarity,
+            index_type=index_type,
+            # an index made before the element type was recorded (version 9 and older) moves to the default
+            element_type=str(meta.get("element_type") or default_element_type(similarity, index_type)),
             oversample=float(meta.get("oversample", 0.0)),
             analyzer=str(meta.get("analyzer", "standard")),
             encoder=meta.get("encoder"),

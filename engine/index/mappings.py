@@ -4,8 +4,9 @@ Every index is versioned (``<prefix>-equations-v3``) and reached through an alia
 `engine.index.admin` creates them and `engine.index.migration` moves an alias to a new version. A definition is a
 pure function of an `IndexOptions`, so a migration to a new mapping is "change this file, run ``eqsearch index
 migrate equations``". The documents these mappings accept are built in `engine.index.documents`. Why the vector
-field and the layout are as they are (the bundle's similarity, float ``hnsw``, one document per equation, default
-postings), with the figures: ``docs/decisions/equation-index-layout.md``.
+field and the layout are as they are (the bundle's similarity, ``hnsw``, one document per equation, default
+postings), with the figures: ``docs/decisions/equation-index-layout.md``; why int8 vectors where compared by cosine
+(`engine.index.vectors`) and what else the lean index left out: ``docs/decisions/lean-equations-index.md``.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from eqsearch.engine.index.vectors import ELEMENT_TYPES
 from eqsearch.engine.model.structure import STRUCTURE_VERSION
 
 IndexKind = Literal["equations", "papers", "jobs"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("equations", "papers", "jobs")
 
 #: Bump when a definition below changes; recorded in each index's ``_meta`` so `describe` can say it is stale.
-MAPPING_VERSIONS: dict[str, int] = {"equations": 9, "papers": 2, "jobs": 1}
+MAPPING_VERSIONS: dict[str, int] = {"equations": 10, "papers": 2, "jobs": 1}
 
 VECTOR_FIELD = "vector"
 #: The formula's structural terms (`engine.model.structure`): BM25 over them is the structural channel.
@@ -60,6 +62,9 @@ DERIVED_OUT_OF_SOURCE_SINCE = 8
 #: ``source_version``, ``job_id``, ``indexed_at``.
 PAPER_ONLY_FIELDS = ("title", "abstract", "authors", "citations_out", "cited_by_count", "source")
 PAPER_FIELDS_OUT_OF_EQUATIONS_SINCE = 9
+#: The first equations mapping version whose formula vectors, where compared by cosine, are int8 (``element_type:
+#: byte``, `engine.index.vectors`): a quarter of the float vectors' bytes, on disk and in memory.
+BYTE_VECTORS_SINCE = 10
 
 
 #: The text encoder's vector of the words around the formula (`engine.model.text`): kNN on it is the context channel.
@@ -71,6 +76,8 @@ SOURCE_EXCLUDED_FIELDS = (*VECTOR_FIELDS, FORWARD_INDEX_FIELD)
 DEFAULT_DIMS = 64
 #: The vector index types whose search runs over a quantized copy and may rescore with the floats.
 QUANTIZED_TYPES = ("int8_hnsw", "int4_hnsw", "bbq_hnsw", "int8_flat", "int4_flat", "bbq_flat")
+#: The vector index types that take int8 vectors (``element_type: byte``): the others quantize floats themselves.
+BYTE_INDEX_TYPES = ("hnsw", "flat")
 #: The width of the shipped text encoder's vectors (`engine/model/text-encoder.json`'s ``dim``).
 DEFAULT_CONTEXT_DIMS = 256
 TEXT_ANALYZERS = ("english", "standard")
@@ -91,6 +98,9 @@ class IndexOptions:
         oversample: with a quantized type, how many times ``k`` candidates the quantized search gathers before
             they are rescored with the float vectors (``rescore_vector``; 0: Elasticsearch's default for the type).
             Measured in ``benchmarks/scale.md`` ("Vectors, quantized").
+        element_type: how each formula vector is stored (`engine.index.vectors`): ``float`` (float32) or ``byte``
+            (int8, one scale per vector; cosine similarity with a ``hnsw`` or ``flat`` type only);
+            `default_element_type` gives what a new index gets.
         hnsw_m: HNSW graph degree.
         ef_construction: HNSW build-time candidate list.
         analyzer: text analyzer for titles, abstracts and context (``english`` where the cluster has it).
@@ -111,6 +121,7 @@ class IndexOptions:
     similarity: str = "max_inner_product"
     index_type: str = "hnsw"
     oversample: float = 0.0
+    element_type: str = "float"
     hnsw_m: int = 16
     ef_construction: int = 100
     analyzer: str = "standard"
@@ -134,10 +145,24 @@ class IndexOptions:
             )
         if self.similarity not in ("max_inner_product", "cosine", "dot_product", "l2_norm"):
             raise ValueError(f"unknown vector similarity {self.similarity!r}")
+        if self.element_type not in ELEMENT_TYPES:
+            raise ValueError(f"element_type must be one of {ELEMENT_TYPES}, got {self.element_type!r}")
+        if self.element_type == "byte" and (self.similarity != "cosine" or self.index_type not in BYTE_INDEX_TYPES):
+            raise ValueError(
+                "int8 vectors (element_type byte) need cosine similarity and an index type of "
+                f"{', '.join(BYTE_INDEX_TYPES)}, got {self.similarity} and {self.index_type}"
+            )
         if self.analyzer not in TEXT_ANALYZERS:
             raise ValueError(f"analyzer must be one of {TEXT_ANALYZERS}, got {self.analyzer!r}")
         if self.shards < 1 or self.replicas < 0:
             raise ValueError(f"shards must be at least 1 and replicas at least 0: {self.shards}, {self.replicas}")
+
+
+def default_element_type(similarity: str, index_type: str = "hnsw") -> str:
+    """How a new index stores its formula vectors: int8 (``byte``) where they are compared by cosine, which ignores
+    the one scale per vector that rounding takes, and the index type takes them; float otherwise (an inner product
+    needs the vectors' lengths; a quantized type quantizes floats itself)."""
+    return "byte" if similarity == "cosine" and index_type in BYTE_INDEX_TYPES else "float"
 
 
 def alias_name(prefix: str, kind: str) -> str:
@@ -177,6 +202,7 @@ def _meta(kind: str, options: IndexOptions) -> dict[str, Any]:
         "dims": options.dims,
         "similarity": options.similarity,
         "index_type": options.index_type,
+        **({"element_type": options.element_type} if kind == "equations" else {}),
         **({"oversample": options.oversample} if options.oversample else {}),
         **({"encoder": options.encoder} if options.encoder else {}),
         **({"context_dims": options.context_dims} if kind == "equations" else {}),
@@ -228,12 +254,15 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
         "similarity": options.similarity,
         "index_options": {"type": options.index_type, "m": options.hnsw_m, "ef_construction": options.ef_construction},
     }
+    if options.element_type == "byte":
+        vector["element_type"] = "byte"
     if options.index_type in ("flat", "int8_flat", "int4_flat", "bbq_flat"):
         vector["index_options"] = {"type": options.index_type}
     if options.oversample and options.index_type in QUANTIZED_TYPES:
         vector["index_options"]["rescore_vector"] = {"oversample": options.oversample}
     # the same HNSW as the formula vectors; cosine: the text encoder's vectors are unit length
     context_vector = {**vector, "dims": options.context_dims, "similarity": "cosine"}
+    context_vector.pop("element_type", None)  # float: the context channel (an option) keeps its float vectors
     return {
         "settings": _settings(options, options.shards),
         "mappings": {

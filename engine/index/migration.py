@@ -32,7 +32,7 @@ from eqsearch.engine.errors import EqsearchError
 from eqsearch.engine.index.bulk import bulk_index, bulk_loading_settings, current_load_settings
 from eqsearch.engine.index.documents import with_context_vectors, with_node_vectors, with_structure, with_vector
 from eqsearch.engine.index.errors import IndexOperationError, MigrationError
-from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, PAPER_ONLY_FIELDS, IndexOptions
+from eqsearch.engine.index.mappings import NODE_VECTORS_FIELD, PAPER_ONLY_FIELDS, VECTOR_FIELD, IndexOptions
 from eqsearch.engine.index.migration_records import (
     MigrationLock,
     drop_lock,
@@ -43,6 +43,7 @@ from eqsearch.engine.index.migration_records import (
     record_progress,
     take_lock,
 )
+from eqsearch.engine.index.vectors import stored_vector
 from eqsearch.engine.model.text import TextEncoder, load_text_encoder
 
 if TYPE_CHECKING:
@@ -99,12 +100,16 @@ def reencode_vectors(encoder: Any) -> Rewrite:
 
 
 def _restructured(
-    rewrite: Rewrite | None, text_encoder: TextEncoder | None, node_encoder: NodeEncoder | None = None
+    rewrite: Rewrite | None,
+    text_encoder: TextEncoder | None,
+    node_encoder: NodeEncoder | None = None,
+    similarity: str = "cosine",
 ) -> Rewrite:
     """``rewrite`` after making each equation's structural fields anew from its MathML and LaTeX, with a text
     encoder its context vector anew from its words, and with a node encoder its node vectors anew from its MathML
-    (without one, any stored node vectors are left out: the new index does not map them): every migration of the
-    equations index brings them up to the code's tokenizer and encoders (and gives them to documents written
+    (without one, any stored node vectors are left out: the new index does not map them), and, last, each formula
+    vector as the new index's ``similarity`` stores it (`vectors.stored_vector`: int8 for cosine): every migration
+    of the equations index brings them up to the code's tokenizer and encoders (and gives them to documents written
     before)."""
 
     def rewritten(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -116,9 +121,15 @@ def _restructured(
             bodies = with_node_vectors(bodies, node_encoder)
         else:
             bodies = [{k: v for k, v in body.items() if k != NODE_VECTORS_FIELD} for body in bodies]
-        return rewrite(bodies) if rewrite is not None else bodies
+        bodies = rewrite(bodies) if rewrite is not None else bodies
+        return [_with_stored_vector(body, similarity) for body in bodies]
 
     return rewritten
+
+
+def _with_stored_vector(body: dict[str, Any], similarity: str) -> dict[str, Any]:
+    vector = body.get(VECTOR_FIELD)
+    return body if vector is None else with_vector(body, stored_vector(vector, similarity))
 
 
 def settle_node_encoder(
@@ -255,7 +266,7 @@ def migrate(
         if text_encoder is not None:
             options = replace(options, context_dims=text_encoder.dim, text_encoder=text_encoder.identity)
         options, node_encoder = settle_node_encoder(options, node_encoder)
-        rewrite = _restructured(rewrite, text_encoder, node_encoder)
+        rewrite = _restructured(rewrite, text_encoder, node_encoder, options.similarity)
     _clear_finished_or_dead_lock(admin, take_over=take_over)
     target = admin.next_version_name(kind)
     lock = MigrationLock(kind, source, target, os.getpid(), socket.gethostname(), now(), admin.write_blocked(source))

@@ -57,9 +57,10 @@ class IndexMeta:
         """The text analyzer of the index (``english`` or ``standard``)."""
         return str(self.read().get("analyzer", "standard"))
 
-    def normalises_vectors(self) -> bool:
-        """Whether the index compares vectors by cosine or dot product (a query vector is then normalised)."""
-        return self.read().get("similarity") in ("cosine", "dot_product")
+    def similarity(self) -> str:
+        """How the index compares formula vectors (``cosine``, ``dot_product``, ``max_inner_product``): a query
+        vector is normalised for the first two and rounded to int8 for cosine (`engine.index.vectors`)."""
+        return str(self.read().get("similarity") or "max_inner_product")
 
     def encoder_mismatch(self, identity: str | None) -> str | None:
         """Why a formula encoder of this ``identity`` cannot be compared with the index's vectors, or None when it

@@ -237,7 +237,7 @@ def knn_body(
         pre_filter["bool"]["must_not"] = [{"ids": {"values": list(exclude)}}]
     knn: dict[str, Any] = {
         "field": field,
-        "query_vector": [float(x) for x in vector],
+        "query_vector": np.asarray(vector).tolist(),  # whole numbers stay whole: an int8 field takes only those
         "k": k,
         "num_candidates": num_candidates(k, num_candidates_factor),
     }

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from eqsearch.engine.index.vectors import query_vector
 from eqsearch.engine.model.highlights import SharedSubexpressions
 from eqsearch.engine.model.layout import LayoutNode, parse_layout, parse_layout_latex
 from eqsearch.engine.model.patterns import (
@@ -83,8 +84,9 @@ class QueryFormulas:
         ranking: which channels the formula feeds (no vector without an embedding weight, no structure without a
             structure weight, no node vectors without a MaxSim window).
         node_encoder: the node vectors of the MaxSim rerank (None: none).
-        normalise: whether query vectors are normalised (the index compares by cosine or dot product); asked at
-            each preparation, since a migration may change it.
+        similarity: the index's vector similarity (`IndexMeta.similarity`): query vectors are normalised for cosine
+            and dot product, and rounded as the stored ones are for cosine; asked at each preparation, since a
+            migration may change it.
         size: how many prepared formulas to keep.
     """
 
@@ -95,14 +97,14 @@ class QueryFormulas:
         ranking: FormulaRanking,
         *,
         node_encoder: NodeEncoder | None,
-        normalise: Callable[[], bool],
+        similarity: Callable[[], str],
         size: int,
     ) -> None:
         self.converter = converter
         self.encoder = encoder
         self.ranking = ranking
         self.node_encoder = node_encoder
-        self.normalise = normalise
+        self.similarity = similarity
         self.size = size
         self._kept: OrderedDict[str, QueryFormula] = OrderedDict()
         self._lock = threading.Lock()  # web servers search from several threads
@@ -156,12 +158,13 @@ class QueryFormulas:
     def encode(self, mathml: str) -> np.ndarray:
         """One formula's vector, its parts weighed as the ranking asks where the encoder is a composite
         (`engine.model.composite`; parts it does not have are left out), normalised when the index compares by cosine
-        or dot product."""
+        or dot product, and rounded as the stored vectors are for cosine (`engine.index.vectors.query_vector`)."""
         vector = weigh_parts(self.encoder, self.encoder.encode([mathml])[0], self.ranking.embedding_parts)
-        if self.normalise():
+        similarity = self.similarity()
+        if similarity in ("cosine", "dot_product"):
             norm = float(np.linalg.norm(vector))
             vector = vector / norm if norm > 0 else vector
-        return vector
+        return query_vector(vector, similarity)
 
 
 def weigh_parts(encoder: Encoder, vector: np.ndarray, parts: Sequence[tuple[str, float]]) -> np.ndarray:

@@ -36,6 +36,7 @@ from eqsearch.engine.index.mappings import (
     VECTOR_FIELD,
     alias_name,
 )
+from eqsearch.engine.index.vectors import query_vector
 from eqsearch.engine.model.patterns import read_query_variables
 from eqsearch.engine.search.errors import EquationNotFoundError, SearchError, call
 from eqsearch.engine.search.fusion import (
@@ -168,7 +169,7 @@ class SearchService:
             encoder,
             self.ranking,
             node_encoder=self.node_encoder,
-            normalise=self.meta.normalises_vectors,
+            similarity=self.meta.similarity,
             size=formula_cache_size,
         )
         self.term_statistics = TermStatistics(client.termvectors, STRUCTURE_FIELD)
@@ -429,7 +430,7 @@ class SearchService:
             raise EquationNotFoundError(f"cannot find equations like {eq_id!r}: {why}")
         if self.meta.encoder_mismatch(getattr(self.encoder, "identity", None)) is None:  # weighed as kNN alone ranks
             vector = weigh_parts(self.encoder, vector, get_ranker("embedding").embedding_parts)
-        vector = np.asarray(vector, dtype=np.float32)
+        vector = query_vector(np.asarray(vector, dtype=np.float32), self.meta.similarity())
         body = knn_body(vector, size, [], num_candidates_factor=self.num_candidates_factor, exclude=[eq_id])
         hits_raw = call(self.client.search, index=self.equations_alias, body=body)["hits"]["hits"]
         paper_of = [str(raw["_source"].get("paper_id") or "") for raw in hits_raw]

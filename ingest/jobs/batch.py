@@ -25,6 +25,7 @@ from eqsearch.engine.index import (
     with_context_vectors,
     with_node_vectors,
 )
+from eqsearch.engine.index.vectors import stored_vector
 from eqsearch.engine.model import Encoder, NodeEncoder, TextEncoder
 from eqsearch.ingest.displaycheck import NO_DISPLAYS_FOUND
 from eqsearch.ingest.jobs.errors import IngestJobError
@@ -106,9 +107,9 @@ def paper_actions(
 
 def encode_formulas(
     encoder: Encoder, equations: Sequence[Equation | InlineFormula], errors: Counter[str]
-) -> dict[int, list[float]]:
-    """Equation (or inline formula) number -> vector of the converted ones the encoder takes (errors counted by
-    reason)."""
+) -> dict[int, list[float] | list[int]]:
+    """Equation (or inline formula) number -> vector of the converted ones the encoder takes, as the index stores
+    it (`engine.index.vectors.stored_vector`: int8 where compared by cosine; errors counted by reason)."""
     todo = [eq for eq in equations if eq.status in (STATUS_OK, STATUS_APPROXIMATE) and eq.mathml]
     if not todo:
         return {}
@@ -124,10 +125,11 @@ def encode_formulas(
                 errors[f"encode:{type(error).__name__}"] += 1
     out = {}
     for number, row in rows.items():
-        if not np.all(np.isfinite(row)):
-            errors["encode:non-finite"] += 1
+        stored = stored_vector(row, encoder.similarity) if np.all(np.isfinite(row)) else None
+        if stored is None:
+            errors["encode:non-finite" if not np.all(np.isfinite(row)) else "encode:zero-vector"] += 1
             continue
-        out[number] = [float(x) for x in row]
+        out[number] = stored
     return out
 
 

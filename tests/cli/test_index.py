@@ -28,6 +28,28 @@ def test_if_stale_migrates_only_an_index_of_an_older_mapping(es_client, index_na
 
 
 @pytest.mark.es
+def test_element_type_is_int8_by_default_for_the_bundles_cosine_and_chosen_by_flag(
+    es_client, index_name, monkeypatch, capsys
+):
+    monkeypatch.setenv("EQSEARCH_INDEX_PREFIX", index_name)
+    assert main(["index", "create", "equations"]) == 0  # the shipped bundle compares by cosine
+    admin = IndexAdmin(es_client, index_name)
+    assert admin.options_of("equations").element_type == "byte"
+    assert main(["index", "migrate", "equations", "--quiet", "--index-type", "int8_hnsw"]) == 0
+    assert (admin.options_of("equations").index_type, admin.options_of("equations").element_type) == (
+        "int8_hnsw",
+        "float",  # a quantized type takes floats
+    )
+    assert main(["index", "migrate", "equations", "--quiet", "--index-type", "hnsw", "--element-type", "byte"]) == 0
+    assert admin.describe("equations")["vector"]["element_type"] == "byte"
+    assert main(["index", "migrate", "equations", "--quiet"]) == 0  # no flags: the choice carries over
+    assert admin.options_of("equations").element_type == "byte"
+    with pytest.raises(SystemExit):
+        main(["index", "migrate", "equations", "--index-type", "bbq_hnsw", "--element-type", "byte"])
+    assert "--element-type byte needs cosine similarity and --index-type hnsw or flat" in capsys.readouterr().err
+
+
+@pytest.mark.es
 def test_shards_and_replicas_flags_set_the_layout_and_a_migration_keeps_it(es_client, index_name, monkeypatch, capsys):
     monkeypatch.setenv("EQSEARCH_INDEX_PREFIX", index_name)
     assert main(["index", "create", "equations", "--shards", "2", "--replicas", "0"]) == 0

@@ -2,18 +2,24 @@
 derived fields anew from its stored formula: the forward index an index of version 6 lacks (the terms the structural
 field holds, counted), as the earlier bumps filled sizes (5) and long spans (6), and, from version 8, with the derived
 fields indexed and in doc values but no longer in the documents' sources (an index of version 7 holds them there),
-and, from version 9, without the paper's own fields (title, abstract, authors, citations: the papers index's).
+from version 9, without the paper's own fields (title, abstract, authors, citations: the papers index's), and, from
+version 10, with the formula vectors compared by cosine rounded to int8 and stored so (``element_type: byte``).
 The search side's use of the forward index is tested in ``tests/es_plugin/``."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from eqsearch.engine.index import FORWARD_INDEX_FIELD, STRUCTURE_FIELD, IndexAdmin, IndexOptions, bulk_index
 from eqsearch.engine.index.documents import structure_fields
 from eqsearch.engine.index.mappings import DERIVED_FIELDS, MAPPING_VERSIONS, PAPER_ONLY_FIELDS, index_definition
+from eqsearch.engine.index.vectors import query_vector
 
 #: An equation's copy of its paper's fields, as mapping versions up to 8 held them.
 PAPER = {"title": "On sums", "abstract": "Sums of squares.", "authors": ["A. Author"], "citations_out": ["p9"]}
+
+#: The old index's float vectors (cosine), one per formula that converted.
+VECTORS = {"p0:0": [0.5, -0.25, 1.0, 0.125], "p1:0": [-2.0, 0.0, 0.5, 1.5]}
 
 FORMULAS = {
     "p0:0": ("x^2 + x^2", "<math><msup><mi>x</mi><mn>2</mn></msup><mo>+</mo><msup><mi>x</mi><mn>2</mn></msup></math>"),
@@ -25,12 +31,13 @@ FORMULAS = {
 def _old_index(es_client, admin: IndexAdmin, index_name: str, version: int) -> str:
     """An equations index as mapping ``version`` made it, holding `FORMULAS` (version 7: with their derived fields in
     their sources; version 6: without a forward index)."""
-    old = index_definition("equations", IndexOptions())
+    old = index_definition("equations", IndexOptions(dims=4, similarity="cosine"))
     papers = index_definition("papers", IndexOptions())["mappings"]["properties"]
     old["mappings"]["properties"].update({name: papers[name] for name in PAPER_ONLY_FIELDS})
     if version < 8:
         old["mappings"].pop("_source")
     old["mappings"]["_meta"]["mapping_version"] = version
+    del old["mappings"]["_meta"]["element_type"]  # recorded from version 10
     if version < 7:
         old["mappings"]["properties"].pop(FORWARD_INDEX_FIELD)
     source = f"{index_name}-equations-v1"
@@ -38,6 +45,8 @@ def _old_index(es_client, admin: IndexAdmin, index_name: str, version: int) -> s
     actions = []
     for eq_id, (latex, mathml) in FORMULAS.items():
         body = {"eq_id": eq_id, "paper_id": eq_id.split(":")[0], "latex": latex, "mathml": mathml, **PAPER}
+        if eq_id in VECTORS:
+            body["vector"] = VECTORS[eq_id]
         if version >= 7:
             body.update(structure_fields(mathml, latex))
         actions.append({"_index": source, "_id": eq_id, "_source": body})
@@ -45,7 +54,7 @@ def _old_index(es_client, admin: IndexAdmin, index_name: str, version: int) -> s
     return source
 
 
-@pytest.mark.parametrize("version", [6, 7, 8])
+@pytest.mark.parametrize("version", [6, 7, 8, 9])
 def test_migrating_an_older_index_makes_every_derived_field_and_keeps_them_out_of_the_sources(
     es_client, index_name, version
 ):
@@ -58,7 +67,8 @@ def test_migrating_an_older_index_makes_every_derived_field_and_keeps_them_out_o
     report = admin.migrate("equations")
     assert (report.copied, report.target_count) == (3, 3)
     described = admin.describe("equations")
-    assert not described["stale"] and described["mapping_version"] == MAPPING_VERSIONS["equations"] == 9
+    assert not described["stale"] and described["mapping_version"] == MAPPING_VERSIONS["equations"] == 10
+    assert described["vector"]["element_type"] == "byte" and admin.options_of("equations").element_type == "byte"
     alias = admin.alias("equations")
     hits = es_client.search(index=alias, size=10, docvalue_fields=[FORWARD_INDEX_FIELD])["hits"]["hits"]
     assert len(hits) == 3
@@ -74,3 +84,12 @@ def test_migrating_an_older_index_makes_every_derived_field_and_keeps_them_out_o
     term = structure_fields(FORMULAS["p0:0"][1], FORMULAS["p0:0"][0])[STRUCTURE_FIELD].split()[0]
     found = es_client.search(index=alias, query={"term": {STRUCTURE_FIELD: term}})["hits"]["hits"]
     assert "p0:0" in {hit["_id"] for hit in found}
+    # the vectors moved to int8, each scaled by its largest component, and the kNN of a rounded query finds them
+    stored = {
+        hit["_id"]: hit["_source"].get("vector")
+        for hit in es_client.search(index=alias, source={"exclude_vectors": False})["hits"]["hits"]
+    }
+    assert stored == {"p0:0": [64, -32, 127, 16], "p0:1": None, "p1:0": [-127, 0, 32, 95]}
+    query = query_vector(np.array(VECTORS["p1:0"]) * 3.0, "cosine").tolist()
+    knn = {"field": "vector", "query_vector": query, "k": 1, "num_candidates": 10}
+    assert [hit["_id"] for hit in es_client.search(index=alias, knn=knn)["hits"]["hits"]] == ["p1:0"]

@@ -78,3 +78,34 @@ def test_a_quantized_vector_type_rescores_with_the_floats_as_asked_and_records_i
         assert chosen["_meta"]["oversample"] == 3.0 and chosen["_meta"]["index_type"] == kind
     floats = index_definition("equations", IndexOptions(index_type="hnsw", oversample=3.0))["mappings"]
     assert "rescore_vector" not in floats["properties"]["vector"]["index_options"]  # nothing to rescore from
+
+
+def test_int8_vectors_where_compared_by_cosine_and_a_float_context_vector_beside_them():
+    from eqsearch.engine.index.mappings import default_element_type
+
+    assert default_element_type("cosine") == "byte"
+    assert default_element_type("max_inner_product") == "float"  # an inner product needs the vectors' lengths
+    assert default_element_type("cosine", "int8_hnsw") == "float"  # a quantized type quantizes floats itself
+    mappings = index_definition("equations", IndexOptions(similarity="cosine", element_type="byte"))["mappings"]
+    assert mappings["properties"]["vector"]["element_type"] == "byte"
+    assert "element_type" not in mappings["properties"]["context_vector"]  # its writers send floats
+    assert mappings["_meta"]["element_type"] == "byte"
+    assert "element_type" not in index_definition("equations", IndexOptions())["mappings"]["properties"]["vector"]
+    with pytest.raises(ValueError, match="cosine"):
+        IndexOptions(element_type="byte")  # max_inner_product
+    with pytest.raises(ValueError, match="hnsw"):
+        IndexOptions(similarity="cosine", element_type="byte", index_type="bbq_hnsw")
+    with pytest.raises(ValueError, match="element_type"):
+        IndexOptions(element_type="half")
+
+
+@pytest.mark.es
+def test_an_int8_index_takes_whole_numbers_and_refuses_fractions(es_client, index_name):
+    admin = IndexAdmin(es_client, index_name)
+    admin.ensure(IndexOptions(dims=4, similarity="cosine", element_type="byte"), kinds=("equations",))
+    alias = f"{index_name}-equations"
+    es_client.index(index=alias, id="p:0", document={"eq_id": "p:0", "vector": [127, -3, 0, 64]}, refresh=True)
+    with pytest.raises(BadRequestError):
+        es_client.index(index=alias, id="p:1", document={"eq_id": "p:1", "vector": [0.5, 0.1, 0.0, 0.2]})
+    with pytest.raises(BadRequestError):
+        es_client.index(index=alias, id="p:2", document={"eq_id": "p:2", "vector": [128, 0, 0, 0]})

@@ -20,7 +20,7 @@ def test_the_meta_says_what_the_index_holds_and_how_to_fix_a_mismatch(es_client,
     meta = {"mapping_version": RERANK_FIELDS_SINCE - 1, "encoder": "gcn@1", "text_encoder": "words@1"}
     _index(es_client, index_name, {**meta, "similarity": "cosine", "analyzer": "english"})
     read = IndexMeta(es_client, index_name)
-    assert read.analyzer() == "english" and read.normalises_vectors()
+    assert read.analyzer() == "english" and read.similarity() == "cosine"
     assert read.encoder_mismatch("gcn@1") is None and read.encoder_mismatch(None) is None
     assert "--reencode" in read.encoder_mismatch("gcn@2")
     assert read.text_encoder_mismatch("words@1") is None and "migrate" in read.text_encoder_mismatch("words@2")

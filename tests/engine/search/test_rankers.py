@@ -35,7 +35,10 @@ def test_each_ranker_weighs_the_composites_parts_in_its_query_vector():
     graph, structure = stored[:64], stored[64:]  # each sqrt(0.5) times its part's unit vector
 
     def query_vector(ranker: str, coder: object = encoder) -> np.ndarray:
-        formulas = QueryFormulas(None, coder, get_ranker(ranker), node_encoder=None, normalise=lambda: True, size=0)
+        # normalised, not rounded (dot product): the weighing compared to the float parts
+        formulas = QueryFormulas(
+            None, coder, get_ranker(ranker), node_encoder=None, similarity=lambda: "dot_product", size=0
+        )
         return formulas.encode(mathml)
 
     default = query_vector(DEFAULT_RANKER)

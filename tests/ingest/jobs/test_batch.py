@@ -32,6 +32,8 @@ def test_a_papers_counts_name_every_status_of_its_displays():
     from eqsearch.ingest.records import Equation, Paper, Section
 
     class Zeros:
+        similarity = "max_inner_product"
+
         def encode(self, mathml: list[str]) -> list[list[float]]:
             return [[0.0] * 128 for _ in mathml]
 
@@ -57,3 +59,11 @@ def test_a_papers_counts_name_every_status_of_its_displays():
         "equations_unconverted": 1,
     }  # fmt: skip
     assert errors == Counter({"convert:parse-error": 1})
+    # compared by cosine, a vector of zeros has no direction: not stored, and said
+    Zeros.similarity = "cosine"
+    actions, _, errors = paper_actions(
+        paper, encoder=Zeros(), text_encoder=None, inline=False, job_id="j", papers_index="pi",
+        equations_index="ei", warnings=[],
+    )  # fmt: skip
+    assert errors == Counter({"convert:parse-error": 1, "encode:zero-vector": 2})
+    assert not any("vector" in action["_source"] for action in actions[1:])
