@@ -201,25 +201,35 @@ def encode_labelled_set(
     vectors = encoder.encode_graphs(graphs) if hasattr(encoder, "encode_graphs") else encoder.encode(converted.mathml)
     bow = bag_of_words(graphs, vocab.n_tags, vocab.n_attrs, vocab.n_chars)
     tfidf = latex_tfidf([e.latex for e in kept])
-    served = vectors @ vectors.T if encoder.similarity == "max_inner_product" else cosine_matrix(vectors, vectors)
-    if getattr(encoder, "part_names", ()):  # a composite: sum_i q_i cos_i, as kNN ranks a query so weighed
-        from eqsearch.engine.search.query_formula import weigh_parts
-        from eqsearch.engine.search.rankers import get_ranker
-
-        weights = get_ranker("embedding").embedding_parts if parts is None else parts
-        served = np.stack([weigh_parts(encoder, v, weights) for v in vectors]) @ vectors.T
     return EncodedSet(
         equations=tuple(kept),
         failures=tuple(failures),
         approximate=tuple(approximate),
         similarity={
-            "model": served,
+            "model": served_similarity(encoder, vectors, parts),
             "model_cosine": cosine_matrix(vectors, vectors),
             "bag_of_words": cosine_matrix(bow, bow),
             "latex_tfidf": cosine_matrix(tfidf, tfidf),
         },
         similarity_of_model=encoder.similarity,
     )
+
+
+def served_similarity(encoder: Any, vectors: np.ndarray, parts: Sequence[tuple[str, float]] | None) -> np.ndarray:
+    """How kNN in an index compares each vector as a query with every vector as stored: a composite's parts weighed
+    as ``parts`` (None: the ``embedding`` ranker's) ask, and, where compared by cosine, both sides rounded to int8 as
+    the index's writers and searches round them (`engine.index.vectors`)."""
+    from eqsearch.engine.index.vectors import query_vector, stored_vector
+    from eqsearch.engine.search.query_formula import weigh_parts
+    from eqsearch.engine.search.rankers import get_ranker
+
+    weights = get_ranker("embedding").embedding_parts if parts is None else parts
+    queries = np.stack([weigh_parts(encoder, v, weights) for v in vectors])  # as it is where no composite
+    if encoder.similarity != "cosine":
+        return queries @ vectors.T
+    stored = np.array([stored_vector(v, "cosine") or np.zeros(len(v)) for v in vectors], dtype=np.float64)
+    rounded = np.stack([query_vector(q, "cosine") for q in queries]).astype(np.float64)
+    return cosine_matrix(rounded, stored)
 
 
 def leave_one_out_run(similarity: np.ndarray, ids: Sequence[str]) -> dict[str, list[tuple[str, float]]]:

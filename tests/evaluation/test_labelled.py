@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from eqsearch.engine.index.vectors import query_vector, stored_vector
 from eqsearch.engine.latex.converter import KatexConverter
 from eqsearch.evaluation.labelled import (
     encode_labelled_set,
@@ -23,6 +24,7 @@ from eqsearch.evaluation.labelled_set import (
     LabelledSetError,
     read_labelled_set,
 )
+from eqsearch.evaluation.metrics import cosine_matrix
 from eqsearch.evaluation.trec import evaluate_run, read_qrels, read_run, read_topics
 
 HEADER = f"{FORMAT_LINE}\n# a comment\ncategory\tlatex\tnote\n"
@@ -118,9 +120,15 @@ def test_shipped_bundle_on_a_small_set_reports_failures_and_writes_trec_files(tm
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     # the shipped composite serves kNN alone with its parts weighed as the embedding ranker weighs them
     weights = dict(get_ranker("embedding").embedding_parts)
-    served = np.stack([encoder.weigh_query(v, weights) for v in vectors]) @ vectors.T
+    weighed = np.stack([encoder.weigh_query(v, weights) for v in vectors])
+    exact = (weighed / np.linalg.norm(weighed, axis=1, keepdims=True)) @ unit.T
+    # compared by cosine, both sides rounded to int8 as the index stores and queries them
+    queries = np.stack([query_vector(q, "cosine") for q in weighed]).astype(np.float64)
+    stored = np.array([stored_vector(v, "cosine") for v in vectors], dtype=np.float64)
+    served = cosine_matrix(queries, stored)
     np.testing.assert_allclose(encoded.similarity["model"], served, rtol=1e-5, atol=1e-6)
-    assert not np.allclose(served, unit @ unit.T)  # not the stored vectors' cosine
+    np.testing.assert_allclose(served, exact, atol=0.02)  # the rounding moves a cosine by little
+    assert not np.allclose(served, unit @ unit.T, atol=0.02)  # not the stored vectors' cosine
     np.testing.assert_allclose(encoded.similarity["model_cosine"], unit @ unit.T, rtol=1e-5, atol=1e-6)
 
     written = write_trec_files(encoded, tmp_path / "trec")
