@@ -161,6 +161,22 @@ def head_figures(
     return out
 
 
+def evaluator(dev: DevSet, features: StructureFeatures, args: argparse.Namespace, name: str) -> Any:
+    """`train`'s ``evaluate``: `head_figures`, and with ``--save-evals`` the model saved beside them
+    (``checkpoints/NAME-step-N.pt``, `save_state`; the n-th call is step n x ``--eval-every``)."""
+    calls = [0]
+
+    def evaluate(model: StructureBagModel) -> dict[str, dict[str, float]]:
+        calls[0] += 1
+        if args.save_evals:
+            folder = args.out / "checkpoints"
+            folder.mkdir(exist_ok=True)
+            save_state(model, folder / f"{name}-step-{calls[0] * args.eval_every}.pt")
+        return head_figures(model, dev, features, args.alone_head_share)
+
+    return evaluate
+
+
 def _variant(config: DistillConfig, name: str) -> DistillConfig:
     """A named variant of the run's config (`main`'s ``--variants``)."""
     if name == "full":
@@ -234,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
         "--same-document", type=int, default=0, help="neighbours per group from the seed's own document"
     )
     parser.add_argument("--init-state", type=Path, help="continue the model of a run's state.pt (same shape)")
+    parser.add_argument("--seed", type=int, default=0, help="initialisation and batches (a continued run: another)")
+    parser.add_argument(
+        "--save-evals", action="store_true", help="also save the model at every --eval-every (checkpoints/step-N.pt)"
+    )
     parser.add_argument("--no-bundle", action="store_true")
     parser.add_argument(
         "--markup",
@@ -280,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         threads=args.threads,
         device=args.device,
         log_every=args.log_every,
+        seed=args.seed,
         model=replace(StructureBagConfig(), hidden=args.hidden, query_head=bool(args.head_weight)),
         features=features,
     )
@@ -347,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             variant,
             data,
             log=log,
-            evaluate=lambda m: head_figures(m, dev, features, args.alone_head_share),
+            evaluate=evaluator(dev, features, args, name),
             eval_every=args.eval_every,
             init=load_state(args.init_state) if args.init_state else None,
         )
