@@ -234,7 +234,7 @@ def cmd_structure_cost(args: argparse.Namespace) -> None:
     two rescores alone, and whole; then the term-statistics request the first stage needs, with an empty cache.
     Rounds alternate the variants, so that load drifts reach them alike; medians of the rounds."""
     from eqsearch.engine.model.structure import formula_structure
-    from eqsearch.engine.search.termstats import TermStatistics
+    from eqsearch.engine.search.structure_query import TermStatistics
 
     client, encoder, base, prefix, index = kept_index(args)
     formulas, keyword_queries, converter = usable_queries(base, args.queries)

@@ -5,18 +5,28 @@
 rerank and BM25 run inside the node, whether MaxSim reranks the formula side and where its scores come from, and the
 warnings the user reads about what the index cannot do. The request builders (`engine.search.query.list_requests`,
 `engine.search.structure_query`) read the plan and nothing else about the cluster; the service's later steps read
-it too, so that one search is one set of decisions. A pure function: every decision can be checked without a node.
+it too, so that one search is one set of decisions. `make_plan` is a pure function: every decision can be checked
+without a node.
+
+What the equations index says about itself (its mapping's ``_meta``: the mapping version it was made with, the
+formula and text encoders that filled it, the vector similarity, the analyzer) is read by `IndexMeta`, rarely (every
+`META_SECONDS`, since a migration may move the alias at any time; the callers' caches of what was computed for the old
+index are dropped when it changed), and is part of what the plan is decided from.
 """
 
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from elasticsearch import Elasticsearch, NotFoundError
+from eqsearch.engine.index.mappings import RERANK_FIELDS_SINCE
 from eqsearch.engine.model.structure import SPAN_KINDS
 from eqsearch.engine.search.query import RANKING_FIELDS, HybridQuery, candidate_window, needs_papers
-from eqsearch.engine.search.termstats import RareRule
+from eqsearch.engine.search.structure_query import RareRule
 
 if TYPE_CHECKING:
     from eqsearch.engine.search.query_formula import QueryFormula
@@ -24,7 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FIRST_STAGES",
+    "META_SECONDS",
     "FirstStage",
+    "IndexMeta",
     "MaxSimPlan",
     "Offer",
     "PlanSettings",
@@ -36,8 +48,8 @@ __all__ = [
 
 FirstStage = Literal["all-terms", "rare-terms", "shard"]
 #: How the structural list first matches the equations (docs/decisions/structural-first-stage.md):
-#: ``all-terms``, every structural term of the query; ``rare-terms``, only its rare terms, which the client picks
-#: from their document frequencies (`engine.search.termstats`), the other terms' BM25 then added on the rerank window;
+#: ``all-terms``, every structural term of the query; ``rare-terms``, only its rare terms, which the client picks from
+#: their document frequencies (`engine.search.structure_query`), the other terms' BM25 then added on the rerank window;
 #: ``shard``, the same rule applied by the shard itself on its own frequencies (the plugin's ``eqsearch_terms`` query,
 #: scored term at a time, then its ``eqsearch_bm25`` rescorer from the forward index): no ``_termvectors`` request.
 FIRST_STAGES: tuple[FirstStage, ...] = ("all-terms", "rare-terms", "shard")
@@ -294,3 +306,87 @@ def _maxsim(
         in_lists=offer.node_vectors,
         list_window=math.ceil(ranking.maxsim_window * LIST_WINDOW_FACTOR),
     )
+
+
+#: How long the equations index's ``_meta`` (similarity, encoder) is trusted before it is read again.
+META_SECONDS = 30.0
+
+
+class IndexMeta:
+    """The ``_meta`` of one alias's index, cached for `META_SECONDS`.
+
+    Args:
+        client: a connected Elasticsearch client.
+        alias: the equations alias.
+        on_change: called when a re-read finds different ``_meta`` (the alias moved): caches of vectors
+            normalised for the old index are dropped there.
+    """
+
+    def __init__(self, client: Elasticsearch, alias: str, on_change: Callable[[], None] = lambda: None) -> None:
+        self.client = client
+        self.alias = alias
+        self.on_change = on_change
+        self._meta: dict[str, Any] | None = None
+        self._read_at = 0.0
+
+    def read(self) -> dict[str, Any]:
+        """The index's ``_meta`` (empty when the index is missing)."""
+        now = time.monotonic()
+        if self._meta is None or now - self._read_at > META_SECONDS:
+            try:
+                mappings = self.client.indices.get_mapping(index=self.alias)
+            except NotFoundError:
+                return {}
+            meta = next(iter(mappings.values()))["mappings"].get("_meta", {})
+            if self._meta is not None and meta != self._meta:
+                self.on_change()
+            self._meta, self._read_at = meta, now
+        return self._meta
+
+    def analyzer(self) -> str:
+        """The text analyzer of the index (``english`` or ``standard``)."""
+        return str(self.read().get("analyzer", "standard"))
+
+    def similarity(self) -> str:
+        """How the index compares formula vectors (``cosine``, ``dot_product``, ``max_inner_product``): a query
+        vector is normalised for the first two and rounded to int8 for cosine (`engine.index.vectors`)."""
+        return str(self.read().get("similarity") or "max_inner_product")
+
+    def encoder_mismatch(self, identity: str | None) -> str | None:
+        """Why a formula encoder of this ``identity`` cannot be compared with the index's vectors, or None when it
+        can (an index made before identities were recorded is trusted)."""
+        recorded = self.read().get("encoder")
+        if recorded is None or identity is None or recorded == identity:
+            return None
+        return (
+            f"the formula embedding is off: the index holds vectors of the model {recorded}, but this server encodes "
+            f"formulas with {identity}; an administrator re-embeds the index with 'eqsearch index migrate "
+            "equations --reencode' (keyword search still works)"
+        )
+
+    def text_encoder_mismatch(self, identity: str) -> str | None:
+        """Why keywords embedded by a text encoder of this ``identity`` cannot search the index's context vectors,
+        or None when they can."""
+        recorded = self.read().get("text_encoder")
+        if recorded is None or recorded == identity:
+            return None
+        return (
+            f"the context channel is off: the index holds context vectors of {recorded}, but this server embeds "
+            f"text with {identity}; an administrator migrates the index with 'eqsearch index migrate equations' "
+            "(keyword search still works)"
+        )
+
+    def rerank_fields(self) -> tuple[bool, str | None]:
+        """Whether the index holds what the structural rerank needs (mapping version `RERANK_FIELDS_SINCE`: the
+        equations' sizes, spans with renamed variables), and, for an older index, a warning that says how an
+        administrator upgrades it."""
+        version = self.read().get("mapping_version")
+        if version is None:
+            return False, None
+        if version >= RERANK_FIELDS_SINCE:
+            return True, None
+        return False, (
+            f"the structural rerank matches sub-expressions by their letters and weighs them by the query's size "
+            f"only: the index (mapping version {version}) predates renamed variables and the equations' sizes; an "
+            "administrator migrates it with 'eqsearch index migrate equations'"
+        )

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eqsearch.engine.index.mappings import (
     FORWARD_INDEX_FIELD,
@@ -34,7 +34,9 @@ from eqsearch.engine.index.mappings import (
     SPANS_FIELD,
     STRUCTURE_FIELD,
 )
-from eqsearch.engine.search.termstats import RareRule
+
+if TYPE_CHECKING:
+    from eqsearch.engine.search.structure_query import RareRule
 
 __all__ = [
     "BM25_RESCORER",
@@ -279,8 +281,8 @@ def terms_query(
 ) -> dict[str, Any]:
     """The plugin's query of the structural terms ``counts`` (term -> its count, in the query's order): the BM25 of
     a ``bool`` of one ``term`` clause per term, its count as boost, as the same Lucene query; with ``rare``, of the
-    terms the shard finds rare by that rule (`engine.search.termstats.rarest_terms`'s, on the shard's frequencies).
-    With ``top``, the shard scores it term at a time and matches its best ``top`` hits alone, with
+    terms the shard finds rare by that rule (`engine.search.structure_query.rarest_terms`'s, on the shard's
+    frequencies). With ``top``, the shard scores it term at a time and matches its best ``top`` hits alone, with
     the same scores, of the documents ``filters`` (filter clauses) let through: valid where the search reads no
     deeper than ``top`` and filters by no more than ``filters``."""
     body: dict[str, Any] = {

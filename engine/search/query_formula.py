@@ -6,6 +6,10 @@ query variables read, `engine.model.patterns`) and keeps the most recent ones th
 
 A formula with variables converts with placeholders (`QueryPattern.katex_latex`); its structure leaves the
 variables out, and its vector is that of the formula with each variable read as a letter.
+
+`formula_highlight` says which elements of a hit's MathML matched the prepared formula, for the page to mark: with
+variables, the pattern's match and each variable's binding; without, the largest sub-expression the hit shares with
+the query (`engine.model.highlights.SharedSubexpressions`); none for a hit without MathML.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from eqsearch.engine.index.vectors import query_vector
-from eqsearch.engine.model.highlights import SharedSubexpressions
+from eqsearch.engine.model.highlights import FormulaHighlight, SharedSubexpressions, pattern_highlight
 from eqsearch.engine.model.layout import LayoutNode, parse_layout, parse_layout_latex
 from eqsearch.engine.model.patterns import (
     QueryPattern,
     mark_variables,
+    match_pattern,
     pattern_structure,
     variables_as_letters,
 )
@@ -34,7 +39,7 @@ if TYPE_CHECKING:
     from eqsearch.engine.model.encoder import Encoder
     from eqsearch.engine.model.nodes import NodeEncoder
 
-__all__ = ["QueryFormula", "QueryFormulas", "layout_of"]
+__all__ = ["QueryFormula", "QueryFormulas", "formula_highlight", "layout_of"]
 
 
 @dataclass(frozen=True)
@@ -187,3 +192,17 @@ def layout_of(mathml: str | None, latex: str | None, *, positions: bool = False)
         except ValueError:
             pass
     return parse_layout_latex(latex or "")
+
+
+def formula_highlight(formula: QueryFormula, mathml: str | None) -> FormulaHighlight | None:
+    """What of ``mathml`` matches the query formula; None without MathML or a match."""
+    if not mathml or not formula.layout:
+        return None
+    try:
+        layout = parse_layout(mathml, positions=True)
+    except ValueError:
+        return None
+    if formula.pattern.has_variables:
+        match = match_pattern(formula.layout, layout)
+        return pattern_highlight(match) if match is not None else None
+    return formula.shared.highlight(layout) if formula.shared is not None else None

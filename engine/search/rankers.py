@@ -40,7 +40,7 @@ class FormulaRanking:
             gets ``1 - context`` (0: not searched; a query without keywords never searches it).
         first_stage_share: the structural list first matches on the query's terms found in at most this share of
             the equations, then gives the rerank window its BM25 over all of them (0: all terms from the start;
-            `engine.search.termstats`).
+            `engine.search.structure_query`).
         maxsim_window: the formula side's top candidates reranked by MaxSim over node vectors after fusion (Amador
             and Zanibbi; `engine.search.maxsim`; 0: no MaxSim rerank).
         maxsim_weight: MaxSim's share of the reranked score (1: MaxSim alone orders the window).

@@ -7,7 +7,7 @@
    the node, whether and where MaxSim reranks), from the query, the ranking and what the cluster and the index offer
    (`plugin`: the one plugin version this engine speaks; `index_meta`: the index's encoders and mapping version);
 3. run the **ranked lists** as one ``_msearch`` of ranked ids (`query`, `structure_query`: the bodies the plan asks
-   for; `requests`), the structural list's rare terms first where the client chooses them (`termstats`); keep the
+   for; `requests`), the structural list's rare terms first where the client chooses them (`structure_query.TermStatistics`); keep the
    candidates a pattern with variables matches (`pattern_filter`). A node that refuses the plugin's requests turns
    the plugin off, and the search is planned and sent again without it: the only fallback;
 4. **fuse**: blend each side's lists, rerank the formula side by MaxSim where the plan says (`maxsim`), fuse the two
@@ -48,14 +48,12 @@ from eqsearch.engine.search.fusion import (
     reciprocal_rank_fusion,
     words_side,
 )
-from eqsearch.engine.search.highlight import formula_highlight
-from eqsearch.engine.search.index_meta import META_SECONDS, IndexMeta
 from eqsearch.engine.search.maxsim import MaxSimStage, scored_by_node
 from eqsearch.engine.search.pattern_filter import pattern_matches
-from eqsearch.engine.search.plan import Offer, PlanSettings, QueryPlan, make_plan
+from eqsearch.engine.search.plan import META_SECONDS, IndexMeta, Offer, PlanSettings, QueryPlan, make_plan
 from eqsearch.engine.search.plugin import PluginUse
 from eqsearch.engine.search.query import FORMULA_LISTS, HybridQuery, ListInputs, knn_body, list_requests, words_filters
-from eqsearch.engine.search.query_formula import QueryFormula, QueryFormulas, weigh_parts
+from eqsearch.engine.search.query_formula import QueryFormula, QueryFormulas, formula_highlight, weigh_parts
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, FormulaRanking, get_ranker
 from eqsearch.engine.search.requests import (
     RankedLists,
@@ -65,7 +63,7 @@ from eqsearch.engine.search.requests import (
     ranked_lists,
 )
 from eqsearch.engine.search.results import EquationHit, PaperGroup, SearchResults, equation_hit, group_hits, select_page
-from eqsearch.engine.search.termstats import TermStatistics, rarest_terms
+from eqsearch.engine.search.structure_query import TermStatistics, rarest_terms
 from eqsearch.engine.search.views import equation_view, paper_view
 
 if TYPE_CHECKING:
@@ -376,7 +374,7 @@ class SearchService:
 
     def _rare_terms(self, formula: QueryFormula, window: int) -> list[str] | None:
         """The query's rarest structural terms, which the ``rare-terms`` first stage matches
-        (`engine.search.termstats`), enough of them to fill the structural list's rerank ``window``; None: all."""
+        (`engine.search.structure_query`), enough of them to fill the structural list's rerank ``window``; None: all."""
         structure = formula.structure
         if structure is None or not structure.tokens:
             return None

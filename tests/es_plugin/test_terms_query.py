@@ -20,8 +20,7 @@ from eqsearch.engine.index.mappings import STRUCTURE_FIELD
 from eqsearch.engine.search.plan import QueryPlan, StructureList
 from eqsearch.engine.search.plugin import TERMS_QUERY, terms_query
 from eqsearch.engine.search.query import HybridQuery
-from eqsearch.engine.search.structure_query import structure_body
-from eqsearch.engine.search.termstats import RareRule, TermStatistics, rarest_terms
+from eqsearch.engine.search.structure_query import RareRule, TermStatistics, rarest_terms, structure_body
 from plugin_pages import same_pages_with_and_without
 
 pytestmark = pytest.mark.es

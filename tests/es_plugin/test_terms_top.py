@@ -23,8 +23,7 @@ from eqsearch.engine.index.documents import with_structure
 from eqsearch.engine.index.mappings import SIZE_FIELD
 from eqsearch.engine.search.plan import QueryPlan, StructureList
 from eqsearch.engine.search.plugin import TERMS_QUERY, terms_query
-from eqsearch.engine.search.structure_query import structure_body
-from eqsearch.engine.search.termstats import RareRule
+from eqsearch.engine.search.structure_query import RareRule, structure_body
 from plugin_pages import same_pages_with_and_without
 
 pytestmark = pytest.mark.es

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 from eqsearch.engine.index.mappings import RERANK_FIELDS_SINCE
-from eqsearch.engine.search import index_meta
-from eqsearch.engine.search.index_meta import IndexMeta
+from eqsearch.engine.search import plan
+from eqsearch.engine.search.plan import IndexMeta
 
 pytestmark = pytest.mark.es
 
@@ -43,5 +43,5 @@ def test_a_changed_meta_is_seen_after_the_cache_and_the_callers_hear_of_it(es_cl
     assert read.read()["encoder"] == "gcn@1"
     es_client.indices.put_mapping(index=index_name, meta={"encoder": "gcn@2"})
     assert read.read()["encoder"] == "gcn@1" and not changes  # cached
-    monkeypatch.setattr(index_meta, "META_SECONDS", -1.0)
+    monkeypatch.setattr(plan, "META_SECONDS", -1.0)
     assert read.read()["encoder"] == "gcn@2" and changes == [1]

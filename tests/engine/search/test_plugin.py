@@ -21,8 +21,13 @@ from eqsearch.engine.search.plugin import (
     plugin_support,
     terms_query,
 )
-from eqsearch.engine.search.structure_query import MAX_RERANK_SPANS, MIN_RERANK_SPAN, structure_body
-from eqsearch.engine.search.termstats import RARE_AT_LEAST, RareRule
+from eqsearch.engine.search.structure_query import (
+    MAX_RERANK_SPANS,
+    MIN_RERANK_SPAN,
+    RARE_AT_LEAST,
+    RareRule,
+    structure_body,
+)
 
 RERANK = {"rerank_window": 300, "rerank_weight": 0.5}
 #: The structural list where the shard chooses the rare terms (the plugin and the forward index).

@@ -1,6 +1,6 @@
 """The structural list's body, checked without a node: BM25 over the formula's terms with the filters, the
 sub-expression rerank and its cap on a long query (the plugin's forms: `test_plugin.py`; the first stage:
-`test_termstats.py`)."""
+`test_rare_terms.py`)."""
 
 from __future__ import annotations
 

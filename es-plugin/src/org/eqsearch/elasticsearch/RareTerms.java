@@ -15,7 +15,7 @@ import org.elasticsearch.xcontent.XContentBuilder;
 
 /**
  * The rule by which the structural list's first stage keeps the query's rare terms, applied to the shard's own document
- * frequencies: eqsearch's {@code termstats.rarest_terms}, which the client applied to the frequencies of a
+ * frequencies: eqsearch's {@code structure_query.rarest_terms}, which the client applied to the frequencies of a
  * {@code _termvectors} request, computed with the same double arithmetic. The distinct terms found in at most
  * {@code max_share} of the documents with the field, then more of the rarest (ties in the query's order) until there
  * are {@code at_least} and the last one kept alone is in {@code min_matches} documents; terms no document holds are

@@ -16,8 +16,7 @@ from eqsearch.engine.search.plan import StructureList
 from eqsearch.engine.search.query import HybridQuery
 from eqsearch.engine.search.rankers import DEFAULT_RANKER, FormulaRanking, get_ranker
 from eqsearch.engine.search.service import SearchService
-from eqsearch.engine.search.structure_query import structure_body
-from eqsearch.engine.search.termstats import TermFrequencies, TermStatistics, rarest_terms
+from eqsearch.engine.search.structure_query import TermFrequencies, TermStatistics, rarest_terms, structure_body
 from hashing_encoder import HashingEncoder
 
 
