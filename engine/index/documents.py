@@ -26,6 +26,7 @@ from eqsearch.engine.index.mappings import (
     SPANS_FIELD,
     STRUCTURE_FIELD,
     VECTOR_FIELD,
+    span_term,
 )
 from eqsearch.engine.model.layout import layout_size, parse_layout_latex
 from eqsearch.engine.model.structure import formula_structure
@@ -307,7 +308,7 @@ def structure_fields(mathml: str | None, latex: str) -> dict[str, Any]:
     text = structure.text
     return {
         STRUCTURE_FIELD: text,
-        SPANS_FIELD: sorted(structure.spans),
+        SPANS_FIELD: sorted({span_term(span) for span in structure.spans}),
         SIZE_FIELD: structure.size,
         FORWARD_INDEX_FIELD: forward_index_value(analysed_terms(text)),
     }

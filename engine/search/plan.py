@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from elasticsearch import Elasticsearch, NotFoundError
-from eqsearch.engine.index.mappings import RERANK_FIELDS_SINCE
+from eqsearch.engine.index.mappings import RERANK_FIELDS_SINCE, SHORT_SPANS_SINCE
 from eqsearch.engine.model.structure import SPAN_KINDS
 from eqsearch.engine.search.query import RANKING_FIELDS, HybridQuery, candidate_window, needs_papers
 from eqsearch.engine.search.structure_query import RareRule
@@ -72,6 +72,7 @@ class Offer:
         encoder_mismatch: why the index's formula vectors cannot be compared with the service's (None: they can).
         text_encoder_mismatch: the same for the context vectors.
         rerank_warning: see ``rerank_fields``.
+        short_spans: the index writes its spans short (mapping version `SHORT_SPANS_SINCE`).
     """
 
     plugin: bool = False
@@ -81,6 +82,7 @@ class Offer:
     encoder_mismatch: str | None = None
     text_encoder_mismatch: str | None = None
     rerank_warning: str | None = None
+    short_spans: bool = True
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,7 @@ class StructureList:
         rerank_weight: the weight of that match.
         candidate_sizes: weigh a shared sub-expression by the larger of the query's and the candidate's size.
         span_kinds: the kinds of sub-expressions matched (an index older than renamed variables: ``("e", "g")``).
+        short_spans: the index writes its spans short (`engine.index.mappings.span_term`; older: 16 hex digits).
         first_stage: how it first matches (`FirstStage`).
         first_stage_share: the share of the equations a rare term is in at most.
         native: the plugin's rescorers score the rerank (and, with ``forward_index``, the window's BM25).
@@ -123,6 +126,7 @@ class StructureList:
     rerank_weight: float = 0.0
     candidate_sizes: bool = False
     span_kinds: tuple[str, ...] = SPAN_KINDS
+    short_spans: bool = True
     first_stage: FirstStage = "all-terms"
     first_stage_share: float = 0.0
     native: bool = False
@@ -279,6 +283,7 @@ def _structure_list(ranking: FormulaRanking, offer: Offer, depth: int, rerank_fi
         rerank_weight=ranking.rerank_weight,
         candidate_sizes=rerank_fields and ranking.rerank_symmetric,
         span_kinds=SPAN_KINDS if rerank_fields else ("e", "g"),
+        short_spans=offer.short_spans,
         first_stage=first_stage,
         first_stage_share=ranking.first_stage_share,
         native=offer.plugin,
@@ -375,6 +380,12 @@ class IndexMeta:
             f"text with {identity}; an administrator migrates the index with 'eqsearch index migrate equations' "
             "(keyword search still works)"
         )
+
+    def short_spans(self) -> bool:
+        """Whether the index writes its spans short (`engine.index.mappings.span_term`: mapping version
+        `SHORT_SPANS_SINCE` on; a missing index reads as the current mapping)."""
+        version = self.read().get("mapping_version")
+        return version is None or version >= SHORT_SPANS_SINCE
 
     def rerank_fields(self) -> tuple[bool, str | None]:
         """Whether the index holds what the structural rerank needs (mapping version `RERANK_FIELDS_SINCE`: the

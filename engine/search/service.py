@@ -5,15 +5,17 @@
 1. **prepare** the query's formula (`query_formula`: KaTeX, the structural terms, the vector, cached);
 2. **plan** the search once (`plan`: which ranked lists, how deep, the structural list's first stage, what runs inside
    the node, whether and where MaxSim reranks), from the query, the ranking and what the cluster and the index offer
-   (`plugin`: the one plugin version this engine speaks; `index_meta`: the index's encoders and mapping version);
+   (`plugin`: the one plugin version this engine speaks; `plan.IndexMeta`: the index's encoders and mapping
+   version);
 3. run the **ranked lists** as one ``_msearch`` of ranked ids (`query`, `structure_query`: the bodies the plan asks
-   for; `requests`), the structural list's rare terms first where the client chooses them (`structure_query.TermStatistics`); keep the
-   candidates a pattern with variables matches (`pattern_filter`). A node that refuses the plugin's requests turns
-   the plugin off, and the search is planned and sent again without it: the only fallback;
+   for; `requests`), the structural list's rare terms first where the client chooses them
+   (`structure_query.TermStatistics`); keep the candidates a pattern with variables matches (`pattern_filter`). A
+   node that refuses the plugin's requests turns the plugin off, and the search is planned and sent again without it:
+   the only fallback;
 4. **fuse**: blend each side's lists, rerank the formula side by MaxSim where the plan says (`maxsim`), fuse the two
    sides (`fusion`);
 5. cut the **page** (`results`), fetch its equations with highlights (`requests`) and mark what of each formula
-   matched (`highlight`).
+   matched (`query_formula.formula_highlight`).
 
 Elasticsearch's errors become `SearchError`s in `errors`; the paper and equation views are `views`. LaTeX that does
 not parse never fails the search: `SearchResults.latex_error` carries the converter's message, the structural list
@@ -245,6 +247,7 @@ class SearchService:
             if self.text_encoder is None
             else self.meta.text_encoder_mismatch(self.text_encoder.identity),
             rerank_warning=rerank_warning,
+            short_spans=self.meta.short_spans(),
         )
 
     def _ranked_lists(

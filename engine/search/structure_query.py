@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eqsearch.engine.index.mappings import SIZE_FIELD, SPANS_FIELD, STRUCTURE_FIELD, VECTOR_FIELDS
+from eqsearch.engine.index.mappings import SIZE_FIELD, SPANS_FIELD, STRUCTURE_FIELD, VECTOR_FIELDS, span_term
 from eqsearch.engine.model.structure import FormulaStructure
 from eqsearch.engine.search.plugin import bm25_rescore, structure_rescore, terms_query
 
@@ -74,9 +74,10 @@ MIN_RERANK_SPAN = 2
 MAX_RERANK_SPANS = 2048
 
 
-def _rerank_spans(structure: FormulaStructure, kind: str) -> list[tuple[str, int]]:
+def _rerank_spans(structure: FormulaStructure, kind: str, short: bool) -> list[tuple[str, int]]:
     """The query's sub-expressions of one kind (``r`` renamed, ``e`` exact, ``g`` generalised) the rerank looks
-    for, as (hash, size): those of at least `MIN_RERANK_SPAN` symbols, the `MAX_RERANK_SPANS` largest."""
+    for, as (term, size): those of at least `MIN_RERANK_SPAN` symbols, the `MAX_RERANK_SPANS` largest, each as the
+    index writes it (`span_term` where ``short``, the index's mapping version `SHORT_SPANS_SINCE` on)."""
     spans = [
         (span, span_size)
         for span, span_size in structure.spans.items()
@@ -84,16 +85,22 @@ def _rerank_spans(structure: FormulaStructure, kind: str) -> list[tuple[str, int
     ]
     if len(spans) > MAX_RERANK_SPANS:
         spans = sorted(spans, key=lambda item: (-item[1], item[0]))[:MAX_RERANK_SPANS]
-    return sorted(spans)
+    if not short:
+        return sorted(spans)
+    terms: dict[str, int] = {}
+    for span, span_size in spans:
+        term = span_term(span)
+        terms[term] = max(terms.get(term, 0), span_size)
+    return sorted(terms.items())
 
 
-def _span_match(structure: FormulaStructure, kind: str, weight: float) -> dict[str, Any] | None:
+def _span_match(structure: FormulaStructure, kind: str, weight: float, short: bool) -> dict[str, Any] | None:
     """The largest of the query's sub-expressions of one kind (`_rerank_spans`) that a candidate shares, as
     ``weight`` x its size / the query's size: a ``dis_max`` of one constant-score term per span."""
     size = max(structure.size, 1)
     queries = [
         {"constant_score": {"filter": {"term": {SPANS_FIELD: span}}, "boost": weight * span_size / size}}
-        for span, span_size in _rerank_spans(structure, kind)
+        for span, span_size in _rerank_spans(structure, kind, short)
     ]
     return {"dis_max": {"queries": queries, "tie_breaker": 0.0}} if queries else None
 
@@ -206,7 +213,7 @@ def _rerank(structure: FormulaStructure, plan: StructureList) -> list[dict[str, 
     """The sub-expression rescore of the top ``rerank_window``: the plugin's rescorer where the plan is ``native``,
     else a query rescore (a ``function_score`` with the candidates' sizes over one ``constant_score`` term a span)."""
     if plan.native:
-        selected = [span for kind in plan.span_kinds for span in _rerank_spans(structure, kind)]
+        selected = [span for kind in plan.span_kinds for span in _rerank_spans(structure, kind, plan.short_spans)]
         if not selected:
             return []
         return [
@@ -218,7 +225,7 @@ def _rerank(structure: FormulaStructure, plan: StructureList) -> list[dict[str, 
                 candidate_sizes=plan.candidate_sizes,
             )
         ]
-    spans = [m for kind in plan.span_kinds if (m := _span_match(structure, kind, plan.rerank_weight))]
+    spans = [m for kind in plan.span_kinds if (m := _span_match(structure, kind, plan.rerank_weight, plan.short_spans))]
     if not spans:
         return []
     # The match_all clause makes every candidate match with 1 + the shared sub-expressions, so that the

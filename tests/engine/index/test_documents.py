@@ -21,6 +21,7 @@ from eqsearch.engine.index import (
     with_vector,
 )
 from eqsearch.engine.index.forward_index import forward_index_value
+from eqsearch.engine.index.mappings import span_term
 from eqsearch.engine.model import formula_structure
 from eqsearch.ingest.records import Equation, InlineFormula, Issue, Paper, Section
 
@@ -127,7 +128,9 @@ def test_the_paper_and_equation_documents_of_a_paper():
         "context": "Let hold.",
         # the structure of the MathML: x with the superscript 2, also as "a variable with a number above"
         STRUCTURE_FIELD: "V:x N:2 V:x|N:2|sup V:*|N:*|sup",
-        SPANS_FIELD: sorted(formula_structure("<math><msup><mi>x</mi><mn>2</mn></msup></math>").spans),
+        SPANS_FIELD: sorted(
+            span_term(s) for s in formula_structure("<math><msup><mi>x</mi><mn>2</mn></msup></math>").spans
+        ),
         SIZE_FIELD: 2,  # symbols: x and 2
         FORWARD_INDEX_FIELD: forward_index_value(["V:x", "N:2", "V:x|N:2|sup", "V:*|N:*|sup"]),
         "indexed_at": "2026-01-02T03:04:05.678+00:00",
@@ -152,7 +155,7 @@ def test_the_paper_and_equation_documents_of_a_paper():
         "context": "",
         # KaTeX refused it: the structure is read from the LaTeX itself
         STRUCTURE_FIELD: "S:frac N:1 S:frac|N:1|num S:frac|N:*|num",
-        SPANS_FIELD: sorted(formula_structure(None, r"\frac{1}{").spans),
+        SPANS_FIELD: sorted(span_term(s) for s in formula_structure(None, r"\frac{1}{").spans),
         SIZE_FIELD: 2,
         FORWARD_INDEX_FIELD: forward_index_value(["S:frac", "N:1", "S:frac|N:1|num", "S:frac|N:*|num"]),
         "indexed_at": "2026-01-02T03:04:05.678+00:00",
@@ -269,7 +272,9 @@ def test_inline_formulas_get_documents_of_their_own_marked_inline():
         "section_title": "Main",
         "context": "where is the sum",
         STRUCTURE_FIELD: formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").text,
-        SPANS_FIELD: sorted(formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").spans),
+        SPANS_FIELD: sorted(
+            span_term(s) for s in formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").spans
+        ),
         SIZE_FIELD: 3,
         FORWARD_INDEX_FIELD: forward_index_value(
             formula_structure("<math><mi>a</mi><mo>+</mo><mi>b</mi></math>").tokens

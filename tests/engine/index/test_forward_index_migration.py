@@ -3,7 +3,8 @@ derived fields anew from its stored formula: the forward index an index of versi
 field holds, counted), as the earlier bumps filled sizes (5) and long spans (6), and, from version 8, with the derived
 fields indexed and in doc values but no longer in the documents' sources (an index of version 7 holds them there),
 from version 9, without the paper's own fields (title, abstract, authors, citations: the papers index's), and, from
-version 10, with the formula vectors compared by cosine rounded to int8 and stored so (``element_type: byte``).
+version 10, with the formula vectors compared by cosine rounded to int8 and stored so (``element_type: byte``), and,
+from version 11, with the spans written short (`span_term`).
 The search side's use of the forward index is tested in ``tests/es_plugin/``."""
 
 from __future__ import annotations
@@ -12,8 +13,16 @@ import numpy as np
 import pytest
 from eqsearch.engine.index import FORWARD_INDEX_FIELD, STRUCTURE_FIELD, IndexAdmin, IndexOptions, bulk_index
 from eqsearch.engine.index.documents import structure_fields
-from eqsearch.engine.index.mappings import DERIVED_FIELDS, MAPPING_VERSIONS, PAPER_ONLY_FIELDS, index_definition
+from eqsearch.engine.index.mappings import (
+    DERIVED_FIELDS,
+    MAPPING_VERSIONS,
+    PAPER_ONLY_FIELDS,
+    SPANS_FIELD,
+    index_definition,
+    span_term,
+)
 from eqsearch.engine.index.vectors import query_vector
+from eqsearch.engine.model.structure import formula_structure
 
 #: An equation's copy of its paper's fields, as mapping versions up to 8 held them.
 PAPER = {"title": "On sums", "abstract": "Sums of squares.", "authors": ["A. Author"], "citations_out": ["p9"]}
@@ -49,12 +58,13 @@ def _old_index(es_client, admin: IndexAdmin, index_name: str, version: int) -> s
             body["vector"] = VECTORS[eq_id]
         if version >= 7:
             body.update(structure_fields(mathml, latex))
+            body[SPANS_FIELD] = sorted(formula_structure(mathml, latex).spans)  # 16 hex digits before version 11
         actions.append({"_index": source, "_id": eq_id, "_source": body})
     assert bulk_index(es_client, actions, refresh="wait_for").failed == 0
     return source
 
 
-@pytest.mark.parametrize("version", [6, 7, 8, 9])
+@pytest.mark.parametrize("version", [6, 7, 8, 9, 10])
 def test_migrating_an_older_index_makes_every_derived_field_and_keeps_them_out_of_the_sources(
     es_client, index_name, version
 ):
@@ -67,7 +77,7 @@ def test_migrating_an_older_index_makes_every_derived_field_and_keeps_them_out_o
     report = admin.migrate("equations")
     assert (report.copied, report.target_count) == (3, 3)
     described = admin.describe("equations")
-    assert not described["stale"] and described["mapping_version"] == MAPPING_VERSIONS["equations"] == 10
+    assert not described["stale"] and described["mapping_version"] == MAPPING_VERSIONS["equations"] == 11
     assert described["vector"]["element_type"] == "byte" and admin.options_of("equations").element_type == "byte"
     alias = admin.alias("equations")
     hits = es_client.search(index=alias, size=10, docvalue_fields=[FORWARD_INDEX_FIELD])["hits"]["hits"]
@@ -84,6 +94,12 @@ def test_migrating_an_older_index_makes_every_derived_field_and_keeps_them_out_o
     term = structure_fields(FORMULAS["p0:0"][1], FORMULAS["p0:0"][0])[STRUCTURE_FIELD].split()[0]
     found = es_client.search(index=alias, query={"term": {STRUCTURE_FIELD: term}})["hits"]["hits"]
     assert "p0:0" in {hit["_id"] for hit in found}
+    # the spans are written short: found by their short terms, no longer by their 16 hex digits
+    span = max(formula_structure(FORMULAS["p0:0"][1], FORMULAS["p0:0"][0]).spans.items(), key=lambda item: item[1])[0]
+    assert [
+        h["_id"] for h in es_client.search(index=alias, query={"term": {SPANS_FIELD: span_term(span)}})["hits"]["hits"]
+    ] == ["p0:0"]
+    assert not es_client.search(index=alias, query={"term": {SPANS_FIELD: span}})["hits"]["hits"]
     # the vectors moved to int8, each scaled by its largest component, and the kNN of a rounded query finds them
     stored = {
         hit["_id"]: hit["_source"].get("vector")

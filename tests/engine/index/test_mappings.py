@@ -109,3 +109,14 @@ def test_an_int8_index_takes_whole_numbers_and_refuses_fractions(es_client, inde
         es_client.index(index=alias, id="p:1", document={"eq_id": "p:1", "vector": [0.5, 0.1, 0.0, 0.2]})
     with pytest.raises(BadRequestError):
         es_client.index(index=alias, id="p:2", document={"eq_id": "p:2", "vector": [128, 0, 0, 0]})
+
+
+def test_a_span_is_written_short_its_kind_kept():
+    from eqsearch.engine.index.mappings import SPAN_TERM_BYTES, span_term
+
+    span = "r" + "0123456789abcdef"
+    term = span_term(span)
+    assert term == "rASNFZ4mr" and len(term) == 1 + 4 * SPAN_TERM_BYTES // 3  # six bytes, eight base64 characters
+    assert span_term("e" + "0123456789abcdef") == "eASNFZ4mr"  # the kind tells renamed, exact, generalised apart
+    assert span_term("r" + "0123456789abffff") == term  # only the first six bytes count
+    assert span_term("r" + "ffffffffffff0000") == "r________"  # URL-safe base64: no "/" or "+" in a term

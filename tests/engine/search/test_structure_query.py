@@ -54,3 +54,23 @@ def test_a_long_query_sends_the_rerank_its_largest_sub_expressions_only():
     assert len(sent) == MAX_RERANK_SPANS
     kept = sorted((q["constant_score"]["boost"] * structure.size / 0.5 for q in sent), reverse=True)
     assert [round(size) for size in kept] == sorted(renamed, reverse=True)[:MAX_RERANK_SPANS]  # the largest
+
+
+def test_the_rerank_asks_for_spans_as_the_index_writes_them():
+    from eqsearch.engine.index.documents import structure_fields
+    from eqsearch.engine.index.mappings import SPANS_FIELD
+    from eqsearch.engine.model import formula_structure
+    from eqsearch.engine.search.plan import StructureList
+    from eqsearch.engine.search.structure_query import structure_body
+
+    structure = formula_structure(None, r"\frac{a+b}{c}")
+    written = set(structure_fields(None, r"\frac{a+b}{c}")[SPANS_FIELD])
+
+    def sent(plan: StructureList) -> set[str]:
+        should = structure_body(structure, plan, [])["rescore"]["query"]["rescore_query"]["bool"]["should"]
+        return {q["constant_score"]["filter"]["term"][SPANS_FIELD] for m in should[1:] for q in m["dis_max"]["queries"]}
+
+    short = sent(StructureList(40, rerank_window=300, rerank_weight=0.5))
+    assert short and short <= written and all(len(term) == 9 for term in short)  # what the writer indexed
+    long = sent(StructureList(40, rerank_window=300, rerank_weight=0.5, short_spans=False))  # an index before v11
+    assert long <= set(structure.spans) and all(len(span) == 17 for span in long) and len(long) == len(short)
