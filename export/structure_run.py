@@ -23,8 +23,9 @@ query-side matrix whose similarity over the same stored vectors is fitted to tha
 ranker's), while the first loss fits the ``embedding`` ranker's mix of the two (``--alone-head-share``, its weight
 of the head's part). The figures then say ``dev`` (the stored cosine), ``dev_alone`` (the mix) and ``dev_head``.
 
-Every run also scores the exported variant's development vectors rounded as int8 and int4 indices store them
-(``quantized_dev``: one scale per vector and per dimension, `training.quantization.quantize_vectors`).
+Every run also scores the exported variant's development vectors rounded as int8 and int4 indices store them, by
+cosine (``quantized_dev``: one scale per vector and per dimension, `training.quantization.rounded_cosines`; and
+``int8-both``, the queries rounded too, as the engine's int8 index rounds them).
 """
 
 from __future__ import annotations
@@ -140,13 +141,15 @@ def teacher_part(path: Path, name: str) -> np.ndarray:
 
 
 def quantized_figures(collection: np.ndarray, topics: np.ndarray, dev: DevSet) -> dict[str, dict[str, float]]:
-    """The development figures with the collection's vectors rounded as a quantized index stores them: int8 and
-    int4, one scale per vector and per dimension (queries float)."""
-    return {
+    """The development figures with the collection's vectors rounded as a quantized index stores them, scored by
+    cosine: int8 and int4, one scale per vector and per dimension, the queries float; and ``int8-both``, the queries
+    rounded too (the engine's int8 index, `engine.index.vectors`)."""
+    figures = {
         f"int{bits}-{scale}": dev_ranking(collection, topics, dev, quantize_bits=bits, scale=scale)
         for bits in (8, 4)
         for scale in ("vector", "dimension")
     }
+    return {**figures, "int8-both": dev_ranking(collection, topics, dev, quantize_bits=8, round_queries=True)}
 
 
 def head_figures(

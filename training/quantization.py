@@ -6,7 +6,8 @@ stays in float32. `quantize_vectors` rounds vectors the symmetric way, ``round(x
 (the largest over the collection), and returns them dequantized, so that any ranking code scores them as the index
 would. `fake_quantize` is the same rounding on a torch batch with a straight-through gradient (Jacob et al., CVPR
 2018: the forward pass sees the rounded vectors, the backward pass the identity), so a student learns a space that
-keeps its order after rounding.
+keeps its order after rounding. `rounded_cosines` scores queries against rounded vectors as such an index does: by
+cosine, both sides normalised after rounding.
 """
 
 from __future__ import annotations
@@ -61,3 +62,20 @@ def fake_quantize(z: torch.Tensor, bits: int) -> torch.Tensor:
     step = z.detach().abs().amax(dim=1, keepdim=True).clamp(min=1e-12) / levels
     rounded = torch.clamp(torch.round(z / step), -levels, levels) * step
     return z + (rounded - z).detach()
+
+
+def rounded_cosines(
+    queries: np.ndarray, vectors: np.ndarray, bits: int = 8, scale: str = "vector", round_queries: bool = False
+) -> np.ndarray:
+    """Cosines of ``queries`` with ``vectors`` rounded by `quantize_vectors` (``round_queries``: the queries too, one
+    scale each, as the engine's int8 index rounds them, `engine.index.vectors.query_vector`); a zero row scores 0.
+
+    Shapes: queries ``[Q, D]``, vectors ``[N, D]``; returns ``[Q, N]`` float32.
+    """
+
+    def unit(v: np.ndarray) -> np.ndarray:
+        norm = np.linalg.norm(v, axis=1, keepdims=True)
+        return v / np.where(norm > 0, norm, 1.0)
+
+    q = quantize_vectors(queries, bits, "vector") if round_queries else np.asarray(queries, dtype=np.float32)
+    return (unit(q) @ unit(quantize_vectors(vectors, bits, scale)).T).astype(np.float32)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from eqsearch.engine.model.structure_bag import StructureFeatures
-from eqsearch.training.quantization import quantize_vectors
+from eqsearch.training.quantization import rounded_cosines
 from eqsearch.training.structure_data import TermData, term_data
 from eqsearch.training.structure_distill import encode_terms
 from eqsearch.training.structure_model import StructureBagModel
@@ -72,15 +72,18 @@ def dev_ranking(
     depth: int = 1000,
     quantize_bits: int = 0,
     scale: str = "vector",
+    round_queries: bool = False,
 ) -> dict[str, float]:
     """nDCG′, MAP′, P′@10 of an exact ranking by inner product (ARQMath conventions, `evaluation.trec`).
     Formulas without terms (no MathML) are left out of the ranking, as the embedding channel has no vector for them.
     With ``quantize_bits``, the collection's vectors are first rounded as a quantized index stores them
-    (`training.quantization.quantize_vectors` with ``scale``), the queries kept float."""
+    (`training.quantization.quantize_vectors` with ``scale``) and scored by cosine, as the index scores them
+    (`rounded_cosines`; ``round_queries``: the queries rounded too, as the engine's int8 index does)."""
     has_terms = np.diff(dev.collection.offsets) > 0
     if quantize_bits:
-        vectors = quantize_vectors(vectors, quantize_bits, scale)
-    scores = queries @ vectors.T
+        scores = rounded_cosines(queries, vectors, quantize_bits, scale, round_queries)
+    else:
+        scores = queries @ vectors.T
     scores[:, ~has_terms] = -np.inf
     return ranking_figures(scores, dev.collection_ids, dev.topic_ids, dev.qrels, depth)
 

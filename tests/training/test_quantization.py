@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from eqsearch.training.quantization import fake_quantize, quantize_vectors
+from eqsearch.training.quantization import fake_quantize, quantize_vectors, rounded_cosines
 
 
 def test_int8_per_vector_rounds_each_row_to_127_steps_of_its_largest_coordinate() -> None:
@@ -38,3 +38,19 @@ def test_fake_quantization_rounds_forward_and_passes_the_gradient_straight_throu
     np.testing.assert_allclose(q.detach().numpy(), quantize_vectors(z.detach().numpy(), 4), rtol=1e-6)
     q.sum().backward()
     np.testing.assert_allclose(z.grad.numpy(), np.ones((2, 3)))
+
+
+def test_rounded_cosines_score_as_the_engines_int8_index() -> None:
+    from eqsearch.engine.index.vectors import byte_vector
+
+    rng = np.random.default_rng(1)
+    vectors, queries = rng.normal(size=(50, 8)), rng.normal(size=(3, 8))
+    stored = np.asarray([byte_vector(v) for v in vectors], dtype=np.float64)
+    asked = np.asarray([byte_vector(q) for q in queries], dtype=np.float64)
+    unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731
+    np.testing.assert_allclose(
+        rounded_cosines(queries, vectors, round_queries=True), unit(asked) @ unit(stored).T, atol=1e-5
+    )
+    float_queries = rounded_cosines(queries, vectors)
+    np.testing.assert_allclose(float_queries, unit(queries) @ unit(stored).T, atol=1e-5)
+    assert np.abs(float_queries).max() <= 1 + 1e-6  # cosines, whatever the rounding did to the norms
