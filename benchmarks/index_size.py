@@ -16,7 +16,7 @@ on this machine (a local node), each variant's files are also summed by Lucene e
 (``.vec``), the quantized ones (``.veq``, ``.veb``) and the graph (``.vex``) are told apart (inside a compound file,
 by its entries table). Run from the repository root::
 
-    .venv/bin/python benchmarks/index_size.py fields --prefix P [--source 2000]
+    .venv/bin/python benchmarks/index_size.py fields --prefix P [--source 2000] [--merge]
     .venv/bin/python benchmarks/index_size.py vectors --prefix P --types hnsw byte_hnsw bbq_hnsw --oversample 0 3
     .venv/bin/python benchmarks/index_size.py spans --prefix P --bytes 8 6 5
 
@@ -59,9 +59,21 @@ def _concrete(client: Any, prefix: str) -> str:
     return next(iter(client.indices.get_alias(name=alias_name(prefix, "equations"))))
 
 
+def _merge_for_real(client: Any, index: str) -> None:
+    """Merge ``index`` into one segment even where it is one already: one document written again as it is (its
+    vectors included), then a force-merge, which drops the ``_recovery_source`` that Elasticsearch keeps after recent
+    writes once the retention lease has passed them (give a fresh index a minute first)."""
+    query = {"size": 1, "_source": {"exclude_vectors": False}}
+    hit = client.search(index=index, body=query)["hits"]["hits"][0]
+    client.index(index=index, id=hit["_id"], document=hit["_source"], refresh=True)
+    client.options(request_timeout=3600).indices.forcemerge(index=index, max_num_segments=1)
+
+
 def fields(args: argparse.Namespace) -> None:
     client, _ = connect(EsConfig.from_env())
     index = _concrete(client, args.prefix)
+    if args.merge:
+        _merge_for_real(client, index)
     count = client.count(index=index)["count"]
     usage = client.options(request_timeout=1800).indices.disk_usage(index=index, run_expensive_tasks=True)[index]
     per_field = []
@@ -301,6 +313,9 @@ def main() -> None:
     by_field.add_argument("--prefix", required=True)
     by_field.add_argument("--top", type=int, default=20, help="how many fields to print")
     by_field.add_argument("--source", type=int, default=0, help="also split _source by key over this many documents")
+    by_field.add_argument(
+        "--merge", action="store_true", help="first merge the index for real (rewrites one document as it is)"
+    )
     by_vector = commands.add_parser("vectors", help="recall@10 and bytes of quantized vector variants")
     by_vector.add_argument("--prefix", required=True)
     by_vector.add_argument("--types", nargs="+", default=["hnsw", "int8_hnsw", "int4_hnsw", "bbq_hnsw"])
