@@ -378,10 +378,10 @@ def _with_vector_choice(options: IndexOptions, args: argparse.Namespace) -> Inde
 
     from eqsearch.engine.index.mappings import BYTE_INDEX_TYPES
 
-    index_type = getattr(args, "index_type", None) or options.index_type
-    element = getattr(args, "element_type", None) or options.element_type
+    index_type = args.index_type or options.index_type
+    element = args.element_type or options.element_type
     if element == "byte" and (options.similarity != "cosine" or index_type not in BYTE_INDEX_TYPES):
-        if getattr(args, "element_type", None):
+        if args.element_type:
             args.parser.error(
                 f"--element-type byte needs cosine similarity and --index-type {' or '.join(BYTE_INDEX_TYPES)} "
                 f"(here {options.similarity} and {index_type})"

@@ -267,15 +267,15 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
         "similarity": options.similarity,
         "index_options": {"type": options.index_type, "m": options.hnsw_m, "ef_construction": options.ef_construction},
     }
-    if options.element_type == "byte":
-        vector["element_type"] = "byte"
     if options.index_type in ("flat", "int8_flat", "int4_flat", "bbq_flat"):
         vector["index_options"] = {"type": options.index_type}
     if options.oversample and options.index_type in QUANTIZED_TYPES:
         vector["index_options"]["rescore_vector"] = {"oversample": options.oversample}
-    # the same HNSW as the formula vectors; cosine: the text encoder's vectors are unit length
+    # the same HNSW as the formula vectors; cosine: the text encoder's vectors are unit length; float: its writers
+    # send float vectors
     context_vector = {**vector, "dims": options.context_dims, "similarity": "cosine"}
-    context_vector.pop("element_type", None)  # float: the context channel (an option) keeps its float vectors
+    if options.element_type == "byte":
+        vector["element_type"] = "byte"
     return {
         "settings": _settings(options, options.shards),
         "mappings": {

@@ -125,9 +125,12 @@ def encode_formulas(
                 errors[f"encode:{type(error).__name__}"] += 1
     out = {}
     for number, row in rows.items():
-        stored = stored_vector(row, encoder.similarity) if np.all(np.isfinite(row)) else None
+        if not np.all(np.isfinite(row)):
+            errors["encode:non-finite"] += 1
+            continue
+        stored = stored_vector(row, encoder.similarity)
         if stored is None:
-            errors["encode:non-finite" if not np.all(np.isfinite(row)) else "encode:zero-vector"] += 1
+            errors["encode:zero-vector"] += 1
             continue
         out[number] = stored
     return out
