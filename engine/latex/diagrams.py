@@ -8,6 +8,11 @@ command such as ``\\mathbin{..}``, a script, an arrow's label: a relation drawn 
 The converter keeps a display holding a picture of its own as a diagram, math around it or not (a skein relation of
 ``\\vcenter{\\hbox{\\includegraphics..}}``, ZX-calculus spiders inside ``\\left\\{ .. \\right\\}``), and converts a
 formula whose pictures are all symbols with their placeholders (approximate).
+
+A TikZ picture drawn as an ``overlay`` (``\\begin{tikzpicture}[remember picture,overlay]``, ``\\tikz[overlay]``) takes
+no room where it stands: it is a note in the margin or an arrow over the page (a thesis's ``\\SideNote{Euler
+equation}`` beside its displays), never the formula's content. Both functions read the formula without it, and
+`replace_diagrams` returns the text without it.
 """
 
 from __future__ import annotations
@@ -16,9 +21,9 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from eqsearch.engine.latex.scan import read_argument
+from eqsearch.engine.latex.scan import read_argument, read_optional, skip_space
 
-__all__ = ["REPLACED_KINDS", "Picture", "diagram_kind", "replace_diagrams"]
+__all__ = ["REPLACED_KINDS", "Picture", "diagram_kind", "drop_overlays", "replace_diagrams"]
 
 
 class Picture(NamedTuple):
@@ -39,7 +44,10 @@ _DIAGRAM = re.compile(
 
 
 def diagram_kind(latex: str) -> str | None:
-    """The kind of diagram an equation body holds (``tikzcd``, ``tikzpicture``, ``xymatrix``, ``xy``, ...), or None."""
+    """The kind of diagram an equation body holds (``tikzcd``, ``tikzpicture``, ``xymatrix``, ``xy``, ...), or None;
+    an overlay picture is no diagram (module docstring)."""
+    if "overlay" in latex:
+        latex = drop_overlays(latex)
     m = _DIAGRAM.search(latex) if "\\" in latex else None
     return None if m is None else (m.group(1) or m.group(2) or m.group(3))
 
@@ -51,6 +59,8 @@ def replace_diagrams(latex: str) -> tuple[str, list[Picture]]:
     """The pictures inside a formula replaced by a ``[diagram]`` placeholder each; returns the text and the pictures,
     in the order they were replaced."""
     pictures: list[Picture] = []
+    if "overlay" in latex:
+        latex = drop_overlays(latex)
 
     def found(kind: str, text: str, start: int) -> str:
         pictures.append(Picture(kind, _symbol_position(text, start)))
@@ -66,6 +76,49 @@ def replace_diagrams(latex: str) -> tuple[str, list[Picture]]:
     if "tikzfig" in latex:  # TikZiT's figure of a .tikz file (a ZX-calculus spider)
         latex = _TIKZFIG.sub(lambda m: found("tikzfig", m.string, m.start()), latex)
     return latex, pictures
+
+
+_TIKZ_START = re.compile(r"\\begin\s*\{tikzpicture\}|\\tikz(?![A-Za-z@])")
+_TIKZ_ENVIRONMENT = re.compile(r"\\(begin|end)\s*\{tikzpicture\}")
+
+
+def drop_overlays(latex: str) -> str:
+    """``latex`` without its TikZ pictures drawn as an ``overlay`` (module docstring): an environment to its end, a
+    ``\\tikz[..overlay..]`` with its braced picture or its path up to the ``;``."""
+    out: list[str] = []
+    pos = 0
+    for m in _TIKZ_START.finditer(latex):
+        if m.start() < pos:
+            continue
+        options, after = read_optional(latex, m.end())
+        if options is None or not any(o.strip() == "overlay" for o in options.split(",")):
+            continue
+        end = _picture_end(latex, after, environment=m.group(0).startswith("\\begin"))
+        if end is not None:
+            out.append(latex[pos : m.start()])
+            pos = end
+    out.append(latex[pos:])
+    return "".join(out)
+
+
+def _picture_end(latex: str, start: int, environment: bool) -> int | None:
+    if environment:
+        depth = 1
+        for m in _TIKZ_ENVIRONMENT.finditer(latex, start):
+            depth += 1 if m.group(1) == "begin" else -1
+            if depth == 0:
+                return m.end()
+        return None
+    if latex.startswith("{", skip_space(latex, start)):
+        arg = read_argument(latex, start)
+        return None if arg is None else arg[1]
+    depth = 0
+    for i in range(start, len(latex)):
+        c = latex[i]
+        depth += (c == "{") - (c == "}")
+        if c == ";" and depth == 0:
+            return i + 1
+    return None
 
 
 #: The kinds `replace_diagrams` finds inside a formula (the others make the whole display a diagram).
