@@ -10,6 +10,9 @@ paragraph columns become ``l`` columns whose cells are text, as LaTeX sets them 
 
 A ``tabular`` inside a display (a case table written as text) becomes an ``array`` whose cells are text:
 ``\\begin{tabular}{cc} 0 & $r<a$ \\\\ \\end{tabular}`` -> ``\\begin{array}{cc} \\text{0} & \\text{$r<a$} \\end{array}``.
+
+mathtools' starred cases (``cases*``, ``dcases*``, ``rcases*``, ``drcases*``) set their second column as text; KaTeX has
+the unstarred ones only: the second cell of each row goes into ``\\text{..}`` (``$x$`` inside it stays math).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import re
 
 from eqsearch.engine.latex.scan import read_argument
 
-__all__ = ["rewrite_array_specs", "rewrite_tabulars"]
+__all__ = ["rewrite_array_specs", "rewrite_starred_cases", "rewrite_tabulars", "split_top_level"]
 
 _BEGIN_ARRAY = re.compile(r"\\begin\s*\{array\}\s*")
 _ARRAY_TOKEN = re.compile(r"\\(begin|end)\s*\{array\}")
@@ -149,8 +152,8 @@ def _rebuild(
         if k < len(columns):
             spec += columns[k]
     rows = []
-    for row in _split(body, "\\\\"):
-        cells = _split(row, "&")
+    for row in split_top_level(body, "\\\\"):
+        cells = split_top_level(row, "&")
         if len(cells) == 1 and not cells[0].strip():
             rows.append(row)
             continue
@@ -165,7 +168,7 @@ def _rebuild(
     return spec, "\\\\".join(rows)
 
 
-def _split(text: str, separator: str) -> list[str]:
+def split_top_level(text: str, separator: str) -> list[str]:
     """``text`` split at ``separator`` (``&`` or ``\\\\``) outside brace groups and inner environments."""
     parts: list[str] = []
     depth = 0
@@ -218,17 +221,50 @@ def rewrite_tabulars(latex: str) -> str:
         if end is None:
             continue
         rows = []
-        for row in _split(rewrite_tabulars(latex[spec[1] : end.start()]), "\\\\"):
+        for row in split_top_level(rewrite_tabulars(latex[spec[1] : end.start()]), "\\\\"):
             rules = _RULES.match(row)
             lead = "".join(
                 "\\hline " for _ in re.finditer(r"\\(?:hline|toprule|midrule|bottomrule)(?![A-Za-z@])", rules.group(1))
             )
-            cells = _split(row[rules.end() :], "&")
+            cells = split_top_level(row[rules.end() :], "&")
             text = " & ".join(f"\\text{{{cell.strip()}}}" if cell.strip() else "" for cell in cells)
             rows.append(lead + text)
         while rows and not rows[-1].strip():
             rows.pop()
         out += [latex[pos : m.start()], f"\\begin{{array}}{{{spec[0]}}}", " \\\\ ".join(rows), "\\end{array}"]
+        pos = end.end()
+    out.append(latex[pos:])
+    return "".join(out)
+
+
+_STARRED_CASES = re.compile(r"\\begin\s*\{((?:d?r?)cases)\*\}")
+
+
+def rewrite_starred_cases(latex: str) -> str:
+    """mathtools' ``cases*`` family as the unstarred environments with the second column as text (module
+    docstring)."""
+    out: list[str] = []
+    pos = 0
+    for m in _STARRED_CASES.finditer(latex):
+        if m.start() < pos:
+            continue
+        name = m.group(1)
+        tokens = re.compile(r"\\(begin|end)\s*\{" + name + r"\*\}")
+        depth, end = 1, None
+        for t in tokens.finditer(latex, m.end()):
+            depth += 1 if t.group(1) == "begin" else -1
+            if depth == 0:
+                end = t
+                break
+        if end is None:
+            break
+        rows = []
+        for row in split_top_level(rewrite_starred_cases(latex[m.end() : end.start()]), "\\\\"):
+            cells = split_top_level(row, "&")
+            if len(cells) > 1 and cells[1].strip():
+                cells[1] = f"\\text{{{cells[1].strip()}}}"
+            rows.append("&".join(cells))
+        out += [latex[pos : m.start()], f"\\begin{{{name}}}", "\\\\".join(rows), f"\\end{{{name}}}"]
         pos = end.end()
     out.append(latex[pos:])
     return "".join(out)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from eqsearch.engine.latex.arrays import rewrite_array_specs, rewrite_tabulars
+from eqsearch.engine.latex.arrays import rewrite_array_specs, rewrite_starred_cases, rewrite_tabulars
 from eqsearch.engine.latex.brackets import rewrite_brackets
 from eqsearch.engine.latex.colors import color_rule
 from eqsearch.engine.latex.lengths import register_spacing
@@ -489,6 +489,8 @@ def preprocess_latex(body: str, environment: str = "equation") -> str:
         text = _ARRAY_POSITION.sub(r"\\begin{\1}", text)
     if "array" in text:
         text = rewrite_array_specs(text)
+    if "cases*" in text:
+        text = rewrite_starred_cases(text)
     text = register_spacing(text)
     if "&" in text and ("set" in text or "stackrel" in text):
         text = sets_before_tabs(text)

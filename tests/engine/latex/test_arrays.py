@@ -1,9 +1,9 @@
-"""Array column specifications KaTeX lacks (engine/latex/arrays.py); the converter tests check KaTeX takes them."""
+"""Array column specifications and starred cases KaTeX lacks (engine/latex/arrays.py), also through KaTeX."""
 
 from __future__ import annotations
 
 import pytest
-from eqsearch.engine.latex.arrays import rewrite_array_specs
+from eqsearch.engine.latex.arrays import rewrite_array_specs, rewrite_starred_cases
 
 
 @pytest.mark.parametrize(
@@ -32,3 +32,22 @@ def test_nested_arrays_and_inner_groups_keep_their_cells():
     assert rewrite_array_specs(latex) == (
         r"\begin{array}{lcl} \begin{array}{cc} 1 & 2 \end{array}  & : &  {a & b} \end{array}"
     )
+
+
+def test_starred_cases_set_their_second_column_as_text():
+    assert rewrite_starred_cases(r"\begin{dcases*} a & if $x<0$, \\ b & otherwise \end{dcases*}") == (
+        r"\begin{dcases} a &\text{if $x<0$,}\\ b &\text{otherwise}\end{dcases}"
+    )
+    assert rewrite_starred_cases(r"\begin{cases*} > 0 \\ = 0 \end{cases*}") == r"\begin{cases} > 0 \\ = 0 \end{cases}"
+    assert rewrite_starred_cases(r"\begin{cases*} a & b") == r"\begin{cases*} a & b"  # unclosed: left for KaTeX
+
+
+@pytest.mark.parametrize("name", ["cases*", "dcases*", "rcases*", "drcases*"])
+def test_starred_cases_through_katex(converter, name):
+    """mathtools' starred cases, which KaTeX lacks (``No such environment: dcases*``), with math inside the text."""
+    latex = (
+        f"(\\beta \\circ_1 \\alpha) = \\begin{{{name}}} \\alpha(2x,y) & if $0 \\leq x \\leq \\frac{{1}}{{2}}$, \\\\ "
+    )
+    result = converter.convert(latex + f"\\beta(2x-1,y) & otherwise \\end{{{name}}}")
+    assert result.status == "ok", result.message
+    assert "otherwise" in result.mathml and "<mfrac>" in result.mathml
