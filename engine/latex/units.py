@@ -7,7 +7,8 @@ inside a unit argument: as global macros they would give a meaning to a name a p
 of ``\\SI``, ``\\si``, ``\\unit``, ``\\SIrange``, ``\\SIlist`` and ``\\qtyrange``, and of siunitx 3's
 ``\\qty{441}{\\nm}`` (two brace groups: physics' ``\\qty(x)`` and ``\\qty{x}`` are left alone), its options dropped. The
 unit names siunitx defines only there (``\\deci\\bel``, ``\\siemens``, ``\\hecto\\Pa``, ``\\day``) and its power
-``\\tothe{2}`` are written out there too.
+``\\tothe{2}`` are written out there too. Only a braced argument is siunitx's: a document that defines ``\\unit``
+for itself (``\\newcommand{\\unit}{\\mathbf{1}}``, the unit type) writes it before ``:`` or ``$``.
 """
 
 from __future__ import annotations
@@ -121,8 +122,9 @@ def unit_rule(command: str) -> Callable[[str, int], tuple[str, int]]:
         option, pos = read_optional(text, end)
         args: list[str] = []
         for _ in range(before + 1):
-            if command in _QUANTITY and not text.startswith("{", skip_space(text, pos)):
-                return f"\\{command}", end  # physics' \qty(x), \qty[x], \qty|x|, \qty{x}
+            if not text.startswith("{", skip_space(text, pos)):
+                # physics' \qty(x), \qty[x], \qty|x|; a document's own \unit (a type, a vector) before a token
+                return f"\\{command}", end
             arg = read_argument(text, pos)
             if arg is None:
                 return f"\\{command}", end

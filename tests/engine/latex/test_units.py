@@ -1,7 +1,8 @@
-"""siunitx's unit abbreviations inside unit arguments, and its quantities (`engine.latex.units`)."""
+"""siunitx's unit abbreviations inside unit arguments, and its quantities (`engine.latex.units`), also through KaTeX."""
 
 from __future__ import annotations
 
+from eqsearch.engine.latex.macros import MacroDef
 from eqsearch.engine.latex.preprocess import clean_latex
 from eqsearch.engine.latex.units import unit_rule
 
@@ -23,3 +24,18 @@ def test_prefixed_units_and_powers_convert_with_real_katex(converter):
     assert (result.status, result.reason) == ("ok", None), result.message
     assert '<mi mathvariant="normal">W</mi>' in result.mathml
     assert '<msup><mi mathvariant="normal">m</mi><mn>2</mn></msup>' in result.mathml
+
+
+def test_a_documents_own_unit_before_a_token_is_not_siunitx():
+    """``\\newcommand{\\unit}{\\mathbf{1}}`` (the unit type) before ``:`` or ``$``: siunitx's ``\\unit`` takes a braced
+    unit, so the token after it is left alone."""
+    assert clean_latex("\\unit : \\UU") == "\\unit : \\UU"
+    assert clean_latex("\\text{$\\unit$-Form}") == "\\text{$\\unit$-Form}"
+    assert clean_latex("\\unit{\\m\\per\\s}") == "\\unit{m\\per\\,s}"
+
+
+def test_a_documents_own_unit_through_katex(converter):
+    unit = MacroDef("\\unit", "\\mathbf{1}", 0, source="newcommand")
+    result = converter.convert("f_\\unit(A) : A \\to \\unit \\to A", macros=[unit])
+    assert result.status == "ok", result.message
+    assert result.mathml.count('<mn mathvariant="bold">1</mn>') == 2, result.mathml
