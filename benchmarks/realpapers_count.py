@@ -124,7 +124,7 @@ BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
 
 
 def top_level(folder: Path, main: str | None) -> list[str]:
-    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.tex"))
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.tex") if p.is_file())  # a folder x.tex/
     texts = {f: strip_comments((folder / f).read_text(encoding="utf-8", errors="replace")) for f in files}
     included = set()
     for f, t in texts.items():
