@@ -3,10 +3,11 @@
 Grammars and case tables put material between columns with ``@{...}`` and ``!{...}``
 (``\\begin{array}{l@{\\;::=\\;}l}``, or ``@{}`` to drop the padding), and the array package adds ``>{...}``/``<{...}``
 (code before and after every cell of a column), ``p{..}``/``m{..}``/``b{..}`` (paragraph columns) and
-``*{n}{spec}``. KaTeX's ``array`` takes only ``l``, ``c``, ``r``, ``|`` and ``:``. The material between columns
-becomes a column of its own, put into every row; the code of ``>{}`` and ``<{}`` goes into the column's cells, less
-the paragraph-alignment commands (``\\raggedright\\arraybackslash``) that mean nothing in a cell of one line;
-paragraph columns become ``l`` columns whose cells are text, as LaTeX sets them (``$x$`` inside them is math).
+``*{n}{spec}``; siunitx adds ``S[..]``, a column of numbers. KaTeX's ``array`` takes only ``l``, ``c``, ``r``, ``|``
+and ``:``. The material between columns becomes a column of its own, put into every row; the code of ``>{}`` and
+``<{}`` goes into the column's cells, less the paragraph-alignment commands (``\\raggedright\\arraybackslash``) that
+mean nothing in a cell of one line; paragraph columns become ``l`` columns whose cells are text, as LaTeX sets them
+(``$x$`` inside them is math); an ``S`` column becomes a ``c`` column, its options (rounding) dropped.
 
 A ``tabular`` inside a display (a case table written as text) becomes an ``array`` whose cells are text:
 ``\\begin{tabular}{cc} 0 & $r<a$ \\\\ \\end{tabular}`` -> ``\\begin{array}{cc} \\text{0} & \\text{$r<a$} \\end{array}``.
@@ -19,13 +20,13 @@ from __future__ import annotations
 
 import re
 
-from eqsearch.engine.latex.scan import read_argument
+from eqsearch.engine.latex.scan import read_argument, read_optional
 
 __all__ = ["rewrite_array_specs", "rewrite_starred_cases", "rewrite_tabulars", "split_top_level"]
 
 _BEGIN_ARRAY = re.compile(r"\\begin\s*\{array\}\s*")
 _ARRAY_TOKEN = re.compile(r"\\(begin|end)\s*\{array\}")
-_UNSUPPORTED = re.compile(r"[@!<>*pmb]")
+_UNSUPPORTED = re.compile(r"[@!<>*pmbS]")
 _PARAGRAPH_LAYOUT = re.compile(
     r"\\(?:raggedright|raggedleft|RaggedRight|RaggedLeft|centering|arraybackslash)(?![A-Za-z@])\s*"
 )
@@ -81,6 +82,12 @@ def _parse(spec: str) -> tuple[list[str], dict[int, str], dict[int, str], dict[i
                 before[len(columns) - 1] = pending_before
             rules = pending_before = ""
             i += 1
+        elif c == "S":  # siunitx's number column (S[round-mode=places]): its cells centred, the options layout
+            columns.append(rules + "c")
+            if pending_before:
+                before[len(columns) - 1] = pending_before
+            rules = pending_before = ""
+            i = read_optional(spec, i + 1)[1]
         elif c in "pmb":
             arg = read_argument(spec, i + 1)
             if arg is None:

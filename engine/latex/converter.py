@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from eqsearch.engine.latex.diagrams import REPLACED_KINDS, diagram_kind, replace_diagrams
 from eqsearch.engine.latex.install import DEFAULT_KATEX_DIR, check_installed
-from eqsearch.engine.latex.katexnames import katex_commands
+from eqsearch.engine.latex.katexnames import katex_commands, katex_macro_uses
 from eqsearch.engine.latex.lengths import katex_lengths
 from eqsearch.engine.latex.macros import (
     KatexMacros,
@@ -231,7 +231,8 @@ class KatexConverter:
                 )
                 continue
             try:
-                text = units_in_text(preprocess_latex(latex, environment or "equation"))  # before \qty's expansion
+                # units before \qty's expansion; the document's own names keep their definitions
+                text = units_in_text(preprocess_latex(latex, environment or "equation", katex_macros.own))
                 text = brace_scripted_macros(text, katex_macros)
                 text = expand_macros(text, katex_macros, max_expansions=self.config.max_expand, max_length=max_length)
                 text = inline_code(resolve_ensuremath(chemistry_in_text(change_case(text))))
@@ -287,7 +288,8 @@ class KatexConverter:
             adapted = tuple(
                 dataclasses.replace(m, body=sized_delimiters_in_text(katex_lengths(m.body))) for m in macros
             )
-            katex_macros = build_katex_macros(adapted, katex_commands(self.config.katex_dir))
+            katex_dir = self.config.katex_dir
+            katex_macros = build_katex_macros(adapted, katex_commands(katex_dir), katex_macro_uses(katex_dir))
             self._macros[macros] = katex_macros
             while len(self._macros) > 16:
                 self._macros.popitem(last=False)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from eqsearch.engine.errors import EqsearchError
-from eqsearch.engine.latex.aliases import PRIMITIVE, resolve_aliases
+from eqsearch.engine.latex.aliases import ALIAS_SOURCES, PRIMITIVE, resolve_aliases
 from eqsearch.engine.latex.brackets import rewrite_brackets
 from eqsearch.engine.latex.idioms import rewrite_idioms
 from eqsearch.engine.latex.paired import LOCAL_DEFINITION, delimsize, local_definitions
@@ -138,12 +138,16 @@ class KatexMacros:
         withheld: names the document defines through TeX internals that no converter can expand: they stay
             unknown (rendered as their names), never replaced by `engine.latex.symbols`' table.
         key: a digest of ``katex`` and ``withheld``, naming these macros inside the KaTeX workers.
+        own: the names the document defines itself (not the package table's): `engine.latex.preprocess.clean_latex`
+            leaves them to their definitions instead of reading them as a package's command (a thesis's
+            ``\\newcommand{\\condition}{\\kappa}`` is no breqn ``\\condition{..}``).
     """
 
     katex: dict[str, str] = field(default_factory=dict)
     expanded: dict[str, MacroDef] = field(default_factory=dict)
     key: str = ""
     withheld: tuple[str, ...] = ()
+    own: frozenset[str] = frozenset()
 
 
 def _uses_every_parameter(body: str, nargs: int) -> bool:
@@ -168,13 +172,18 @@ PROVIDE_SOURCES = frozenset(
 )
 
 
-def build_katex_macros(macros: Sequence[MacroDef], builtins: frozenset[str] = frozenset()) -> KatexMacros:
+def build_katex_macros(
+    macros: Sequence[MacroDef], builtins: frozenset[str] = frozenset(), katex_uses: frozenset[str] = frozenset()
+) -> KatexMacros:
     """Split and normalise a document's macros (later definitions of a name win, as in LaTeX).
 
     Args:
         macros: the document's macros, in definition order.
         builtins: the commands KaTeX implements itself (`engine.latex.katexnames.katex_commands`): a
             ``\\providecommand`` of one of them, or of a command of the package table, defines nothing.
+        katex_uses: the commands KaTeX's own macros use (`engine.latex.katexnames.katex_macro_uses`): a document's
+            definition of one (``\\renewcommand{\\char}{\\text{char}}``) is expanded here, never given to KaTeX,
+            whose ``\\neq`` would otherwise run it (and loop).
 
     Returns:
         The split; macros whose name is not a control sequence are left out, and so are macros whose body uses
@@ -194,6 +203,8 @@ def build_katex_macros(macros: Sequence[MacroDef], builtins: frozenset[str] = fr
             continue
         latest.pop(name, None)  # a redefinition counts from where it is made
         latest[name] = macro if name == macro.name else replace(macro, name=name)
+    # an alias (\RenewCommandCopy\qty\SI) means the command it copies, whose package rule still applies
+    own_names = frozenset(n for n, m in latest.items() if m.source != "package" and m.source not in ALIAS_SOURCES)
     fallback = [macro for name, macro in PACKAGE_MACROS.items() if name not in latest]
     resolved = resolve_aliases([*fallback, *latest.values()], PACKAGE_MACROS)
     # a package's own @-commands (\\t@lde of a thesis's .sty, which its \\omegat uses) are macros like any other
@@ -220,7 +231,7 @@ def build_katex_macros(macros: Sequence[MacroDef], builtins: frozenset[str] = fr
                 expanded.pop(name, None)
                 dropped.add(name)
                 continue
-        body = rewrite_brackets(register_spacing(clean_latex(_IFMMODE.sub(r"\1", macro.body))))
+        body = rewrite_brackets(register_spacing(clean_latex(_IFMMODE.sub(r"\1", macro.body), own_names)))
         if "\\raise" in body or "\\lower" in body:  # \lower4pt\hbox{$\sim$} in a \lsim
             body = box_shifts(body)
         if "\\ooalign" in body:  # \ooalign{$\sum$\cr$\int$\cr}: a sum with an integral over it
@@ -236,7 +247,12 @@ def build_katex_macros(macros: Sequence[MacroDef], builtins: frozenset[str] = fr
         katex.pop(name, None)
         expanded.pop(name, None)
         nargs = max(0, min(9, macro.nargs))
-        if _DRAWS.search(body) or PRIMITIVE in body or macro.source == "newif":
+        if (
+            _DRAWS.search(body)
+            or PRIMITIVE in body
+            or macro.source == "newif"
+            or (name in katex_uses and macro.source != "package")
+        ):
             # a diagram, a built-in by its own name, a \newif switch (\iftrue): expanded here
             expanded[name] = MacroDef(name, body, nargs, macro.default, macro.source, macro.spec, macro.delimiters)
         elif macro.spec is not None or macro.delimiters is not None or LOCAL_DEFINITION.search(body):
@@ -259,7 +275,7 @@ def build_katex_macros(macros: Sequence[MacroDef], builtins: frozenset[str] = fr
     withheld = tuple(sorted(dropped - katex.keys() - expanded.keys()))
     signed: object = katex if not withheld else [katex, withheld]
     digest = hashlib.sha256(json.dumps(signed, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-    return KatexMacros(katex=katex, expanded=expanded, key=digest[:24], withheld=withheld)
+    return KatexMacros(katex=katex, expanded=expanded, key=digest[:24], withheld=withheld, own=own_names)
 
 
 def _replacement(macro: MacroDef, latex: str, end: int) -> tuple[str, int]:

@@ -42,6 +42,7 @@ from eqsearch.engine.latex.prooftrees import rewrite_proof_trees
 from eqsearch.engine.latex.scan import read_argument, read_arguments, read_optional
 from eqsearch.engine.latex.texrules import (
     assignment,
+    discretionary,
     mapsto_char,
     mathchoice_rule,
     multlined,
@@ -234,6 +235,8 @@ _RULES: dict[str, _Rule] = {
     "par": _drop,  # a paragraph end inside a box of a display
     "noalign": noalign,
     "baselineskip": assignment,
+    "mathsurround": assignment,
+    "discretionary": discretionary,
     "lineskip": assignment,
     "lineskiplimit": assignment,
     "thinmuskip": assignment,  # \medmuskip=0mu inside a display: the spacing of the operators around
@@ -312,11 +315,13 @@ _RULE_PATTERN = re.compile(
 )
 
 
-def clean_latex(latex: str) -> str:
+def clean_latex(latex: str, own: frozenset[str] = frozenset()) -> str:
     """Remove comments and layout commands, replace references, rename what KaTeX lacks (see module docstring).
 
     Args:
         latex: an equation body or a macro body.
+        own: the names (``\\condition``) the document defines itself, left to their definitions: no rule of a
+            package's command applies to them.
 
     Returns:
         The rewritten text (unchanged when nothing applies).
@@ -341,7 +346,12 @@ def clean_latex(latex: str) -> str:
             out.append(latex[position : m.end()])
             position = m.end()
             continue
-        replacement, resume = _RULES[m.group(1) or m.group(2)](latex, m.end())
+        name = m.group(1) or m.group(2)
+        if own and "\\" + name in own:  # the document's own \condition, not breqn's
+            out.append(latex[position : m.end()])
+            position = m.end()
+            continue
+        replacement, resume = _RULES[name](latex, m.end())
         out.append(latex[position:start])
         out.append(replacement)
         position = max(resume, m.end())
@@ -464,14 +474,15 @@ _LAYOUT_ENVIRONMENT = re.compile(
 _ARRAY_POSITION = re.compile(r"\\begin\s*\{(array|aligned|gathered|alignedat|tabular)\}\s*\[[tbc]\]")
 
 
-def preprocess_latex(body: str, environment: str = "equation") -> str:
+def preprocess_latex(body: str, environment: str = "equation", own: frozenset[str] = frozenset()) -> str:
     """Proof trees rewritten (`engine.latex.prooftrees`), plain TeX constructs too (`engine.latex.plaintex`),
-    `clean_latex`, then `wrap_environment`: the text KaTeX gets for one display."""
+    `clean_latex` (leaving the names in ``own``, the document's own, to their definitions), then `wrap_environment`:
+    the text KaTeX gets for one display."""
     if "\\y" in body or "ytableau" in body:  # before clean_latex, which drops youngtab's \hfil (an empty box)
         body = rewrite_young_tableaux(body)
     if "amount" in body or "\\jot" in body:  # before clean_latex, which drops a \jot setting
         body = row_gaps(body)
-    text = clean_latex(rewrite_plain_tex(rewrite_proof_trees(body)))
+    text = clean_latex(rewrite_plain_tex(rewrite_proof_trees(body)), own)
     if "Nice" in text or "dots" in text:
         text = rewrite_nicematrix(text)
     if "smallmatrix" in text:

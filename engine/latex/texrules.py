@@ -1,7 +1,8 @@
 """Rules of `engine.latex.preprocess.clean_latex` for what plain TeX's registers, boxes and alignments do inside a
 formula, which KaTeX lacks: register settings (``\\baselineskip0.5ex``, ``\\medmuskip=0mu``) and skips dropped, a
 ``\\noalign`` between rows, ``\\mapstochar`` before an arrow, a ``\\raisebox`` shift relative to its box,
-``\\mathchoice``'s four arguments set without the spaces KaTeX refuses between them; and, on a whole display, row gaps
+``\\mathchoice``'s four arguments set without the spaces KaTeX refuses between them, a ``\\discretionary`` set as
+where the line does not break; and, on a whole display, row gaps
 given by skip registers, mathtools' ``multlined``, and a relation set over a tab (``\\overset{(a)}&=``).
 
 Each rule takes the text and the offset just past its command and returns the replacement and where to resume.
@@ -17,6 +18,7 @@ from eqsearch.engine.latex.scan import read_argument, read_arguments, skip_space
 __all__ = [
     "GLUE",
     "assignment",
+    "discretionary",
     "mapsto_char",
     "mathchoice_rule",
     "multlined",
@@ -43,6 +45,13 @@ def assignment(text: str, end: int) -> tuple[str, int]:
     # \baselineskip0.5ex (a register set inside a box): dropped with its value; a use as a unit (0.5\baselineskip) stays
     m = GLUE.match(text, end)
     return ("", m.end()) if m else (text[text.rfind("\\", 0, end) : end], end)
+
+
+def discretionary(text: str, end: int) -> tuple[str, int]:
+    """``\\discretionary{pre}{post}{whole}``: a display never breaks there, so TeX sets ``whole`` (a macro that
+    repeats an operator on the next line, ``#1\\nobreak\\discretionary{}{\\hbox{$#1$}}{}``, sets it once)."""
+    args, resume = read_arguments(text, end, 3)
+    return (args[2], resume) if len(args) == 3 else ("\\discretionary", end)
 
 
 _BOX_DIMENSION = re.compile(r"\A\s*(-?\d*\.?\d*)\s*\\(height|depth|width|totalheight)\s*\Z")

@@ -51,3 +51,12 @@ def test_starred_cases_through_katex(converter, name):
     result = converter.convert(latex + f"\\beta(2x-1,y) & otherwise \\end{{{name}}}")
     assert result.status == "ok", result.message
     assert "otherwise" in result.mathml and "<mfrac>" in result.mathml
+
+
+def test_siunitx_number_columns_through_katex(converter):
+    """``\\begin{array}{@{}*{3}{S[round-mode=places]}@{}}``: siunitx's ``S`` columns, which KaTeX refuses
+    (``Unknown column alignment: S``), as centred columns."""
+    latex = r"\begin{bmatrix}\begin{array}{ @{}*{3}{S[round-mode=places, round-precision=2]} @{} }"
+    result = converter.convert(latex + r" 1.25 & 0 & 3 \\ 4 & 5.5 & 6 \end{array}\end{bmatrix}")
+    assert result.status == "ok", result.message
+    assert "<mn>5.5</mn>" in result.mathml

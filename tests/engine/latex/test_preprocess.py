@@ -139,3 +139,17 @@ def test_self_recursive_expansion_stops():
 
 def test_proof_trees_are_rewritten_before_cleaning():
     assert preprocess_latex(r"\begin{prooftree}\Hypo{A}\Infer1{B}\label{r}\end{prooftree}", "\\[") == r"{\dfrac{A}{B}}"
+
+
+def test_a_documents_own_name_is_no_packages_command():
+    """``\\newcommand{\\condition}{\\kappa}`` (a condition number) is no breqn ``\\condition{..}``: the rule of a
+    package's command leaves the names the document defines to their definitions."""
+    assert clean_latex("1+\\condition^{-1}") == "1+,\\quad \\text{^}{-1}"  # breqn's, without the document's
+    assert clean_latex("1+\\condition^{-1}", frozenset({"\\condition"})) == "1+\\condition^{-1}"
+
+
+def test_a_documents_own_name_through_katex(converter):
+    condition = MacroDef("\\condition", "\\kappa", 0, source="newcommand")
+    result = converter.convert("\\gamma_n^2 \\le \\condition^{-1}", macros=[condition])
+    assert result.status == "ok", result.message
+    assert "<msup><mi>κ</mi>" in result.mathml

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from eqsearch.engine.latex.macros import MacroDef
+from eqsearch.engine.latex.preprocess import clean_latex
 from eqsearch.engine.latex.texrules import (
     assignment,
+    discretionary,
     mapsto_char,
     mathchoice_rule,
     multlined,
@@ -57,3 +60,20 @@ def test_plain_tex_constructs_convert_with_real_katex(converter, latex, environm
     result = converter.convert(latex, environment)
     assert (result.status, result.reason) == ("ok", None), result.message
     assert expected in result.mathml
+
+
+def test_a_discretionary_is_set_unbroken():
+    """``\\discretionary{pre}{post}{whole}``: a display never breaks, so TeX sets ``whole``; ``\\mathsurround=0pt``
+    is dropped with its value. Through KaTeX: a macro that repeats an operator after a line break sets it once."""
+    assert discretionary(*_at("\\discretionary", "{}{\\hbox{$+$}}{} b")) == (
+        "",
+        len("\\discretionary{}{\\hbox{$+$}}{}"),
+    )
+    assert clean_latex("\\discretionary{a}{b}{c} \\mathsurround=0pt x") == "c  x"
+
+
+def test_a_discretionary_through_katex(converter):
+    op = MacroDef("\\z", "#1\\nobreak\\discretionary{}{\\hbox{$\\mathsurround=0pt #1$}}{}", 1, source="newcommand")
+    result = converter.convert("a \\z{=} b", macros=[op])
+    assert result.status == "ok", result.message
+    assert result.mathml.count("<mo>=</mo>") == 1
