@@ -106,6 +106,9 @@ _FONTSIZE = re.compile(r"\\fontsize\s*\{\s*(\d+(?:\.\d+)?)\s*(?:pt)?\s*\}\s*\{[^
 _SEGMENT_END = re.compile(r"\n\s*\n|\\(?:vspace|vskip|fontsize|end)(?![A-Za-z@])")
 _COLOR = re.compile(r"\\(?:textcolor|color)\s*\{[^{}]*\}")
 _TITLE_PAGE = re.compile(r"\\begin\s*\{titlepage\}(.*?)\\end\s*\{titlepage\}", re.DOTALL)
+_FRONT = re.compile(
+    r"\\begin\s*\{document\}(.*?)(?:\\(?:section|chapter)\*?\s*[{\[]|\\begin\s*\{abstract\}|\Z)", re.DOTALL
+)
 _TITLE_MACRO = re.compile(
     r"\\(?:my|the|thesis|phd|project|doc|document|report|dissertation|main|full|work|t)?title", re.I
 )
@@ -113,7 +116,8 @@ _TITLE_MACRO = re.compile(
 
 def _declared_title(text: str, macros: Sequence[MacroDef], expand: Callable[[str], str]) -> str | None:
     """The title of a document without a title command: hyperref's ``pdftitle``, a class's title command of keys
-    (``\\puttitle{title=.., name=..}``), a title macro of its own, else the largest words of its title page."""
+    (``\\puttitle{title=.., name=..}``), a title macro of its own, else the largest words of its title page, or of
+    the front of its body where it has none (a journal template's title set by hand, PLOS's ``{\\Large\\textbf..}``)."""
     for m in _PDFTITLE.finditer(text):
         pos = skip_space(text, m.end())
         arg = read_argument(text, pos) if text.startswith("{", pos) else None
@@ -134,7 +138,10 @@ def _declared_title(text: str, macros: Sequence[MacroDef], expand: Callable[[str
             if len(found.split()) >= 2 and "\\" not in found:
                 return found
     page = _TITLE_PAGE.search(text)
-    return None if page is None else _largest_words(page.group(1), expand)
+    if page is not None:
+        return _largest_words(page.group(1), expand)
+    front = _FRONT.search(text)  # a journal template's title set by hand (PLOS: {\Large\textbf\newline{..}})
+    return None if front is None else _largest_words(front.group(1), expand)
 
 
 def _keyval(text: str, pos: int) -> str:
@@ -161,7 +168,7 @@ def _largest_words(page: str, expand: Callable[[str], str]) -> str | None:
             return found
     for size in ("Huge", "huge", "LARGE", "Large"):
         for m in re.finditer(
-            r"\\" + size + r"(?![A-Za-z@])\s*(?:\\(?:textbf|textsc|bfseries|sffamily)(?![A-Za-z@])\s*)*", page
+            r"\\" + size + r"(?![A-Za-z@])\s*(?:\\(?:textbf|textsc|bfseries|sffamily|newline)(?![A-Za-z@])\s*)*", page
         ):
             arg = read_argument(page, m.end()) if page.startswith("{", m.end()) else None
             words = arg[0] if arg is not None else re.split(r"\n\s*\n|\}|\\(?:vspace|vfill|par)\b", page[m.end() :])[0]

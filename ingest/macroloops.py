@@ -166,7 +166,8 @@ def delimited_spec(params: str, body: str) -> tuple[str, str] | None:
     None where its parameter text has no such reading.
 
     ``\\def\\foo[#1]#2`` reads like ``r[] m``; ``\\def\\DIfF^#1`` (a token that must come first) like ``t^ m`` (the
-    token is then optional); ``\\def\\beas#1\\eeas`` like ``u{\\eeas}``.
+    token is then optional); ``\\def\\beas#1\\eeas`` like ``u{\\eeas}``; ``\\def\\meet/`` (the name used as ``\\meet/``)
+    like ``t/``.
     """
     tokens = [(m.group(1), m.group(2)) for m in _PARAM_TOKEN.finditer(params)]
     spec: list[str] = []
@@ -185,8 +186,10 @@ def delimited_spec(params: str, body: str) -> tuple[str, str] | None:
                 expected += 1
                 i += 3
                 continue
-            if i + 1 < len(tokens) and tokens[i + 1][0] and literal not in "{}":
-                spec.append(f"t{literal}")  # the token TeX requires, read as an optional one
+            if literal not in "{}" and ((i + 1 < len(tokens) and tokens[i + 1][0]) or not numbers):
+                # the token TeX requires (before a parameter, or a name's own ending: \def\meet/{\wedge} used as
+                # \meet/), read as an optional one
+                spec.append(f"t{literal}")
                 i += 1
                 continue
             return None
@@ -201,7 +204,7 @@ def delimited_spec(params: str, body: str) -> tuple[str, str] | None:
             spec.append(f"u{{{following}}}")
             i += 2
         numbers[number] = len(spec)
-    if not numbers or len(spec) > 9:
+    if not spec or len(spec) > 9:
         return None
     renumbered = re.sub(r"(?<!#)#([1-9])", lambda p: f"#{numbers.get(p.group(1), p.group(1))}", body)
     return " ".join(spec), renumbered

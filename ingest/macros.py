@@ -357,6 +357,9 @@ def _read_definition(text: str, m: re.Match[str], table: DocumentMacros, aliases
     name = env_name.strip()
     if inner is not None and _is_display_name(inner.group(1)):
         table.environment_aliases[name] = inner.group(1)
+    elif end_arg is not None and begin_arg[0].strip() == "\\[" and "\\]" in end_arg[0]:
+        # {\[}{..\]}: a display of its own (algorithm2e's algomathdisplay renewed so), whatever the end code adds
+        table.environment_aliases[name] = "displaymath"
     elif (
         end_arg is not None
         and nargs_text is None

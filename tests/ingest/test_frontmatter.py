@@ -254,3 +254,19 @@ def test_a_title_page_set_in_a_font_size_and_a_title_macro_in_a_path():
         "Perceptual Assessment of Sound Field Synthesis"
     )
     assert read_front_matter("\\title[Short]\n  {The Long One}").title == "The Long One"  # the group after a space
+
+
+def test_a_journal_templates_title_set_by_hand_before_the_first_section():
+    """PLOS's template has no ``\\title``: ``{\\Large \\textbf\\newline{..}}`` in a ``flushleft``, before the
+    abstract."""
+    text = r"""\documentclass{article}\begin{document}\vspace*{0.2in}
+\begin{flushleft}
+{\Large
+\textbf\newline{Adaptive dating and fast proposals: revisiting the relaxed clock model}
+}
+\newline
+A. Author\textsuperscript{1}
+\end{flushleft}
+\section*{Abstract} Text."""
+    assert read_front_matter(text).title == "Adaptive dating and fast proposals: revisiting the relaxed clock model"
+    assert read_front_matter(r"\begin{document}\section{Introduction} {\Large big words here}").title is None

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from eqsearch.ingest.macroloops import named_definitions, unrolled_loops
+from eqsearch.ingest.macroloops import delimited_spec, named_definitions, unrolled_loops
 from eqsearch.ingest.macros import extract_macros
 
 
@@ -69,3 +69,9 @@ def test_a_preambles_own_list_iterator_applies_its_macro_to_each_item():
     made = {m.name: m.body for m in extract_macros(text).definitions()}
     assert made["\\cC"] == "{\\mathcal C}" and made["\\cQ"] == "{\\mathcal Q}" and made["\\cW"] == "{\\mathcal W}"
     assert made["\\Maps"] == "\\operatorname{Maps}" and made["\\gl"] == "\\operatorname{gl}"
+
+
+def test_a_parameter_text_of_tokens_alone_reads_them_as_optional_tokens():
+    assert delimited_spec("/", "\\wedge") == ("t/", "\\wedge")  # \def\meet/{\wedge}, used as \meet/
+    assert delimited_spec("^#1", "x") == ("t^ m", "x")
+    assert delimited_spec("#1/x", "y") is None  # a delimiter of two tokens after a parameter: not read

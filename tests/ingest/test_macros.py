@@ -237,3 +237,16 @@ def test_declared_units_convert_inside_siunitx_quantities(converter):
     assert (result.status, result.reason) == ("ok", None), result.message
     assert "Ah" in result.mathml.replace('<mi mathvariant="normal">', "").replace("</mi>", "")
     assert '<mover accent="true"><mi>N</mi>' in result.mathml
+
+
+def test_a_name_ended_by_its_own_token_and_a_display_environment_of_its_own(converter):
+    """``\\def\\meet/{\\wedge}`` is used as ``\\meet/`` (a parameter text of a token alone); ``\\renewenvironment``
+    whose begin is ``\\[`` (algorithm2e's ``algomathdisplay``) is a display, whatever its end code adds."""
+    table = extract_macros(
+        r"\def\meet/{\wedge}\def\bigjoin/{\bigvee}"
+        r"\renewenvironment{algomathdisplay}{\[}{\@endalgocfline\vspace{-\baselineskip}\]{\DontPrintSemicolon\;}}"
+    )
+    assert table.environment_aliases == {"algomathdisplay": "displaymath"} and not table.issues
+    result = converter.convert(r"a \meet/ \bigjoin/\limits_{i \in I} b_{i}", macros=table.definitions())
+    assert result.status == "ok", result.message
+    assert "∧" in result.mathml and "<munder><mo>⋁</mo>" in result.mathml and "<mo>/</mo>" not in result.mathml
