@@ -4,8 +4,10 @@ Preambles copy a few well-known constructions that play with TeX's own machinery
 LaTeX's ``\\@ifnextchar`` test of the next token (optional forms), a ``\\futurelet`` look-ahead that only picks
 spacing and an ``\\ifnum``/``\\ifdim`` test of TeX's state that only adds spacing (the "differential d" idioms),
 the TeX FAQ's average integral drawn with box registers (``\\def\\dashint{\\Xint-}``), and LaTeX's operator font and
-math-surround reset (``\\operator@font``, ``\\m@th``) that class and package files use. `rewrite_idioms` gives each its
-meaning in a formula; `engine.latex.macros.build_katex_macros` applies it to every macro.
+math-surround reset (``\\operator@font``, ``\\m@th``) that class and package files use, and a setting of LaTeX's own
+internals for the body's group (``\\begingroup\\let\\macc@kerna\\z@ .. \\hat{..}\\endgroup``: amsmath's accent kerning
+for a double hat), which only tunes how LaTeX's commands typeset. `rewrite_idioms` gives each its meaning in a
+formula; `engine.latex.macros.build_katex_macros` applies it to every macro.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _IFNEXTCHAR = re.compile(r"\s*\\@ifnextchar\s*(\\[A-Za-z@]+|[^\s{}\\])\s*")
 # \newcommand\diag{\mathop{\operator@font diag}\nolimits} (a journal class), \hbox{$\m@th#1\intercal$}
 # and \textrm{i.i.d.}\@\xspace (the space factor of a sentence's end, nothing in a formula)
 _LATEX_INTERNAL_MEANINGS = {"\\operator@font": "\\rm ", "\\m@th": "", "\\@": ""}
+_INTERNAL_SETTING = re.compile(r"\\let\s*\\[A-Za-z]*@[A-Za-z@]*\s*=?\s*(?:\\[A-Za-z@]+|[^\s\\])\s*%?")
 _LATEX_INTERNALS = re.compile(r"(\\operator@font|\\m@th|\\@)(?![A-Za-z@])\s*")
 # a box measured and shown again, its contents set in the style \mathpalette gives: TeX.SE's square root with a hook,
 # \def\hksqrt#1#2{\setbox0=\hbox{$#1\oldsqrt{#2\,}$}\dimen0=\ht0 .. {\box0\lower0.4pt\box2}}: what box 0 holds
@@ -104,5 +107,6 @@ def rewrite_idioms(macro: MacroDef) -> MacroDef:
     if boxed is not None:  # a box measured and shown again with a stroke beside it: what the box holds
         macro = replace(macro, body=boxed.group(1).replace("#2", "#2"))
     if "@" in macro.body:  # LaTeX's operator font and math-surround reset: an upright name, nothing
-        macro = replace(macro, body=_LATEX_INTERNALS.sub(lambda m: _LATEX_INTERNAL_MEANINGS[m.group(1)], macro.body))
+        body = _INTERNAL_SETTING.sub("", macro.body) if "\\let" in macro.body else macro.body  # internals' settings
+        macro = replace(macro, body=_LATEX_INTERNALS.sub(lambda m: _LATEX_INTERNAL_MEANINGS[m.group(1)], body))
     return macro

@@ -444,6 +444,10 @@ LOADED_PACKAGE_MACROS: dict[str, dict[str, MacroDef]] = {
         "\\pd": MacroDef("\\pd", "\\frac{\\partial^{#1} #2}{\\partial #3^{#1}}", 3, "", "package"),
     },
     "chemformula": {"\\ch": MacroDef("\\ch", "\\ce{#1}", 1, source="package")},  # mhchem's \\ce reads the same
+    "physics": {  # \\var{f} is physics' variation, a delta, read as \\dd reads its arguments
+        name: MacroDef(name, "\\delta\\IfNoValueF{#1}{^{#1}}\\IfNoValueF{#2}{#2}", 2, source="package", spec="o g")
+        for name in ("\\var", "\\variation")
+    },
     "diffcoeff": {
         "\\diff": MacroDef("\\diff", _derivative("\\mathrm{d}"), 5, source="package", spec=_DIFF),
         "\\diffp": MacroDef("\\diffp", _derivative("\\partial"), 5, source="package", spec=_DIFF),

@@ -217,11 +217,14 @@ def resolve_conditionals(text: str, limit: int = 200) -> str:
             chosen = branches[0] if truth else branches[1]
         else:
             chosen = branches[0] if truth == (m.group(2) == "T") else ""
+        if chosen[:1].isalpha() and _ENDS_IN_WORD.search(text, 0, m.start()):
+            chosen = " " + chosen  # tokens, not characters: \delta then the branch "h" is never \deltah
         text = text[: m.start()] + chosen + text[end:]
         position = m.start()
     return text
 
 
+_ENDS_IN_WORD = re.compile(r"\\[A-Za-z@]+\Z")
 _IFTHENELSE = re.compile(r"\\ifthenelse(?![A-Za-z@])\s*")
 _EQUAL = re.compile(r"\s*\\equal\s*")
 _ISEMPTY = re.compile(r"\s*\\isempty\s*")  # xifthen: \ifthenelse{\isempty{#1}}{}{^{#1}}

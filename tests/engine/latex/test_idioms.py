@@ -34,3 +34,17 @@ def test_the_average_integral_and_the_next_token_convert_with_real_katex(convert
     result = converter.convert("\\dashint_B f = \\D^2 g + \\D h", "equation", macros=macros)
     assert (result.status, result.reason) == ("ok", None), result.message
     assert "⨍" in result.mathml and result.mathml.count('<mi mathvariant="normal">D</mi>') == 2
+
+
+def test_settings_of_latex_internals_for_the_bodys_group_are_dropped(converter):
+    """A double hat that sets amsmath's accent internals for its own group (``\\let\\macc@kerna\\z@``): the settings
+    only tune the typesetting, the rest is the formula, through the real KaTeX (it was withheld: TeX internals)."""
+    body = (
+        "\\begingroup\\let\\macc@kerna\\z@\\let\\macc@kernb\\z@\\let\\macc@nucleus\\@empty"
+        "\\hat{\\raisebox{.4ex}{\\vphantom{\\ensuremath{#1}}}\\smash{\\hat{#1}}}\\endgroup"
+    )
+    hathat = MacroDef("\\hathat", body, 1, source="newcommand")
+    assert "@" not in rewrite_idioms(hathat).body
+    result = converter.convert("t/\\log(N)^2 = \\hathat{t}", macros=[hathat])
+    assert result.status == "ok", result.message
+    assert result.mathml.count("<mo>^</mo>") == 2

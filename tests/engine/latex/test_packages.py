@@ -53,3 +53,13 @@ def test_commands_that_stand_in_only_for_the_documents_loading_their_package(con
         assert (result.status, result.reason) == ("ok", None), (latex, result.message)
     assert "∂" in results[1].mathml and "<mfrac>" in results[3].mathml and "∣" in results[4].mathml
     assert converter.convert("\\od{y}{x}").status != "ok"  # not loaded: not defined
+
+
+def test_physics_variation_only_for_a_document_loading_physics(converter):
+    """physics' ``\\var{f}`` (``\\variation``) is a delta, read as ``\\dd`` reads its arguments; ``\\var`` is a common
+    name of a document's own (a variance), so it stands in only where physics is loaded."""
+    physics = list(LOADED_PACKAGE_MACROS["physics"].values())
+    result = converter.convert("\\var{\\mathrm{Max}_t} + \\var[2]{S} + \\variation", macros=physics)
+    assert result.status == "ok", result.message
+    assert result.mathml.count("δ") == 3
+    assert converter.convert("\\var{x}").status != "ok"  # not loaded: not defined
