@@ -106,6 +106,7 @@ _FONTSIZE = re.compile(r"\\fontsize\s*\{\s*(\d+(?:\.\d+)?)\s*(?:pt)?\s*\}\s*\{[^
 _SEGMENT_END = re.compile(r"\n\s*\n|\\(?:vspace|vskip|fontsize|end)(?![A-Za-z@])")
 _COLOR = re.compile(r"\\(?:textcolor|color)\s*\{[^{}]*\}")
 _TITLE_PAGE = re.compile(r"\\begin\s*\{titlepage\}(.*?)\\end\s*\{titlepage\}", re.DOTALL)
+_CLASS_TITLE = re.compile(r"\\(?:thesis|dissertation|cover|report|project|doc|main|full)title\*?\s*\{", re.I)
 _FRONT = re.compile(
     r"\\begin\s*\{document\}(.*?)(?:\\(?:section|chapter)\*?\s*[{\[]|\\begin\s*\{abstract\}|\Z)", re.DOTALL
 )
@@ -115,9 +116,15 @@ _TITLE_MACRO = re.compile(
 
 
 def _declared_title(text: str, macros: Sequence[MacroDef], expand: Callable[[str], str]) -> str | None:
-    """The title of a document without a title command: hyperref's ``pdftitle``, a class's title command of keys
+    """The title of a document without a title command: a thesis class's own title command (``\\thesistitle{..}``,
+    ``\\covertitle{..}``), hyperref's ``pdftitle``, a class's title command of keys
     (``\\puttitle{title=.., name=..}``), a title macro of its own, else the largest words of its title page, or of
     the front of its body where it has none (a journal template's title set by hand, PLOS's ``{\\Large\\textbf..}``)."""
+    for m in _CLASS_TITLE.finditer(text):  # a thesis class's own title command: \thesistitle{..}, \covertitle{..}
+        arg = read_argument(text, m.end() - 1)
+        found = "" if arg is None else title_text(expand(arg[0]))
+        if len(found.split()) >= 2 and "\\" not in found:
+            return found
     for m in _PDFTITLE.finditer(text):
         pos = skip_space(text, m.end())
         arg = read_argument(text, pos) if text.startswith("{", pos) else None
@@ -166,7 +173,7 @@ def _largest_words(page: str, expand: Callable[[str], str]) -> str | None:
         found = title_text(expand(_LINE_BREAK.sub(" ", words)))
         if len(found.split()) >= 3 and "\\" not in found:
             return found
-    for size in ("Huge", "huge", "LARGE", "Large"):
+    for size in ("Huge", "huge", "LARGE", "Large", "large"):
         for m in re.finditer(
             r"\\" + size + r"(?![A-Za-z@])\s*(?:\\(?:textbf|textsc|bfseries|sffamily|newline)(?![A-Za-z@])\s*)*", page
         ):

@@ -270,3 +270,16 @@ A. Author\textsuperscript{1}
 \section*{Abstract} Text."""
     assert read_front_matter(text).title == "Adaptive dating and fast proposals: revisiting the relaxed clock model"
     assert read_front_matter(r"\begin{document}\section{Introduction} {\Large big words here}").title is None
+
+
+def test_a_thesis_classs_own_title_command_and_a_title_page_in_large():
+    assert read_front_matter(r"\thesistitle{\bf The upper-level turbulence of tropical cyclones }").title == (
+        "The upper-level turbulence of tropical cyclones"
+    )
+    assert read_front_matter(r"\covertitle{Extreme diffusion and photons}\begin{document}").title == (
+        "Extreme diffusion and photons"
+    )
+    page = r"\begin{titlepage}\center\large\textsc{Complex multiplication of elliptic curves}\vspace{1cm}"
+    assert read_front_matter(page + r"\center\textsc{A. Z.}\end{titlepage}").title == (
+        "Complex multiplication of elliptic curves"
+    )
