@@ -50,6 +50,7 @@ from eqsearch.engine.latex.packagenv import chemistry_in_text, inline_code
 from eqsearch.engine.latex.plaintex import (
     change_case,
     displays_in_text_boxes,
+    dollars_in_math,
     resolve_ensuremath,
     sized_delimiters_in_text,
     tex_switches,
@@ -237,6 +238,8 @@ class KatexConverter:
                 text = expand_macros(text, katex_macros, max_expansions=self.config.max_expand, max_length=max_length)
                 text = inline_code(resolve_ensuremath(chemistry_in_text(change_case(text))))
                 text = displays_in_text_boxes(units_in_text(sized_delimiters_in_text(katex_lengths(text))))
+                if "$" in text:  # a $..$ written in math mode: text, as TeX leaves math for it
+                    text = dollars_in_math(text)
                 if "\\iftrue" in text or "\\iffalse" in text:  # a document's \newif switches, once expanded
                     text = tex_switches(text)
             except MacroExpansionError as error:

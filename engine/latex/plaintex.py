@@ -21,6 +21,7 @@ __all__ = [
     "change_case",
     "command_environments",
     "displays_in_text_boxes",
+    "dollars_in_math",
     "resolve_ensuremath",
     "rewrite_plain_tex",
     "sized_delimiters_in_text",
@@ -410,6 +411,39 @@ _DISPLAY_IN_BOX = re.compile(
 
 
 _SIZED_IN_DOLLARS = re.compile(r"\$\s*(\\[Bb]igg?[lrm]?(?![A-Za-z@])\s*(?:\\[A-Za-z]+|\\.|[^\s\\{}$#]))\s*\$")
+
+
+def dollars_in_math(text: str) -> str:
+    """A ``$..$`` written in math mode at the formula's own level (``\\text{if } $f$ \\; ..`` in a ``cases`` cell)
+    leaves math in TeX, whose cells are ``$..$`` themselves: what it holds is text. KaTeX refuses a ``$`` in math; the
+    stretch becomes ``\\text{..}``. A ``$`` inside a brace group is its box's own (``\\fbox{$..$}``, mhchem's
+    ``\\ch{..$x$..}``) and stays. Run after macro expansion."""
+    if "$" not in text:
+        return text
+    dollars: list[int] = []
+    depth = 0
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif c == "$" and depth == 0:
+            dollars.append(i)
+        i += 1
+    if len(dollars) < 2:
+        return text
+    out: list[str] = []
+    pos = 0
+    for opening, closing in zip(dollars[::2], dollars[1::2], strict=False):
+        out += [text[pos:opening], "\\text{", text[opening + 1 : closing], "}"]
+        pos = closing + 1
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def displays_in_text_boxes(text: str) -> str:
