@@ -69,8 +69,10 @@ def paper_files(tree: set[str], read: Callable[[str], str], main: str) -> list[s
         for m in _INPUT.finditer(text):
             for name in (m.group(1) or m.group(2) or "").split(","):
                 name = name.strip().strip("{}").strip()  # \include{{./Sections/intro}}
-                for candidate in (name, name + ".tex"):
-                    full = posixpath.normpath(posixpath.join(folder, candidate))
+                # a subfile's own \subfile{..} is read from its folder (the subfiles package), an \input from the main's
+                bases = (folder, here) if "subfile" in m.group(0) and here != folder else (folder,)
+                for candidate in [posixpath.join(base, c) for base in bases for c in (name, name + ".tex")]:
+                    full = posixpath.normpath(candidate)
                     if add(full):
                         if full.endswith(_TEX_SOURCES):  # \input{thesis-main.ltx}, which inputs the macros
                             visit(full)
