@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from eqsearch.engine.latex.aliases import ALIAS_SOURCES
+from eqsearch.engine.latex.arrays import split_top_level
 from eqsearch.engine.latex.macros import PROVIDE_SOURCES, MacroDef
 from eqsearch.engine.latex.paired import xpp_definition
 from eqsearch.engine.latex.scan import read_argument, read_optional
@@ -37,6 +38,11 @@ _DEFINERS = {
         "knowledgenewrobustcmd",
         "knowledgenewcommand",
         "knowledgerenewcommand",
+        # xargs: \newcommandx\cmd[2][1=i, 2=0]{..}, optional arguments named by position with their defaults
+        "newcommandx",
+        "renewcommandx",
+        "providecommandx",
+        "DeclareRobustCommandx",
     ],
     "def": ["def", "gdef", "edef", "xdef"],
     "let": ["let"],
@@ -64,6 +70,7 @@ def _definer_pattern(aliases: dict[str, str] | None = None) -> re.Pattern[str]:
         r"|(?P<xparse>(?:New|Renew|Provide|Declare)(?:Expandable)?DocumentCommand)"
         r"|(?P<paired>DeclarePairedDelimiter)(?P<px>XPP|X|)"
         r"|(?P<unit>DeclareSIUnit)"
+        r"|(?P<kw>SetKw(?:Function|Data|Input|Output)?)"
         r"|(?P<env>newenvironment|renewenvironment|(?:New|Renew|Provide|Declare)DocumentEnvironment))(?![A-Za-z@])"
     )
 
@@ -269,9 +276,13 @@ def _read_definition(text: str, m: re.Match[str], table: DocumentMacros, aliases
         body, end = body_arg
         nargs = _parse_nargs(nargs_text, name)
         kind = (aliases or {}).get(m.group("cmd"), m.group("cmd"))
+        spec = None
+        if kind.endswith("commandx"):
+            kind = kind[:-1]
+            spec, default = _xargs_spec(default, nargs), None
         if kind in PROVIDE_SOURCES and (name in table.macros or name in table.display):
             return end
-        _store(table, MacroDef(name=name, body=body, nargs=nargs, default=default, source=kind))
+        _store(table, MacroDef(name=name, body=body, nargs=nargs, default=default, source=kind, spec=spec))
         return end
     if m.group("xparse"):
         return _read_xparse(text, pos, m.group("xparse"), table)
@@ -285,6 +296,14 @@ def _read_definition(text: str, m: re.Match[str], table: DocumentMacros, aliases
         return symbol[1]
     if m.group("paired"):
         return _read_paired(text, pos, m.group("px"), table)
+    if m.group("kw"):  # algorithm2e's \SetKwFunction{Name}{text}: \Name prints the text
+        name_arg = read_argument(text, pos)
+        text_arg = None if name_arg is None else read_argument(text, name_arg[1])
+        if text_arg is None or not re.fullmatch(r"\\?[A-Za-z]+", name_arg[0].strip()):
+            raise _SkipDefinition()
+        name = "\\" + name_arg[0].strip().lstrip("\\")
+        _store(table, MacroDef(name=name, body=f"\\text{{{text_arg[0]}}}", source="newcommand"))
+        return text_arg[1]
     if m.group("def"):
         name_m = _DEF_NAME.match(text, pos)
         if name_m is None:
@@ -434,6 +453,20 @@ def _read_paired(text: str, pos: int, variant: str, table: DocumentMacros) -> in
     source = "DeclarePairedDelimiterX" if extended else "DeclarePairedDelimiter"
     _store(table, MacroDef(name=name, body=body, nargs=nargs, source=source, delimiters=(left[0], right[0])))
     return end
+
+
+def _xargs_spec(keys: str | None, nargs: int) -> str | None:
+    """xargs' optional arguments (``[1=i, 2=0]``: each position with its default) as an xparse specification
+    (``O{i} O{0}``), the other positions mandatory; None where there are none."""
+    defaults: dict[int, str] = {}
+    for item in split_top_level(keys or "", ","):
+        key, _, value = item.partition("=")
+        if key.strip().isdigit():
+            value = value.strip()
+            defaults[int(key)] = value[1:-1] if value.startswith("{") and value.endswith("}") else value
+    if not defaults:
+        return None
+    return " ".join(f"O{{{defaults[k]}}}" if k in defaults else "m" for k in range(1, nargs + 1))
 
 
 def _parse_nargs(nargs_text: str | None, name: str) -> int:

@@ -131,8 +131,9 @@ _SIMPLE: dict[str, tuple[int, str]] = {
     "\\mathbbit": (1, "\\mathbb{#1}"),
     # amsmath's capital accents (for nesting) -> the plain accents
     **{f"\\{a}": (1, f"\\{a.lower()}{{#1}}") for a in ACCENTS},
-    # accents: an accent set under its argument (\\underaccent{\\vec}{F})
+    # accents: an accent set under its argument (\\underaccent{\\vec}{F}), a symbol set over it as an accent
     "\\underaccent": (2, "\\underset{#1{}}{#2}"),
+    "\\accentset": (2, "\\overset{#1}{#2}"),
     "\\hdots": (0, "\\ldots"),
     "\\iddots": (0, "\\mathinner{⋰}"),
     "\\widebar": (1, "\\overline{#1}"),

@@ -250,3 +250,29 @@ def test_a_name_ended_by_its_own_token_and_a_display_environment_of_its_own(conv
     result = converter.convert(r"a \meet/ \bigjoin/\limits_{i \in I} b_{i}", macros=table.definitions())
     assert result.status == "ok", result.message
     assert "∧" in result.mathml and "<munder><mo>⋁</mo>" in result.mathml and "<mo>/</mo>" not in result.mathml
+
+
+def test_xargs_optional_arguments_by_position(converter):
+    """xargs' ``\\newcommandx*\\P[2][1=i, 2=0]{..}``: both arguments optional with their defaults (``O{i} O{0}``);
+    ``[2={a,b}]`` a default holding a comma; through the real KaTeX, ``\\P``, ``\\P[j]`` and ``\\P[j][n]``."""
+    table = extract_macros(
+        r"\newcommandx*\P[2][1=i, 2=0]{\widetilde{P_{#1}}^{\left(#2\right)}}\newcommandx\f[3][2={a,b}]{#1#2#3}"
+    )
+    made = {m.name: (m.source, m.spec) for m in table.definitions()}
+    assert made == {"\\P": ("newcommand", "O{i} O{0}"), "\\f": ("newcommand", "m O{a,b} m")}
+    result = converter.convert(r"\P + \P[j] + \P[j][n]", macros=table.definitions())
+    assert result.status == "ok", result.message
+    assert [result.mathml.count(f"<mi>{x}</mi>") for x in "ijn"] == [1, 2, 1]
+
+
+def test_algorithm2e_keywords_print_their_text(converter):
+    """algorithm2e's ``\\SetKwFunction{structDataSym}{structDataSym}`` (``\\SetKwData``, ``\\SetKw``): the command
+    prints its text, also inside a formula."""
+    table = extract_macros(r"\SetKwFunction{structDataSym}{structDataSym}\SetKwData{Left}{left}")
+    assert {m.name: m.body for m in table.definitions()} == {
+        "\\structDataSym": "\\text{structDataSym}",
+        "\\Left": "\\text{left}",
+    }
+    result = converter.convert(r"x_i = \structDataSym(\Left, k)", macros=table.definitions())
+    assert result.status == "ok", result.message
+    assert "<mtext>structDataSym</mtext>" in result.mathml

@@ -63,3 +63,9 @@ def test_physics_variation_only_for_a_document_loading_physics(converter):
     assert result.status == "ok", result.message
     assert result.mathml.count("δ") == 3
     assert converter.convert("\\var{x}").status != "ok"  # not loaded: not defined
+
+
+def test_accents_accentset_through_katex(converter):
+    result = converter.convert("\\accentset{\\star}{x} + \\accentset{\\circ}{A}_{k}")
+    assert result.status == "ok", result.message
+    assert "⋆" in result.mathml and "∘" in result.mathml
