@@ -5,7 +5,8 @@
 Extraction collects them into `DocumentMacros` (with the environment aliases the math scanner needs, where the
 definitions are, and the definitions it had to drop); a paper carries them as `engine.latex.macros.MacroDef`, which
 the converter makes ready for KaTeX. Macros whose body opens or closes a display (``\\def\\be{\\begin{equation}}``)
-are expanded in the text instead (`eqsearch.ingest.displaymacros`).
+are expanded in the text instead (`eqsearch.ingest.displaymacros`). The definers, and a document's own names for
+them, are found by `eqsearch.ingest.definers`.
 """
 
 from __future__ import annotations
@@ -20,71 +21,14 @@ from eqsearch.engine.latex.paired import xpp_definition
 from eqsearch.engine.latex.scan import read_argument, read_optional
 from eqsearch.engine.latex.xparse import format_argument_spec, parse_argument_spec
 from eqsearch.ingest.definermacros import definer_macro_uses
+from eqsearch.ingest.definers import DEFINER, definer_aliases, definer_pattern
 from eqsearch.ingest.macrocycles import drop_recursive
 from eqsearch.ingest.macroloops import delimited_spec, newif_switches, unrolled_loops
 from eqsearch.ingest.mathfonts import declared_alphabets, font_switches
 from eqsearch.ingest.records import Issue
 
-_DEFINERS = {
-    "cmd": [
-        "newcommand",
-        "renewcommand",
-        "providecommand",
-        "DeclareRobustCommand",
-        # etoolbox's robust commands, the knowledge package's commands that link a notion
-        "newrobustcmd",
-        "renewrobustcmd",
-        "providerobustcmd",
-        "knowledgenewrobustcmd",
-        "knowledgenewcommand",
-        "knowledgerenewcommand",
-        # xargs: \newcommandx\cmd[2][1=i, 2=0]{..}, optional arguments named by position with their defaults
-        "newcommandx",
-        "renewcommandx",
-        "providecommandx",
-        "DeclareRobustCommandx",
-    ],
-    "def": ["def", "gdef", "edef", "xdef"],
-    "let": ["let"],
-    "op": ["DeclareMathOperator"],
-}
-
-
-def _definer_pattern(aliases: dict[str, str] | None = None) -> re.Pattern[str]:
-    """The definitions' regex; ``aliases`` adds user names of definers (``\\nc`` for ``\\newcommand``)."""
-    names = {group: list(values) for group, values in _DEFINERS.items()}
-    for alias, target in (aliases or {}).items():
-        group = next((g for g, values in _DEFINERS.items() if target in values), None)
-        if group is not None:
-            names[group].append(alias)
-
-    def alternatives(group: str) -> str:
-        return "|".join(re.escape(n) for n in sorted(names[group], key=len, reverse=True))
-
-    return re.compile(
-        rf"\\(?:(?P<cmd>{alternatives('cmd')})(?P<cstar>\*?)"
-        rf"|(?P<def>{alternatives('def')})"
-        rf"|(?P<let>{alternatives('let')})"
-        r"|(?P<copy>LetLtxMacro|(?:New|Renew|Declare)CommandCopy)"
-        rf"|(?P<op>{alternatives('op')})(?P<ostar>\*?)"
-        r"|(?P<xparse>(?:New|Renew|Provide|Declare)(?:Expandable)?DocumentCommand)"
-        r"|(?P<paired>DeclarePairedDelimiter)(?P<px>XPP|X|)"
-        r"|(?P<unit>DeclareSIUnit)"
-        r"|(?P<kw>SetKw(?:Function|Data|Input|Output)?)"
-        r"|(?P<env>newenvironment|renewenvironment|(?:New|Renew|Provide|Declare)DocumentEnvironment))(?![A-Za-z@])"
-    )
-
-
-_DEFINER = _definer_pattern()
 # hyperref's \pdfstringdefDisableCommands{\def\varepsilon{\textepsilon}}: meanings for PDF bookmarks only
 _PDF_ONLY = re.compile(r"\\pdfstringdefDisableCommands\s*\{(?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*\}")
-_ALL_DEFINERS = "|".join(n for values in _DEFINERS.values() for n in values)
-# \newcommand{\nc}{\newcommand}, \let\nc\newcommand, \def\nc{\newcommand}: a user name for a definer
-_DEFINER_ALIAS = re.compile(
-    r"\\(?:(?:re|provide)?newcommand\*?\s*\{?\s*(\\[A-Za-z@]+)\s*\}?\s*\{\s*\\(" + _ALL_DEFINERS + r")\s*\}"
-    r"|[gex]?def\s*(\\[A-Za-z@]+)\s*\{\s*\\(" + _ALL_DEFINERS + r")\s*\}"
-    r"|let\s*(\\[A-Za-z@]+)\s*=?\s*\\(" + _ALL_DEFINERS + r"))(?![A-Za-z@])"
-)
 _NAME = re.compile(r"\\(?:[A-Za-z@]+|[^A-Za-z@\s])\Z")
 _DEF_PARAMS = re.compile(r"(?:#\d)*\Z")
 _DELIMITED_ONE = re.compile(r"#1\s*(\\[A-Za-z@]+)\s*\Z")  # \def\beas#1\eeas{...}: one argument up to a command
@@ -144,8 +88,8 @@ def extract_macros(text: str, table: DocumentMacros | None = None) -> DocumentMa
 
     table = table if table is not None else DocumentMacros()
     text = _PDF_ONLY.sub(lambda m: " " * len(m.group(0)), text) if "\\pdfstringdef" in text else text
-    aliases = _definer_aliases(text)
-    definer = _definer_pattern(aliases) if aliases else _DEFINER
+    aliases = definer_aliases(text)
+    definer = definer_pattern(aliases) if aliases else DEFINER
     table.history = []
     table.spans = _read_definitions(text, table, definer, aliases, table.history)
     # \DeclareMathAlphabet{\mathpzc}{OT1}{pzc}{m}{it}; fontspec's \newfontfamily\cyrillicfont{..}
@@ -205,26 +149,6 @@ def expand_environments(latex: str, environments: dict[str, tuple[str, str]]) ->
     return pattern.sub(lambda m: environments[m.group(2)][0 if m.group(1) == "begin" else 1], latex)
 
 
-def _definer_aliases(text: str) -> dict[str, str]:
-    """User names of definers (``\\newcommand{\\nc}{\\newcommand}``, then ``\\nc{\\rnc}{\\renewcommand}``) -> the
-    definer's name."""
-    aliases: dict[str, str] = {}
-    for a in _DEFINER_ALIAS.finditer(text):
-        pair = next((a.group(i), a.group(i + 1)) for i in (1, 3, 5) if a.group(i))
-        aliases[pair[0][1:]] = pair[1]
-    for _ in range(3):  # aliases defined with an alias
-        if not aliases:
-            break
-        names = "|".join(re.escape(a) for a in aliases)
-        targets = "|".join([*(n for values in _DEFINERS.values() for n in values), *aliases])
-        nested = re.compile(rf"\\({names})\s*\{{?\s*\\([A-Za-z@]+)\s*\}}?\s*\{{\s*\\({targets})\s*\}}")
-        found = {m.group(2): aliases.get(m.group(3), m.group(3)) for m in nested.finditer(text)}
-        if not set(found) - set(aliases):
-            break
-        aliases.update(found)
-    return aliases
-
-
 class _SkipDefinition(Exception):
     def __init__(self, issue: Issue | None = None) -> None:
         super().__init__()
@@ -249,7 +173,7 @@ def take_definitions(text: str, table: DocumentMacros) -> str:
     """
     kept: list[str] = []
     pos = scan = 0
-    while (m := _DEFINER.search(text, scan)) is not None:
+    while (m := DEFINER.search(text, scan)) is not None:
         try:
             end = _read_definition(text, m, table)
         except _SkipDefinition as skip:

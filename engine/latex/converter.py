@@ -47,16 +47,15 @@ from eqsearch.engine.latex.macros import (
 )
 from eqsearch.engine.latex.outcome import survival
 from eqsearch.engine.latex.packagenv import chemistry_in_text, inline_code
-from eqsearch.engine.latex.plaintex import (
-    change_case,
+from eqsearch.engine.latex.plaintex import change_case, tex_switches
+from eqsearch.engine.latex.preprocess import preprocess_latex
+from eqsearch.engine.latex.textmode import (
     displays_in_text_boxes,
     dollars_in_math,
     resolve_ensuremath,
     sized_delimiters_in_text,
-    tex_switches,
     units_in_text,
 )
-from eqsearch.engine.latex.preprocess import preprocess_latex
 from eqsearch.engine.latex.worker import ConversionJob, KatexWorker
 
 __all__ = ["REASONS", "ConversionResult", "KatexConfig", "KatexConverter"]

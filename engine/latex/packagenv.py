@@ -11,7 +11,7 @@ with delimiters, inline code, Young tableaux.
   characters escaped for KaTeX's text mode. Applied after macro expansion: such a macro's body alone lacks the code.
 - mhchem's ``\\ce{BH+}`` and ``\\pu{..}`` (KaTeX's mhchem extension, loaded by the worker) work in math mode only
   there, while LaTeX takes them in text too (``\\textrm{\\ce{BH+}}``): each becomes ``\\ensuremath{\\ce{..}}``,
-  which `engine.latex.plaintex.resolve_ensuremath` then sets by mode.
+  which `engine.latex.textmode.resolve_ensuremath` then sets by mode.
 - Young diagrams and tableaux (youngtab's ``\\yng(3,1)``, ``\\young(ab,c)``; ytableau's ``\\ydiagram{3,1}``,
   ``\\ytableaushort{ab,c}`` and ``ytableau`` environment): rows of ``\\boxed`` cells in an ``array``, the entries kept.
 """

@@ -116,16 +116,6 @@ def test_modern_definers():
     assert MacroDef.from_json(m["\\inner"].to_json()) == m["\\inner"]
 
 
-def test_user_names_for_definers():
-    table = extract_macros(
-        r"\newcommand{\nc}{\newcommand}\nc{\rnc}{\renewcommand}\let\ddef\def"
-        r"\nc{\vev}[1]{\langle#1\rangle}\rnc{\vec}[1]{\mathbf{#1}}\ddef\x{y}"
-    )
-    m = table.macros
-    assert (m["\\vev"].nargs, m["\\vev"].source) == (1, "newcommand")
-    assert m["\\vec"].source == "renewcommand" and m["\\x"].body == "y"
-
-
 def test_definition_spans_are_recorded_for_masking():
     text = r"a \newcommand{\R}{\mathbb{R}} b \def\x{1} c"
     table = extract_macros(text)

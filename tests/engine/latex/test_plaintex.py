@@ -4,7 +4,7 @@ KaTeX takes the result."""
 from __future__ import annotations
 
 import pytest
-from eqsearch.engine.latex.plaintex import dollars_in_math, rewrite_plain_tex
+from eqsearch.engine.latex.plaintex import rewrite_plain_tex
 
 
 @pytest.mark.parametrize(
@@ -32,24 +32,3 @@ def test_nested_delimited_fractions_are_rewritten_innermost_first():
     assert rewrite_plain_tex(r"{{a \overwithdelims() b} \overwithdelims[] c}") == (
         r"{\genfrac{[}{]}{}{}{{\genfrac{(}{)}{}{}{a }{ b}} }{ c}}"
     )
-
-
-def test_dollars_written_in_math_are_text():
-    """``\\text{if } $f$ \\; \\text{is ..}`` in a ``cases`` cell: TeX leaves math at the ``$`` (a cell is ``$..$``
-    itself) and sets ``f`` as text; a ``$`` inside a text box and an escaped ``\\$`` stay."""
-    cell = r"\frac{k-1}{2} & \text{if } $f$ \; \text{is a cusp form}"
-    assert dollars_in_math(cell) == r"\frac{k-1}{2} & \text{if } \text{f} \; \text{is a cusp form}"
-    assert dollars_in_math(r"a = \text{for $x$ real} + \$ 5") == r"a = \text{for $x$ real} + \$ 5"
-    assert dollars_in_math("a $ b") == "a $ b"  # a lone dollar: left for KaTeX
-
-
-def test_dollars_written_in_math_through_katex(converter):
-    latex = r"\kappa(f) = \begin{cases} \frac{k-1}{2} & \text{if } $f$ \; \text{is holomorphic}, \\ "
-    result = converter.convert(latex + r"0 & \text{if } $f$ \; \text{is a Maass form} \end{cases}")
-    assert result.status == "ok", result.message
-    assert result.mathml.count("<mtext>if\u00a0f</mtext>") == 2  # KaTeX joins the adjacent text, a no-break space
-
-
-def test_dollars_inside_a_box_are_the_boxs_own():
-    assert dollars_in_math(r"\fbox{$(A^+)^\circ$} & = p") == r"\fbox{$(A^+)^\circ$} & = p"
-    assert dollars_in_math(r"\ch{Li_{$x$} C <=> C + $x$ Li^+}") == r"\ch{Li_{$x$} C <=> C + $x$ Li^+}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from eqsearch.engine.latex.macros import MacroDef, MacroExpansionError, build_katex_macros, expand_macros
-from eqsearch.engine.latex.preprocess import clean_latex, preprocess_latex, wrap_environment
+from eqsearch.engine.latex.preprocess import clean_latex, preprocess_latex
 
 
 @pytest.mark.parametrize(
@@ -55,35 +55,6 @@ def test_clean_latex_rules(latex, expected):
 def test_clean_latex_leaves_plain_math_alone():
     text = r"\int_0^1 f(x)\,dx = \frac{a}{b}"
     assert clean_latex(text) is text
-
-
-@pytest.mark.parametrize(
-    ("body", "environment", "expected"),
-    [
-        (r"a &= b \\ c &= d", "align", r"\begin{aligned}a &= b \\ c &= d\end{aligned}"),
-        (r"a &= b \\ c &= d \\", "align*", r"\begin{aligned}a &= b \\ c &= d\end{aligned}"),
-        (r"a &= b & c &= d", "flalign*", r"\begin{aligned}a &= b & c &= d\end{aligned}"),
-        (r"{2} a &= b & c &= d", "alignat", r"\begin{alignedat}{2} a &= b & c &= d\end{alignedat}"),
-        (r"a &= b & c &= d", "alignat*", r"\begin{alignedat}{2}a &= b & c &= d\end{alignedat}"),
-        (r"a \\ b", "gather*", r"\begin{gathered}a \\ b\end{gathered}"),
-        (r"a + b \\ + c", "multline", r"\begin{gathered}a + b \\ + c\end{gathered}"),
-        (r"a", "gather", "a"),
-        (r"a &=& b \\ c &=& d", "eqnarray*", r"\begin{array}{rcl}a &=& b \\ c &=& d\end{array}"),
-        (r"a &= b", "equation", r"\begin{aligned}a &= b\end{aligned}"),
-        (r"a \\ b", "$$", r"\begin{aligned}a \\ b\end{aligned}"),
-        (r"a \\ b", "\\[", r"\begin{aligned}a \\ b\end{aligned}"),
-        (r"\begin{pmatrix} a & b \\ c & d \end{pmatrix}", "equation", r"\begin{pmatrix} a & b \\ c & d \end{pmatrix}"),
-        (r"\begin{split} a &= b \\ &= c \end{split}", "equation*", r"\begin{split} a &= b \\ &= c \end{split}"),
-        (r"\substack{a \\ b}", "equation", r"\substack{a \\ b}"),
-        (r"x = 1", "displaymath", "x = 1"),
-        (r"x = 1", "dmath", "x = 1"),
-        (r"a + b \\ + c", "dmath*", r"\begin{gathered}a + b \\ + c\end{gathered}"),
-        (r"a & = & b", "darray", r"\begin{array}{lll}a & = & b\end{array}"),
-        (r"x = 1 \\", "equation", "x = 1"),
-    ],
-)
-def test_wrap_environment(body, environment, expected):
-    assert wrap_environment(body, environment) == expected
 
 
 def test_preprocess_cleans_before_wrapping():

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 from eqsearch.engine.latex.macros import MacroDef
-from eqsearch.engine.latex.plaintex import change_case, resolve_ensuremath, stagger_indices
+from eqsearch.engine.latex.plaintex import change_case, stagger_indices
+from eqsearch.engine.latex.textmode import resolve_ensuremath
 
 
 @pytest.mark.parametrize(
