@@ -48,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     create.add_argument("--index-type", choices=VECTOR_TYPES, default="hnsw", help="the vector index type (hnsw)")
     create.add_argument("--oversample", type=float, default=0.0, help=OVERSAMPLE_HELP)
     create.add_argument("--element-type", choices=ELEMENT_TYPES, help=ELEMENT_TYPE_HELP)
+    create.add_argument("--hnsw-m", type=int, metavar="M", help=HNSW_M_HELP + " (default: 32)")
     _node_vectors_argument(create, "equations: every ingest job stores each formula's node vectors")
     _layout_arguments(create, "of the equations index (default: one per data node, or EQSEARCH_SHARDS)")
     create.set_defaults(handler=_create, parser=create)
@@ -68,6 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     migrate.add_argument("--index-type", choices=VECTOR_TYPES, help="change the vector index type")
     migrate.add_argument("--oversample", type=float, help=OVERSAMPLE_HELP + " (default: the current index's)")
     migrate.add_argument("--element-type", choices=ELEMENT_TYPES, help=ELEMENT_TYPE_HELP)
+    migrate.add_argument(
+        "--hnsw-m", type=int, metavar="M", help=HNSW_M_HELP + " (default: the current index's; before version 12: 32)"
+    )
     _layout_arguments(migrate, "of the new version (default: the current index's)")
     migrate.add_argument(
         "--context-vectors",
@@ -369,11 +373,15 @@ ELEMENT_TYPE_HELP = (
     "equations: how the formula vectors are stored: byte (int8, a quarter of the bytes; the default where they "
     "are compared by cosine with the hnsw type) or float"
 )
+HNSW_M_HELP = (
+    "equations: the links each vector keeps in the HNSW graph, 4-128 (more: better recall among copies of one "
+    "formula, more memory and slower writes)"
+)
 
 
 def _with_vector_choice(options: IndexOptions, args: argparse.Namespace) -> IndexOptions:
-    """``options`` with the asked ``--index-type`` and ``--element-type``; where none is asked, the element type
-    kept, or float where the kept one does not go with the index type (int8 vectors take ``hnsw`` only)."""
+    """``options`` with the asked ``--index-type``, ``--element-type`` and ``--hnsw-m``; where no element type is
+    asked, the kept one, or float where it does not go with the index type (int8 vectors take ``hnsw`` only)."""
     from dataclasses import replace
 
     from eqsearch.engine.index.mappings import BYTE_INDEX_TYPES
@@ -387,7 +395,9 @@ def _with_vector_choice(options: IndexOptions, args: argparse.Namespace) -> Inde
                 f"(here {options.similarity} and {index_type})"
             )
         element = "float"
-    return replace(options, index_type=index_type, element_type=element)
+    if args.hnsw_m is not None and not 4 <= args.hnsw_m <= 128:
+        args.parser.error(f"--hnsw-m must be between 4 and 128, got {args.hnsw_m}")
+    return replace(options, index_type=index_type, element_type=element, hnsw_m=args.hnsw_m or options.hnsw_m)
 
 
 def _oversample(args: argparse.Namespace, index_type: str) -> float:

@@ -278,6 +278,9 @@ class IndexAdmin:
             # an index made before the element type was recorded (version 9 and older) moves to the default
             element_type=str(meta.get("element_type") or default_element_type(similarity, index_type)),
             oversample=float(meta.get("oversample", 0.0)),
+            # an index made before the graph's shape was recorded (version 11 and older) moves to today's
+            **({"hnsw_m": int(meta["hnsw_m"])} if meta.get("hnsw_m") else {}),
+            **({"ef_construction": int(meta["ef_construction"])} if meta.get("ef_construction") else {}),
             analyzer=str(meta.get("analyzer", "standard")),
             encoder=meta.get("encoder"),
             shards=int(values.get("index.number_of_shards", 1)),

@@ -5,11 +5,13 @@ the terms' posting lists for 300 candidates costs ~2.7 ms of node CPU at a milli
 (``es-plugin/``, ``eqsearch_bm25``) instead reads each candidate's terms from this value and scores them with the
 field's own BM25 (``docs/decisions/forward-index.md``). The value holds the distinct terms of the structural field
 *as its analyzer makes them* (Elasticsearch's ``whitespace`` analyzer: `analysed_terms`), so that a candidate's counts
-are the postings' frequencies; each term as the first 8 bytes of its UTF-8 bytes' SHA-256 (`term_hash`, the one
-definition here and in ``es-plugin/.../ForwardIndex.java``; tested for parity on a real node), with its count.
+are the postings' frequencies; each term as a hash of its UTF-8 bytes (`term_hash`: the first 8 bytes of their SHA-256,
+the one definition here and in ``es-plugin/.../ForwardIndex.java``; tested for parity on a real node), with its count.
 
 Layout (base64 in the document, as Elasticsearch's ``binary`` field takes it): a format byte, then per term by hash
-ascending the 8 hash bytes and the count as a varint (7 bits a byte, low first): ~9 bytes a distinct term.
+ascending the hash and the count as a varint (7 bits a byte, low first). Format 2 (`FORWARD_INDEX_FORMAT`, mapping
+version 12 on) keeps each hash's first 4 bytes, ~5 bytes a distinct term; format 1 (versions 7-11) all 8, ~9 bytes.
+The plugin reads both, so an index of an older version is searched as before until it is migrated.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ __all__ = [
     "term_hash",
 ]
 
-#: The layout's first byte (``ForwardIndex.FORMAT`` in the plugin).
-FORWARD_INDEX_FORMAT = 1
+#: The layout the engine writes: its first byte (``ForwardIndex.SHORT_HASHES`` in the plugin).
+FORWARD_INDEX_FORMAT = 2
+#: Each format's bytes of a term's hash (1: ``ForwardIndex.LONG_HASHES``).
+HASH_BYTES = {1: 8, 2: 4}
 #: Lucene's whitespace tokenizer cuts a token at this many UTF-16 code units (``CharTokenizer``'s default).
 MAX_TOKEN_LENGTH = 255
 
@@ -81,33 +85,38 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def forward_index_value(terms: Iterable[str]) -> str:
-    """The forward index of analysed terms (`analysed_terms`), as the base64 the binary field takes."""
-    counts = Counter(terms)
-    by_hash = sorted((term_hash(term), count) for term, count in counts.items())
-    blob = bytearray([FORWARD_INDEX_FORMAT])
-    for digest, count in by_hash:
+def forward_index_value(terms: Iterable[str], layout: int = FORWARD_INDEX_FORMAT) -> str:
+    """The forward index of analysed terms (`analysed_terms`), as the base64 the binary field takes, in format
+    ``layout``. Two terms of one formula whose short hashes agree (about one formula in 3 million) are one entry with
+    their counts added: the plugin wants the hashes strictly ascending."""
+    width = HASH_BYTES[layout]
+    by_hash: Counter[bytes] = Counter()
+    for term, count in Counter(terms).items():
+        by_hash[term_hash(term)[:width]] += count
+    blob = bytearray([layout])
+    for digest, count in sorted(by_hash.items()):
         blob += digest
         blob += _varint(count)
     return base64.b64encode(bytes(blob)).decode("ascii")
 
 
 def read_forward_index(value: str) -> dict[bytes, int]:
-    """A stored value read back: hash -> count.
+    """A stored value read back, of either format: hash (8 or 4 bytes) -> count.
 
     Raises:
-        ValueError: not base64, another format, or a value cut short.
+        ValueError: not base64, an unknown format, or a value cut short.
     """
     blob = base64.b64decode(value, validate=True)
-    if not blob or blob[0] != FORWARD_INDEX_FORMAT:
-        raise ValueError(f"not a forward index of format {FORWARD_INDEX_FORMAT}")
+    if not blob or blob[0] not in HASH_BYTES:
+        raise ValueError(f"not a forward index of format {' or '.join(map(str, HASH_BYTES))}")
+    width = HASH_BYTES[blob[0]]
     counts: dict[bytes, int] = {}
     at = 1
     while at < len(blob):
-        if at + 8 >= len(blob):
+        if at + width >= len(blob):
             raise ValueError(f"a forward index cut short at byte {at}")
-        digest = blob[at : at + 8]
-        at += 8
+        digest = blob[at : at + width]
+        at += width
         count = shift = 0
         while True:
             if at >= len(blob):

@@ -22,7 +22,7 @@ IndexKind = Literal["equations", "papers", "jobs"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("equations", "papers", "jobs")
 
 #: Bump when a definition below changes; recorded in each index's ``_meta`` so `describe` can say it is stale.
-MAPPING_VERSIONS: dict[str, int] = {"equations": 11, "papers": 2, "jobs": 1}
+MAPPING_VERSIONS: dict[str, int] = {"equations": 12, "papers": 2, "jobs": 1}
 
 VECTOR_FIELD = "vector"
 #: The formula's structural terms (`engine.model.structure`): BM25 over them is the structural channel.
@@ -42,8 +42,9 @@ SIZE_FIELD = "structure_size"
 RERANK_FIELDS_SINCE = 5
 #: The formula's forward index (mapping version 7): its structural terms as the field's analyzer makes them, hashed,
 #: with their counts, in one binary doc value (`engine.index.forward_index`), from which eqsearch's plugin computes the
-#: rescore window's BM25 (``eqsearch_bm25``) instead of walking posting lists. Large (~9 bytes a distinct term) and
-#: never shown: left out of the sources a search reads (`SOURCE_EXCLUDED_FIELDS`).
+#: rescore window's BM25 (``eqsearch_bm25``) instead of walking posting lists. Large (~5 bytes a distinct term from
+#: version 12, its hash cut to 4 bytes; ~9 before) and never shown: left out of the sources a search reads
+#: (`SOURCE_EXCLUDED_FIELDS`).
 FORWARD_INDEX_FIELD = "structure_terms"
 FORWARD_INDEX_SINCE = 7
 #: The network's node vectors of the formula, int8 in one binary doc value (`documents.node_vectors_value`), scored by
@@ -87,6 +88,13 @@ BYTE_INDEX_TYPES = ("hnsw", "flat")
 DEFAULT_CONTEXT_DIMS = 256
 TEXT_ANALYZERS = ("english", "standard")
 
+#: The formula vectors' HNSW degree (mapping version 12 on). Copies of one formula (inline ``x``, a definition
+#: repeated in every section) share one vector, and Lucene's neighbour selection keeps few links on a copy (it drops
+#: a candidate as near a kept neighbour as to the node): with 16 links a node, parts of a duplicate-rich graph were
+#: out of the search's reach (recall@10 by score 0.70 on the `make run` corpus whatever the ``num_candidates``, 0.957
+#: on hybdev2); 32 links reach 0.98 and 0.993 for 1-10 more bytes of graph a vector (``benchmarks/scale.md``).
+HNSW_M = 32
+
 # Stored but not searched: kept out of the inverted index and of doc values (they are only shown).
 _STORED_ONLY: dict[str, Any] = {"type": "keyword", "index": False, "doc_values": False}
 
@@ -106,7 +114,8 @@ class IndexOptions:
         element_type: how each formula vector is stored (`engine.index.vectors`): ``float`` (float32) or ``byte``
             (int8, one scale per vector; cosine similarity with a ``hnsw`` or ``flat`` type only);
             `default_element_type` gives what a new index gets.
-        hnsw_m: HNSW graph degree.
+        hnsw_m: HNSW graph degree: `HNSW_M` (mapping version 12; 16 before, Elasticsearch's default), recorded in
+            the index's ``_meta`` so that a migration keeps it.
         ef_construction: HNSW build-time candidate list.
         analyzer: text analyzer for titles, abstracts and context (``english`` where the cluster has it).
         shards: primary shards of the equations index.
@@ -127,7 +136,7 @@ class IndexOptions:
     index_type: str = "hnsw"
     oversample: float = 0.0
     element_type: str = "float"
-    hnsw_m: int = 16
+    hnsw_m: int = HNSW_M
     ef_construction: int = 100
     analyzer: str = "standard"
     shards: int = 1
@@ -216,6 +225,7 @@ def _meta(kind: str, options: IndexOptions) -> dict[str, Any]:
         "similarity": options.similarity,
         "index_type": options.index_type,
         **({"element_type": options.element_type} if kind == "equations" else {}),
+        **({"hnsw_m": options.hnsw_m, "ef_construction": options.ef_construction} if kind == "equations" else {}),
         **({"oversample": options.oversample} if options.oversample else {}),
         **({"encoder": options.encoder} if options.encoder else {}),
         **({"context_dims": options.context_dims} if kind == "equations" else {}),
@@ -294,7 +304,9 @@ def equations_definition(options: IndexOptions) -> dict[str, Any]:
                 "reason": {"type": "keyword"},
                 "section": {"type": "integer"},
                 "section_title": _text(analyzer),
-                "context": _text(analyzer),
+                # no positions (version 12): the words are matched term by term (BM25: counts and norms), never as
+                # phrases, and the highlighter analyses the stored text again: half of the field's postings
+                "context": _text(analyzer, index_options="freqs"),
                 # Terms kept whole (the whitespace analyzer: no lowercasing, no stemming); frequencies for BM25, no
                 # positions: the terms carry their own relations.
                 STRUCTURE_FIELD: {"type": "text", "analyzer": "whitespace", "index_options": "freqs"},

@@ -60,7 +60,7 @@ __all__ = [
 #: The plugin's name on the nodes (``es-plugin/plugin-descriptor.properties``).
 PLUGIN_NAME = "eqsearch"
 #: The plugin version this engine ships and speaks (``es-plugin/VERSION``; a test keeps them equal).
-PLUGIN_VERSION = "2.0.0"
+PLUGIN_VERSION = "2.1.0"
 #: The rescorer's name in a search body's ``rescore``.
 STRUCTURE_RESCORER = "eqsearch_structure"
 #: The MaxSim rescorer over stored node vectors, and the score it gives a candidate without any.

@@ -50,6 +50,28 @@ def test_element_type_is_int8_by_default_for_the_bundles_cosine_and_chosen_by_fl
 
 
 @pytest.mark.es
+def test_hnsw_m_is_32_by_default_chosen_by_flag_and_kept_by_a_migration(es_client, index_name, monkeypatch, capsys):
+    monkeypatch.setenv("EQSEARCH_INDEX_PREFIX", index_name)
+    assert main(["index", "create", "equations"]) == 0
+    admin = IndexAdmin(es_client, index_name)
+
+    def graph_degree() -> int:
+        current = admin.current("equations")
+        mapping = es_client.indices.get_mapping(index=current)[current]["mappings"]
+        assert mapping["_meta"]["hnsw_m"] == mapping["properties"]["vector"]["index_options"]["m"]
+        return mapping["properties"]["vector"]["index_options"]["m"]
+
+    assert graph_degree() == 32
+    assert main(["index", "migrate", "equations", "--quiet", "--hnsw-m", "48"]) == 0
+    assert graph_degree() == 48
+    assert main(["index", "migrate", "equations", "--quiet"]) == 0  # no flag: the choice carries over
+    assert graph_degree() == 48
+    with pytest.raises(SystemExit):
+        main(["index", "migrate", "equations", "--hnsw-m", "1000"])
+    assert "--hnsw-m must be between 4 and 128, got 1000" in capsys.readouterr().err
+
+
+@pytest.mark.es
 def test_shards_and_replicas_flags_set_the_layout_and_a_migration_keeps_it(es_client, index_name, monkeypatch, capsys):
     monkeypatch.setenv("EQSEARCH_INDEX_PREFIX", index_name)
     assert main(["index", "create", "equations", "--shards", "2", "--replicas", "0"]) == 0

@@ -118,15 +118,10 @@ def _scores_on(client, index: str, documents: list[dict], terms: dict[str, int])
     return _hits(client, index, {**query, "rescore": native}), _hits(client, index, {**query, "rescore": plain})
 
 
-HOSTILE_TERMS = ["\U0001d465" * 130, "caf\u00e9", "a\u00a0b", "z" * 300]
-
-
-def test_hostile_terms_and_damaged_values_score_as_the_postings_say(bm25_client, index_name):
-    """Terms outside the BMP, past the tokenizer's cut, with a no-break space: the hashes agree with the plugin's.
-    A damaged stored value (another format, cut short, not one blob) makes the plugin read that document's counts
-    from the postings: the same scores."""
-    bm25_client.indices.create(
-        index=index_name,
+def _with_forward_index(client, index: str) -> None:
+    """An index of the structural field and its forward index, mapped as the equations index maps them."""
+    client.indices.create(
+        index=index,
         mappings={
             "properties": {
                 STRUCTURE_FIELD: {"type": "text", "analyzer": "whitespace", "index_options": "freqs"},
@@ -134,15 +129,39 @@ def test_hostile_terms_and_damaged_values_score_as_the_postings_say(bm25_client,
             }
         },
     )
+
+
+HOSTILE_TERMS = ["\U0001d465" * 130, "caf\u00e9", "a\u00a0b", "z" * 300]
+
+
+def test_hostile_terms_and_damaged_values_score_as_the_postings_say(bm25_client, index_name):
+    """Terms outside the BMP, past the tokenizer's cut, with a no-break space: the hashes agree with the plugin's.
+    A damaged stored value (another format, cut short, not one blob) makes the plugin read that document's counts
+    from the postings: the same scores."""
+    _with_forward_index(bm25_client, index_name)
     texts = [" ".join(HOSTILE_TERMS), "caf\u00e9 caf\u00e9 x", "a\u00a0b " + "z" * 255, "x y", "caf\u00e9 y z"]
     documents = [{STRUCTURE_FIELD: t, FORWARD_INDEX_FIELD: forward_index_value(analysed_terms(t))} for t in texts]
     documents[3][FORWARD_INDEX_FIELD] = base64.b64encode(b"\x07garbage").decode()
     whole = base64.b64decode(forward_index_value(analysed_terms(texts[4])))
-    documents[4][FORWARD_INDEX_FIELD] = base64.b64encode(whole[:-5]).decode()  # cut short
+    documents[4][FORWARD_INDEX_FIELD] = base64.b64encode(whole[:-3]).decode()  # cut short, inside a hash
     terms = {"\U0001d465" * 128: 1, "caf\u00e9": 2, "a\u00a0b": 1, "z" * 255: 3, "y": 1, "z" * 300: 1}
     native, plain = _scores_on(bm25_client, index_name, documents, terms)
     assert native == plain
     assert len({score for _, score in native}) >= 4  # the terms did score
+
+
+def test_both_layouts_of_the_value_score_as_the_postings_say(bm25_client, index_name):
+    """Whole 8-byte hashes (format 1, mapping versions 7-11) and 4-byte ones (format 2, what the engine writes now)
+    side by side in one index, as during a migration's copy: each read in its own layout."""
+    _with_forward_index(bm25_client, index_name)
+    texts = ["V:x N:2 V:x|N:2|sup V:x", "V:x V:y", "N:2 N:2 N:3", "V:y V:x|N:2|sup", "caf\u00e9 V:x"]
+    documents = [
+        {STRUCTURE_FIELD: t, FORWARD_INDEX_FIELD: forward_index_value(analysed_terms(t), layout=1 + i % 2)}
+        for i, t in enumerate(texts)
+    ]
+    native, plain = _scores_on(bm25_client, index_name, documents, {"V:x": 2, "N:2": 1, "V:x|N:2|sup": 1, "V:y": 1})
+    assert native == plain
+    assert len({score for _, score in native}) >= 4
 
 
 def test_an_index_without_the_forward_index_is_scored_from_the_postings(bm25_client, index_name):

@@ -3,8 +3,9 @@ derived fields anew from its stored formula: the forward index an index of versi
 field holds, counted), as the earlier bumps filled sizes (5) and long spans (6), and, from version 8, with the derived
 fields indexed and in doc values but no longer in the documents' sources (an index of version 7 holds them there),
 from version 9, without the paper's own fields (title, abstract, authors, citations: the papers index's), and, from
-version 10, with the formula vectors compared by cosine rounded to int8 and stored so (``element_type: byte``), and,
-from version 11, with the spans written short (`span_term`).
+version 10, with the formula vectors compared by cosine rounded to int8 and stored so (``element_type: byte``),
+from version 11, with the spans written short (`span_term`), and, from version 12, with 32 links a vector in the HNSW
+graph, recorded in the index's ``_meta``.
 The search side's use of the forward index is tested in ``tests/es_plugin/``."""
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def _old_index(es_client, admin: IndexAdmin, index_name: str, version: int) -> s
         old["mappings"].pop("_source")
     old["mappings"]["_meta"]["mapping_version"] = version
     del old["mappings"]["_meta"]["element_type"]  # recorded from version 10
+    for recorded in ("hnsw_m", "ef_construction"):  # recorded from version 12, with a graph of 16 links before
+        del old["mappings"]["_meta"][recorded]
+    old["mappings"]["properties"]["vector"]["index_options"]["m"] = 16
     if version < 7:
         old["mappings"]["properties"].pop(FORWARD_INDEX_FIELD)
     source = f"{index_name}-equations-v1"
@@ -64,7 +68,7 @@ def _old_index(es_client, admin: IndexAdmin, index_name: str, version: int) -> s
     return source
 
 
-@pytest.mark.parametrize("version", [6, 7, 8, 9, 10])
+@pytest.mark.parametrize("version", [6, 7, 8, 9, 10, 11])
 def test_migrating_an_older_index_makes_every_derived_field_and_keeps_them_out_of_the_sources(
     es_client, index_name, version
 ):
@@ -77,8 +81,9 @@ def test_migrating_an_older_index_makes_every_derived_field_and_keeps_them_out_o
     report = admin.migrate("equations")
     assert (report.copied, report.target_count) == (3, 3)
     described = admin.describe("equations")
-    assert not described["stale"] and described["mapping_version"] == MAPPING_VERSIONS["equations"] == 11
+    assert not described["stale"] and described["mapping_version"] == MAPPING_VERSIONS["equations"] == 12
     assert described["vector"]["element_type"] == "byte" and admin.options_of("equations").element_type == "byte"
+    assert described["vector"]["index_options"]["m"] == 32 and admin.options_of("equations").hnsw_m == 32
     alias = admin.alias("equations")
     hits = es_client.search(index=alias, size=10, docvalue_fields=[FORWARD_INDEX_FIELD])["hits"]["hits"]
     assert len(hits) == 3

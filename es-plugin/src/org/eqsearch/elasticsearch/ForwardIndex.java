@@ -14,19 +14,26 @@ import org.apache.lucene.util.BytesRef;
 
 /**
  * The forward index of one equation: the distinct terms of its structural field, as the field's analyzer made them,
- * each as a 64-bit hash with the number of times it occurs, in one binary doc value (eqsearch's
+ * each as a hash with the number of times it occurs, in one binary doc value (eqsearch's
  * {@code engine/index/forward_index.py} writes it). The value of an Elasticsearch {@code binary} field holds a vint
  * count of blobs, then each as a vint length and its bytes; ours is one blob: a format byte, then per term, by hash
- * ascending (unsigned), the hash in 8 bytes big-endian and the count as a vint.
+ * ascending (unsigned), the hash big-endian and the count as a vint. Format 1 (mapping versions 7-11) writes the
+ * whole 8-byte hash, format 2 (version 12 on) its first 4 bytes: about 5 bytes a term instead of 9.
  *
  * <p>The hash is the first 8 bytes of the SHA-256 digest of the term's UTF-8 bytes, read big-endian: defined here
- * and in the Python module alone, and tested for parity. Two different terms of one equation and query share a hash
- * with a probability of about {@code terms^2 / 2^64}: never, in practice.
+ * and in the Python module alone, and tested for parity. A query's term and another term of a candidate share 4
+ * bytes with a probability of about {@code 2^-32} a pair: with ~50 terms on each side, one candidate's count
+ * borrowed in about 1.7 million, for one term of its score.
  */
 final class ForwardIndex {
-    static final int FORMAT = 1;
+    /** The format of 8-byte hashes. */
+    static final int LONG_HASHES = 1;
+    /** The format of 4-byte hashes, what the engine writes now. */
+    static final int SHORT_HASHES = 2;
     /** Eight bytes read as one big-endian long (the JDK's view of a byte array). */
     private static final VarHandle BIG_ENDIAN_LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+    /** Four bytes read as one big-endian int. */
+    private static final VarHandle BIG_ENDIAN_INT = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
 
     private ForwardIndex() {}
 
@@ -52,9 +59,9 @@ final class ForwardIndex {
 
     /**
      * Fills {@code freqs[i]} with how often the term of {@code hashes[i]} (ascending unsigned, distinct) occurs in the
-     * stored value, 0 when it does not: one merge of the two sorted lists, which stops at the query's last term. False
-     * when the value is not a forward index of this format (the caller then reads the document's counts from the
-     * postings): nothing is guessed from a damaged value.
+     * stored value, 0 when it does not: one merge of the two sorted lists, which stops at the query's last term (in
+     * format 2 a term matches on its hash's first 4 bytes). False when the value is not a forward index of a known
+     * format (the caller then reads the document's counts from the postings): nothing is guessed from a damaged value.
      */
     static boolean counts(BytesRef value, long[] hashes, int[] freqs) {
         Arrays.fill(freqs, 0);
@@ -65,20 +72,23 @@ final class ForwardIndex {
             return false;
         }
         int length = readVInt(bytes, at, end);
-        if (length < 1 || at[0] + length > end || bytes[at[0]] != FORMAT) {
+        if (length < 1 || at[0] + length > end || (bytes[at[0]] != LONG_HASHES && bytes[at[0]] != SHORT_HASHES)) {
             return false;
         }
+        boolean longHashes = bytes[at[0]] == LONG_HASHES;
+        int width = longHashes ? Long.BYTES : Integer.BYTES;
+        int shift = longHashes ? 0 : Integer.SIZE; // a query's hash cut to what is stored
         end = at[0] + length;
         int pos = at[0] + 1;
         int q = 0;
         long previous = 0;
         boolean first = true;
         while (pos < end && q < hashes.length) {
-            if (pos + Long.BYTES >= end) {
+            if (pos + width >= end) {
                 return false; // a hash without its count
             }
-            long stored = (long) BIG_ENDIAN_LONG.get(bytes, pos);
-            pos += Long.BYTES;
+            long stored = longHashes ? (long) BIG_ENDIAN_LONG.get(bytes, pos) : Integer.toUnsignedLong((int) BIG_ENDIAN_INT.get(bytes, pos));
+            pos += width;
             int count = bytes[pos++];
             if (count < 0) { // a count of 128 or more: a longer vint
                 at[0] = pos - 1;
@@ -90,10 +100,10 @@ final class ForwardIndex {
             }
             previous = stored;
             first = false;
-            while (q < hashes.length && Long.compareUnsigned(hashes[q], stored) < 0) {
+            while (q < hashes.length && Long.compareUnsigned(hashes[q] >>> shift, stored) < 0) {
                 q++;
             }
-            if (q < hashes.length && hashes[q] == stored) {
+            while (q < hashes.length && (hashes[q] >>> shift) == stored) { // two query terms may share 4 bytes
                 freqs[q++] = count;
             }
         }
