@@ -36,14 +36,18 @@ def parse_katex_commands(source: str) -> frozenset[str]:
     return frozenset(n.replace("\\\\", "\\") for n in names)
 
 
+def _katex_source(katex_dir: Path) -> str:
+    """The distribution file of the KaTeX installed in ``katex_dir``; empty when it is not installed."""
+    try:
+        return (Path(katex_dir) / "node_modules" / "katex" / "dist" / "katex.js").read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
 @functools.cache
 def katex_commands(katex_dir: Path) -> frozenset[str]:
     """The commands of the KaTeX installed in ``katex_dir`` (empty when it is not installed), read once a process."""
-    path = Path(katex_dir) / "node_modules" / "katex" / "dist" / "katex.js"
-    try:
-        return parse_katex_commands(path.read_text(encoding="utf-8"))
-    except OSError:
-        return frozenset()
+    return parse_katex_commands(_katex_source(katex_dir))
 
 
 def parse_katex_macro_uses(source: str) -> frozenset[str]:
@@ -54,8 +58,4 @@ def parse_katex_macro_uses(source: str) -> frozenset[str]:
 @functools.cache
 def katex_macro_uses(katex_dir: Path) -> frozenset[str]:
     """The commands the macros of the KaTeX installed in ``katex_dir`` use (empty when it is not installed)."""
-    path = Path(katex_dir) / "node_modules" / "katex" / "dist" / "katex.js"
-    try:
-        return parse_katex_macro_uses(path.read_text(encoding="utf-8"))
-    except OSError:
-        return frozenset()
+    return parse_katex_macro_uses(_katex_source(katex_dir))
